@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# Install what evrdma needs on Debian 12 and is missing.  Idempotent; needs
+# root (or sudo) only when something is missing.
+#   scripts/deps.sh            build + test dependencies
+#   scripts/deps.sh --rxe      also what the Soft-RoCE VM suite needs
+set -euo pipefail
+
+pkgs=(
+	build-essential autoconf automake libtool pkg-config  # the build
+	libev-dev                 # the event loop (no .pc on Debian; see m4/)
+	librdmacm-dev libibverbs-dev ibverbs-providers  # RDMA CM and verbs
+	check libsubunit-dev      # unit tests
+	rdmacm-utils              # upstream rstream/mckey, for interop tests
+	iproute2 procps psmisc    # ip netns, ps, killall used by tests
+	valgrind                  # leak checks
+)
+if [ "${1:-}" = "--rxe" ]; then
+	pkgs+=(qemu-system-x86 busybox-static cpio kmod)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "deps: everything is installed"
+	exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"

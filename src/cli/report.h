@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* rstream's result table, in upstream's exact format. */
+#ifndef EVR_CLI_REPORT_H
+#define EVR_CLI_REPORT_H
+
+#include <stddef.h>
+
+#include "evrdma/stream.h"
+
+/* The header line, with its newline. */
+const char *rstream_header(void);
+/* One row, with its newline, as upstream's show_perf() prints it. */
+void rstream_format_row(char *buf, size_t len, const struct evr_result *r);
+
+
+
+/* Documented exit statuses (rstream.1, EXIT STATUS). */
+enum {
+	RSTREAM_EXIT_OK = 0,
+	RSTREAM_EXIT_USAGE = 1,
+	RSTREAM_EXIT_RESOLVE = 2,
+	RSTREAM_EXIT_CONNECT = 3,
+	RSTREAM_EXIT_TEST = 4,
+	RSTREAM_EXIT_LOCAL = 5,
+	RSTREAM_EXIT_NOTSUP = 6,
+	RSTREAM_EXIT_INTERRUPTED = 130,
+	RSTREAM_EXIT_NODEV = 255,
+};
+
+int rstream_exit_status(const struct evr_failure *f);
+#endif

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rstream_opts.h"
+#include "../stream/plan.h"
+
+void rstream_usage(FILE *out, const char *prog)
+{
+	/* Upstream's text, line for line. */
+	fprintf(out, "usage: %s\n", prog);
+	fprintf(out, "\t[-s server_address]\n");
+	fprintf(out, "\t[-b bind_address]\n");
+	fprintf(out, "\t[-f address_format]\n");
+	fprintf(out, "\t    name, ip, ipv6, or gid\n");
+	fprintf(out, "\t[-B buffer_size]\n");
+	fprintf(out, "\t[-i inline_size]\n");
+	fprintf(out, "\t[-I iterations]\n");
+	fprintf(out, "\t[-C transfer_count]\n");
+	fprintf(out, "\t[-S transfer_size or all]\n");
+	fprintf(out, "\t[-p port_number]\n");
+	fprintf(out, "\t[-k keepalive_time]\n");
+	fprintf(out, "\t[-T test_option]\n");
+	fprintf(out, "\t    s|sockets - use standard tcp/ip sockets\n");
+	fprintf(out, "\t    a|async - asynchronous operation (use poll)\n");
+	fprintf(out, "\t    b|blocking - use blocking calls\n");
+	fprintf(out, "\t    f|fork - fork server processing\n");
+	fprintf(out, "\t    n|nonblocking - use nonblocking calls\n");
+	fprintf(out, "\t    r|resolve - use rdma cm to resolve address\n");
+	fprintf(out, "\t    v|verify - verify data\n");
+}
+
+static void help_extra(FILE *out)
+{
+	fprintf(out, "evrdma options:\n");
+	fprintf(out, "\t--stall-timeout SEC  fail a connection that makes no "
+		     "progress for SEC seconds (default 10)\n");
+	fprintf(out, "\t--once               server: serve one client run, "
+		     "then exit (as upstream)\n");
+	fprintf(out, "\t--no-negotiate       client: do not send the test "
+		     "plan; speak exactly upstream's wire\n");
+	fprintf(out, "\t--trace              print every state transition "
+		     "on stderr\n");
+	fprintf(out, "\t--help, --version\n");
+}
+
+int rstream_test_opt(struct rstream_cli *cli, const char *arg)
+{
+	struct evr_stream_opts *o = &cli->o;
+	static const struct {
+		const char *word;
+		char letter;
+	} words[] = {
+		/* upstream compares this many leading characters */
+		{ "socket", 's' }, { "async", 'a' }, { "block", 'b' },
+		{ "nonblock", 'n' }, { "resolve", 'r' }, { "verify", 'v' },
+		{ "fork", 'f' },
+	};
+	char c = 0;
+	size_t i;
+
+	if (strlen(arg) == 1) {
+		c = arg[0];
+	} else {
+		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			if (!strncasecmp(words[i].word, arg,
+					 strlen(words[i].word))) {
+				c = words[i].letter;
+				break;
+			}
+	}
+	switch (c) {
+	case 's':
+		o->xport = EVR_XPORT_TCP;
+		break;
+	case 'a':
+		o->io = EVR_IO_ASYNC;
+		break;
+	case 'b':
+		o->io = EVR_IO_BLOCK;
+		break;
+	case 'n':
+		if (o->io == EVR_IO_BLOCK)
+			o->io = EVR_IO_NONBLOCK;
+		break;
+	case 'f':
+		/* upstream: fork implies kernel sockets (for librspreload) */
+		o->fork = 1;
+		o->xport = EVR_XPORT_TCP;
+		break;
+	case 'r':
+		o->resolve_rdma = 1;
+		break;
+	case 'v':
+		o->verify = 1;
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* A whole number in [min, max], with an optional k/m/g (binary) suffix
+ * when allow_suffix.  Returns 0 or -1. */
+static int parse_num(const char *s, long long min, long long max,
+		     int allow_suffix, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || errno)
+		return -1;
+	if (allow_suffix && *end) {
+		switch (*end) {
+		case 'k': case 'K':
+			v *= 1024;
+			break;
+		case 'm': case 'M':
+			v *= 1024 * 1024;
+			break;
+		case 'g': case 'G':
+			v *= 1024LL * 1024 * 1024;
+			break;
+		default:
+			return -1;
+		}
+		end++;
+	}
+	if (*end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int bad(FILE *err, const char *prog, char opt, const char *val,
+	       const char *what)
+{
+	fprintf(err, "%s: invalid value '%s' for -%c: %s\n", prog, val, opt,
+		what);
+	return RSTREAM_PARSE_BAD;
+}
+
+enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_TRACE, OPT_HELP,
+       OPT_VERSION };
+
+int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
+{
+	static const struct option longopts[] = {
+		{ "stall-timeout", required_argument, NULL, OPT_STALL },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "no-negotiate", no_argument, NULL, OPT_NO_NEG },
+		{ "trace", no_argument, NULL, OPT_TRACE },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *prog = "rstream";
+	struct evr_stream_opts *o = &cli->o;
+	long long v;
+	int op;
+
+	memset(cli, 0, sizeof(*cli));
+	o->xport = EVR_XPORT_RDMA;
+	o->io = EVR_IO_NONBLOCK;
+	o->port = EVR_DEFAULT_PORT;
+	o->inline_size = 64;
+	o->size = 1000;
+	o->count = 1000;
+	o->iters = 1;
+	o->server = 1;
+	optind = 1;
+	opterr = 1;
+	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:",
+				 longopts, NULL)) != -1) {
+		switch (op) {
+		case 's':
+			o->host = optarg;
+			o->server = 0;
+			break;
+		case 'b':
+			o->bind_addr = optarg;
+			break;
+		case 'f':
+			if (!strcasecmp(optarg, "name"))
+				o->addr_fmt = EVR_ADDR_NAME;
+			else if (!strcasecmp(optarg, "ipv6"))
+				o->addr_fmt = EVR_ADDR_IPV6;
+			else if (!strcasecmp(optarg, "ip"))
+				o->addr_fmt = EVR_ADDR_IP;
+			else if (!strcasecmp(optarg, "gid"))
+				o->addr_fmt = EVR_ADDR_GID;
+			else
+				return bad(err, prog, 'f', optarg,
+					   "use name, ip, ipv6 or gid");
+			if (o->addr_fmt == EVR_ADDR_GID)
+				o->resolve_rdma = 1;
+			break;
+		case 'B':
+			if (parse_num(optarg, 0, 1LL << 30, 1, &v))
+				return bad(err, prog, 'B', optarg,
+					   "buffer size must be 0 (default) to 1g");
+			o->buffer_size = (int)v;
+			break;
+		case 'i':
+			if (parse_num(optarg, 0, 65536, 1, &v))
+				return bad(err, prog, 'i', optarg,
+					   "inline size must be 0 to 65536");
+			o->inline_size = (int)v;
+			break;
+		case 'I':
+			if (parse_num(optarg, 1, EVR_MAX_COUNT, 0, &v))
+				return bad(err, prog, 'I', optarg,
+					   "iterations must be 1 to 1000000000");
+			o->iters = (uint32_t)v;
+			o->custom = 1;
+			break;
+		case 'C':
+			if (parse_num(optarg, 1, EVR_MAX_COUNT, 0, &v))
+				return bad(err, prog, 'C', optarg,
+					   "transfer count must be 1 to 1000000000");
+			o->count = (uint32_t)v;
+			o->custom = 1;
+			break;
+		case 'S':
+			if (!strncasecmp("all", optarg, 3)) {
+				o->size_all = 1;
+				break;
+			}
+			if (parse_num(optarg, 1, EVR_MAX_XFER_SIZE, 1, &v))
+				return bad(err, prog, 'S', optarg,
+					   "transfer size must be 1 to 1g, or all");
+			o->size = (uint32_t)v;
+			o->custom = 1;
+			break;
+		case 'p':
+			if (!*optarg || (strspn(optarg, "0123456789") ==
+					 strlen(optarg) &&
+					 (parse_num(optarg, 1, 65535, 0, &v))))
+				return bad(err, prog, 'p', optarg,
+					   "port must be 1 to 65535 or a service name");
+			o->port = optarg;
+			break;
+		case 'k':
+			if (parse_num(optarg, 0, 32767, 0, &v))
+				return bad(err, prog, 'k', optarg,
+					   "keepalive time must be 0 (off) to 32767 seconds");
+			o->keepalive = (int)v;
+			break;
+		case 'T':
+			if (rstream_test_opt(cli, optarg))
+				return RSTREAM_PARSE_USAGE;
+			break;
+		case OPT_STALL: {
+			char *end;
+			double sec;
+
+			errno = 0;
+			sec = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(sec >= 0.01) ||
+			    sec > 86400) {
+				fprintf(err, "%s: invalid value '%s' for "
+					"--stall-timeout: must be 0.01 to 86400 "
+					"seconds\n", prog, optarg);
+				return RSTREAM_PARSE_BAD;
+			}
+			o->stall_ms = (unsigned)(sec * 1000.0 + 0.5);
+			break;
+		}
+		case OPT_ONCE:
+			o->once = 1;
+			break;
+		case OPT_NO_NEG:
+			o->no_negotiate = 1;
+			break;
+		case OPT_TRACE:
+			cli->trace = 1;
+			break;
+		case OPT_HELP:
+			return RSTREAM_PARSE_HELP;
+		case OPT_VERSION:
+			return RSTREAM_PARSE_VERSION;
+		default:
+			return RSTREAM_PARSE_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(err, "%s: unexpected argument '%s'\n", prog,
+			argv[optind]);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->custom && o->size_all)
+		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
+	if (o->fork && !o->server) {
+		/* upstream ignores -T f on a client; so do we */
+		o->fork = 0;
+	}
+	return RSTREAM_PARSE_OK;
+}
+
+void rstream_help(FILE *out, const char *prog)
+{
+	rstream_usage(out, prog);
+	help_extra(out);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* rstream's command line: upstream's options plus evrdma's long ones. */
+#ifndef EVR_CLI_RSTREAM_OPTS_H
+#define EVR_CLI_RSTREAM_OPTS_H
+
+#include <stdio.h>
+
+#include "evrdma/stream.h"
+
+struct rstream_cli {
+	struct evr_stream_opts o;
+	int trace;
+	int quiet_errors;
+};
+
+enum {
+	RSTREAM_PARSE_OK = 0,
+	RSTREAM_PARSE_USAGE,    /* print usage, exit 1 (upstream) */
+	RSTREAM_PARSE_BAD,      /* one line already written to err, exit 1 */
+	RSTREAM_PARSE_HELP,     /* --help: usage, exit 0 */
+	RSTREAM_PARSE_VERSION,
+};
+
+/* Parse argv into cli.  Messages for bad values go to err. */
+int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err);
+void rstream_usage(FILE *out, const char *prog);
+/* --help: usage plus evrdma's own options. */
+void rstream_help(FILE *out, const char *prog);
+/* -T letters and words, as upstream: returns 0 or -1. */
+int rstream_test_opt(struct rstream_cli *cli, const char *arg);
+
+#endif

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "loop.h"
+
+int evr_loop_new(struct evr_loop **out, struct ev_loop *host)
+{
+	struct evr_loop *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	if (host) {
+		l->ev = host;
+	} else {
+		/* EVFLAG_NOSIGMASK: leave the host's signal mask alone. */
+		l->ev = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+		if (!l->ev) {
+			free(l);
+			return -ENOMEM;
+		}
+		l->owned = 1;
+	}
+	*out = l;
+	return 0;
+}
+
+void evr_loop_free(struct evr_loop *l)
+{
+	if (!l)
+		return;
+	if (l->owned)
+		ev_loop_destroy(l->ev);
+	free(l);
+}
+
+struct ev_loop *evr_loop_ev(struct evr_loop *l)
+{
+	return l->ev;
+}
+
+void evr_loop_run(struct evr_loop *l)
+{
+	ev_run(l->ev, 0);
+}
+
+void evr_loop_break(struct evr_loop *l)
+{
+	ev_break(l->ev, EVBREAK_ALL);
+}
+
+void evr_loop_set_trace(struct evr_loop *l, evr_trace_fn fn, void *ud)
+{
+	l->trace = fn;
+	l->trace_ud = ud;
+}
+
+void evr__trace(struct evr_loop *l, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (!l->trace)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	l->trace(l->trace_ud, line);
+}
+
+uint64_t evr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int evr__fd_set_nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
+	if (fcntl(fd, F_SETFL, fl) < 0)
+		return -errno;
+	return 0;
+}
+
+int evr__fd_set_cloexec(int fd)
+{
+	int fl = fcntl(fd, F_GETFD);
+
+	if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}

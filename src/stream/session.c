@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+/* A slice of work before the machine lets other watchers run. */
+#define SLICE_MSGS 64
+#define SLICE_BYTES (1u << 20)
+
+static const char *const state_names[] = {
+#define X(s) #s,
+	EVR_SESS_STATES(X)
+#undef X
+};
+
+const char *evr__sess_state_name(enum evr_sess_state s)
+{
+	return (unsigned)s < EVR_SS__COUNT ? state_names[s] : "?";
+}
+
+static int terminal(const struct evr_sess *s)
+{
+	return s->state == EVR_SS_DONE || s->state == EVR_SS_FAILED;
+}
+
+static void set_state(struct evr_sess *s, enum evr_sess_state st)
+{
+	if (s->state != st && s->loop && evr__tracing(s->loop))
+		evr__trace(s->loop, "conn %u: %s -> %s", s->id,
+			   evr__sess_state_name(s->state),
+			   evr__sess_state_name(st));
+	s->state = st;
+}
+
+static void op(struct evr_sess *s, enum evr_sess_state st, int send,
+	       uint8_t *buf, size_t len)
+{
+	set_state(s, st);
+	s->op_send = send;
+	s->op_buf = buf;
+	s->op_len = len;
+	s->op_off = 0;
+}
+
+static const struct evr_test *cur(const struct evr_sess *s)
+{
+	return &s->plan.tests[s->ti < s->plan.ntests ? s->ti : 0];
+}
+
+static enum evr_phase phase_of(enum evr_sess_state st)
+{
+	switch (st) {
+	case EVR_SS_CONNECTING:
+		return EVR_PH_CONNECT;
+	case EVR_SS_SYNC_SEND:
+	case EVR_SS_SYNC_RECV:
+		return EVR_PH_SYNC;
+	case EVR_SS_DATA_SEND:
+		return EVR_PH_SEND;
+	case EVR_SS_DATA_RECV:
+		return EVR_PH_RECV;
+	case EVR_SS_DRAIN:
+	case EVR_SS_DONE:
+		return EVR_PH_CLOSE;
+	default:
+		return EVR_PH_NEGOTIATE;
+	}
+}
+
+static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
+			       const char *where)
+{
+	struct evr_failure *f = &s->fail;
+	const struct evr_test *t = cur(s);
+	int in_test = s->state == EVR_SS_SYNC_SEND ||
+		      s->state == EVR_SS_SYNC_RECV ||
+		      s->state == EVR_SS_DATA_SEND ||
+		      s->state == EVR_SS_DATA_RECV;
+
+	memset(f, 0, sizeof(*f));
+	f->err = err;
+	f->detail = detail;
+	f->phase = phase_of(s->state);
+	f->where = where;
+	if (in_test && s->plan.ntests) {
+		snprintf(f->test, sizeof(f->test), "%s", t->name);
+		f->test_index = s->ti;
+		f->test_total = s->plan.ntests;
+		f->iters_done = s->iter;
+		f->iters_total = t->iters;
+		f->xfers_done = s->xfer;
+		f->xfers_total = t->count;
+	}
+	f->bytes_done = s->bytes;
+	if (s->conn)
+		snprintf(f->peer, sizeof(f->peer), "%s", s->conn->peer);
+	set_state(s, EVR_SS_FAILED);
+	return EVR_WANT_NONE;
+}
+
+static void sync_send(struct evr_sess *s)
+{
+	if (s->verify)
+		evr__pattern_fill(&s->spat, s->buf, EVR_SYNC_LEN);
+	op(s, EVR_SS_SYNC_SEND, 1, s->buf, EVR_SYNC_LEN);
+}
+
+static void sync_recv(struct evr_sess *s)
+{
+	op(s, EVR_SS_SYNC_RECV, 0, s->buf, EVR_SYNC_LEN);
+}
+
+static void data_send(struct evr_sess *s)
+{
+	uint32_t size = cur(s)->size;
+
+	if (s->verify)
+		evr__pattern_fill(&s->spat, s->buf, size);
+	op(s, EVR_SS_DATA_SEND, 1, s->buf, size);
+}
+
+static void data_recv(struct evr_sess *s)
+{
+	op(s, EVR_SS_DATA_RECV, 0, s->buf, cur(s)->size);
+}
+
+static void begin_test(struct evr_sess *s)
+{
+	s->iter = 0;
+	s->xfer = 0;
+	if (s->client)
+		sync_send(s);
+	else
+		sync_recv(s);
+}
+
+/* After the sync: the clock starts and the client sends first. */
+static void start_data(struct evr_sess *s)
+{
+	s->iter = 0;
+	s->xfer = 0;
+	s->t0 = evr_now_ns();
+	if (s->client)
+		data_send(s);
+	else
+		data_recv(s);
+}
+
+static int check_pattern(struct evr_sess *s, const uint8_t *b, size_t len)
+{
+	uint64_t bad = 0;
+
+	if (!s->verify || !evr__pattern_check(&s->rpat, b, len, &bad))
+		return 0;
+	fail(s, -EVR_E_VERIFY, (int)(bad > 0x7fffffff ? 0x7fffffff : bad),
+	     "verify");
+	s->fail.bytes_done = bad; /* the stream offset of the bad byte */
+	return -1;
+}
+
+static enum evr_sess_want test_done(struct evr_sess *s)
+{
+	uint64_t ns = evr_now_ns() - s->t0;
+	const struct evr_test *t = cur(s);
+
+	if (s->owner && s->owner->result)
+		s->owner->result(s, t, ns);
+	if (++s->ti < s->plan.ntests) {
+		begin_test(s);
+		return EVR_WANT_YIELD;
+	}
+	if (s->client) {
+		s->conn->ops->shutdown(s->conn);
+		set_state(s, EVR_SS_DONE);
+		return EVR_WANT_NONE;
+	}
+	op(s, EVR_SS_DRAIN, 0, s->buf, s->bufsize);
+	return EVR_WANT_YIELD;
+}
+
+static int ensure_buf(struct evr_sess *s, size_t size)
+{
+	uint8_t *b;
+
+	if (size < EVR_SYNC_LEN)
+		size = EVR_SYNC_LEN;
+	if (s->buf && s->bufsize >= size)
+		return 0;
+	b = calloc(1, size);
+	if (!b)
+		return -ENOMEM;
+	free(s->buf);
+	s->buf = b;
+	s->bufsize = size;
+	return 0;
+}
+
+static void encode_plan(struct evr_sess *s)
+{
+	struct evr_plan_hdr h = {
+		.version = EVR_WIRE_VERSION,
+		.flags = s->verify ? EVR_PLAN_F_VERIFY : 0,
+		.ntests = (uint16_t)s->plan.ntests,
+		.conn_index = (uint16_t)s->conn_index,
+		.conn_total = (uint16_t)s->conn_total,
+	};
+	unsigned i;
+
+	evr__plan_hdr_encode(s->ctl, &h);
+	for (i = 0; i < s->plan.ntests; i++)
+		evr__plan_entry_encode(s->ctl + EVR_PLAN_HDR_LEN +
+				       i * EVR_PLAN_ENTRY_LEN,
+				       &s->plan.tests[i]);
+	op(s, EVR_SS_PLAN_SEND, 1, s->ctl,
+	   EVR_PLAN_HDR_LEN + s->plan.ntests * EVR_PLAN_ENTRY_LEN);
+}
+
+static void reply(struct evr_sess *s, int status)
+{
+	s->reply_status = status;
+	evr__plan_reply_encode(s->ctl, status, EVR_MAX_XFER_SIZE);
+	op(s, EVR_SS_REPLY_SEND, 1, s->ctl, EVR_PLAN_REPLY_LEN);
+}
+
+/* Server: the client's plan entries have arrived. */
+static void plan_received(struct evr_sess *s)
+{
+	struct evr_plan_hdr h;
+	struct evr_conn_plan np;
+	unsigned i;
+	int st;
+
+	evr__plan_hdr_decode(s->ctl, &h); /* checked in PLAN_HDR_RECV */
+	memset(&np, 0, sizeof(np));
+	np.opt = EVR_OPT_MIXED;
+	np.ntests = h.ntests;
+	for (i = 0; i < h.ntests; i++) {
+		st = evr__plan_entry_decode(s->ctl + EVR_PLAN_HDR_LEN +
+					    i * EVR_PLAN_ENTRY_LEN,
+					    &np.tests[i], EVR_MAX_XFER_SIZE);
+		if (st) {
+			reply(s, st);
+			return;
+		}
+	}
+	if (ensure_buf(s, evr__conn_plan_max_size(&np))) {
+		reply(s, EVR_PLAN_E_NOMEM);
+		return;
+	}
+	s->plan = np;
+	s->verify = !!(h.flags & EVR_PLAN_F_VERIFY);
+	s->conn_index = h.conn_index;
+	s->conn_total = h.conn_total;
+	reply(s, EVR_PLAN_OK);
+}
+
+/* Server: the first 16 bytes of a connection were not a HELLO, so this is
+ * an upstream client (or ours in verify mode) and they were the sync of
+ * the first test.  A verifying client is known by its pattern, and where
+ * its counter stands: the exchange is symmetric, so our send counter
+ * starts there too (this is what keeps -T f and reconnections right). */
+static enum evr_sess_want first_sync(struct evr_sess *s)
+{
+	uint8_t first;
+
+	s->ti = 0;
+	s->iter = 0;
+	s->xfer = 0;
+	set_state(s, EVR_SS_SYNC_RECV);
+	if (evr__pattern_detect(s->ctl, EVR_SYNC_LEN, &first)) {
+		s->verify = 1;
+		s->rpat.next = first;
+		s->spat.next = first;
+	}
+	memcpy(s->buf, s->ctl, EVR_SYNC_LEN);
+	if (check_pattern(s, s->buf, EVR_SYNC_LEN))
+		return EVR_WANT_NONE;
+	sync_send(s);
+	return EVR_WANT_READ;
+}
+
+/* The current operation has moved all its bytes: decide what comes next. */
+static enum evr_sess_want op_done(struct evr_sess *s)
+{
+	const struct evr_test *t = cur(s);
+	struct evr_plan_hdr h;
+	int st;
+
+	switch (s->state) {
+	case EVR_SS_HELLO_SEND:
+		op(s, EVR_SS_HELLO_RECV, 0, s->ctl, EVR_SYNC_LEN);
+		break;
+	case EVR_SS_HELLO_RECV:
+		if (evr__is_ack(s->ctl)) {
+			encode_plan(s);
+		} else {
+			/* An upstream server: that exchange was the first
+			 * test's sync. */
+			set_state(s, EVR_SS_SYNC_RECV);
+			start_data(s);
+		}
+		break;
+	case EVR_SS_PLAN_SEND:
+		op(s, EVR_SS_REPLY_RECV, 0, s->ctl, EVR_PLAN_REPLY_LEN);
+		break;
+	case EVR_SS_REPLY_RECV:
+		st = evr__plan_reply_decode(s->ctl, NULL);
+		if (st < 0)
+			return fail(s, -EVR_E_PROTO, 0, "plan reply");
+		if (st)
+			return fail(s, -EVR_E_REJECTED, st, "plan");
+		s->negotiated = 1;
+		begin_test(s);
+		break;
+	case EVR_SS_FIRST_RECV:
+		if (evr__is_hello(s->ctl)) {
+			memcpy(s->ctl, evr__ack_msg, EVR_SYNC_LEN);
+			op(s, EVR_SS_ACK_SEND, 1, s->ctl, EVR_SYNC_LEN);
+			break;
+		}
+		return first_sync(s);
+	case EVR_SS_ACK_SEND:
+		op(s, EVR_SS_PLAN_HDR_RECV, 0, s->ctl, EVR_PLAN_HDR_LEN);
+		break;
+	case EVR_SS_PLAN_HDR_RECV:
+		st = evr__plan_hdr_decode(s->ctl, &h);
+		if (st < 0)
+			return fail(s, -EVR_E_PROTO, 0, "plan header");
+		if (st) {
+			reply(s, st);
+			break;
+		}
+		op(s, EVR_SS_PLAN_RECV, 0, s->ctl + EVR_PLAN_HDR_LEN,
+		   (size_t)h.ntests * EVR_PLAN_ENTRY_LEN);
+		break;
+	case EVR_SS_PLAN_RECV:
+		plan_received(s);
+		break;
+	case EVR_SS_REPLY_SEND:
+		if (s->reply_status)
+			return fail(s, -EVR_E_REJECTED, s->reply_status,
+				    "plan");
+		s->negotiated = 1;
+		s->ti = 0;
+		begin_test(s);
+		break;
+	case EVR_SS_SYNC_SEND:
+		if (s->client)
+			sync_recv(s);
+		else
+			start_data(s);
+		break;
+	case EVR_SS_SYNC_RECV:
+		if (check_pattern(s, s->buf, EVR_SYNC_LEN))
+			return EVR_WANT_NONE;
+		if (s->client)
+			start_data(s);
+		else
+			sync_send(s);
+		break;
+	case EVR_SS_DATA_SEND:
+		if (++s->xfer < t->count) {
+			data_send(s);
+			break;
+		}
+		s->xfer = 0;
+		if (!s->client && ++s->iter >= t->iters)
+			return test_done(s);
+		data_recv(s);
+		break;
+	case EVR_SS_DATA_RECV:
+		if (check_pattern(s, s->buf, t->size))
+			return EVR_WANT_NONE;
+		if (++s->xfer < t->count) {
+			s->op_off = 0;
+			break;
+		}
+		s->xfer = 0;
+		if (s->client && ++s->iter >= t->iters)
+			return test_done(s);
+		data_send(s);
+		break;
+	default:
+		return fail(s, -EVR_E_PROTO, 0, "state");
+	}
+	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
+}
+
+static enum evr_sess_want run(struct evr_sess *s)
+{
+	unsigned msgs = 0;
+	size_t moved = 0;
+
+	for (;;) {
+		struct evr_conn *c = s->conn;
+		size_t left = s->op_len - s->op_off;
+		enum evr_sess_want w;
+		ssize_t n;
+
+		n = s->op_send ?
+			c->ops->send(c, s->op_buf + s->op_off, left) :
+			c->ops->recv(c, s->op_buf + s->op_off, left);
+		if (n > 0) {
+			if (s->state == EVR_SS_DRAIN)
+				return fail(s, -EVR_E_EXTRA, 0, "drain");
+			s->op_off += (size_t)n;
+			s->bytes += (uint64_t)n;
+			moved += (size_t)n;
+			if (s->op_off < s->op_len)
+				continue;
+			w = op_done(s);
+			if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD)
+				return w;
+			if (++msgs >= SLICE_MSGS || moved >= SLICE_BYTES)
+				return EVR_WANT_YIELD;
+			continue;
+		}
+		if (n == 0) {
+			if (s->state == EVR_SS_DRAIN) {
+				set_state(s, EVR_SS_DONE);
+				return EVR_WANT_NONE;
+			}
+			return fail(s, -EVR_E_EOF, 0, "recv");
+		}
+		if (n == -EINTR)
+			continue;
+		if (n == -EAGAIN)
+			return s->op_send ? EVR_WANT_WRITE : EVR_WANT_READ;
+		return fail(s, (int)n, 0, s->op_send ? "send" : "recv");
+	}
+}
+
+enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
+				   int arg)
+{
+	if (terminal(s))
+		return EVR_WANT_NONE;
+	switch (ev) {
+	case EVR_SE_CONNECTED:
+		if (s->state != EVR_SS_CONNECTING || !s->conn)
+			return fail(s, -EVR_E_PROTO, 0, "connected");
+		if (!s->client) {
+			op(s, EVR_SS_FIRST_RECV, 0, s->ctl, EVR_SYNC_LEN);
+		} else if (s->allow_negotiate && !s->verify) {
+			memcpy(s->ctl, evr__hello_msg, EVR_SYNC_LEN);
+			op(s, EVR_SS_HELLO_SEND, 1, s->ctl, EVR_SYNC_LEN);
+		} else {
+			begin_test(s);
+		}
+		return run(s);
+	case EVR_SE_CONN_ERROR:
+		return fail(s, arg ? arg : -EIO, 0, "connect");
+	case EVR_SE_READY:
+		if (s->state == EVR_SS_CONNECTING)
+			return EVR_WANT_CONNECT;
+		return run(s);
+	case EVR_SE_STALL:
+		if (s->state == EVR_SS_DRAIN) {
+			/* All tests passed; a client that never closes is
+			 * simply let go. */
+			set_state(s, EVR_SS_DONE);
+			return EVR_WANT_NONE;
+		}
+		return fail(s, -EVR_E_STALL, (int)s->stall_ms, "watchdog");
+	case EVR_SE_CANCEL:
+		return fail(s, -EVR_E_CANCELLED, 0, "cancel");
+	}
+	return EVR_WANT_NONE;
+}
+
+int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
+		   const struct evr_conn_plan *plan, unsigned conn_index,
+		   unsigned conn_total, const struct evr_stream_opts *o)
+{
+	memset(s, 0, sizeof(*s));
+	s->state = EVR_SS_CONNECTING;
+	s->loop = loop;
+	s->client = client;
+	s->io = o->io;
+	s->stall_ms = o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS;
+	s->allow_negotiate = client && !o->no_negotiate;
+	s->verify = o->verify;
+	s->plan = *plan;
+	s->conn_index = conn_index;
+	s->conn_total = conn_total;
+	return ensure_buf(s, evr__conn_plan_max_size(plan));
+}
+
+void evr__sess_attach(struct evr_sess *s, struct evr_conn *c)
+{
+	s->conn = c;
+}
+
+void evr__sess_fini(struct evr_sess *s)
+{
+	if (s->conn) {
+		s->conn->ops->close(s->conn);
+		s->conn = NULL;
+	}
+	free(s->buf);
+	s->buf = NULL;
+}
+
+/* ---- the driver: loop watchers that feed the machine ---- */
+
+static void apply(struct evr_sess *s, enum evr_sess_want w);
+static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w);
+
+static void io_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct evr_sess *s = evr__container_of(w, struct evr_sess, io_w);
+
+	apply(s, evr__sess_event(s, EVR_SE_READY, 0));
+}
+
+static void idle_cb(struct ev_loop *l, ev_idle *w, int revents)
+{
+	struct evr_sess *s = evr__container_of(w, struct evr_sess, idle_w);
+
+	apply(s, spin(s, evr__sess_event(s, EVR_SE_READY, 0)));
+}
+
+static void wd_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_sess *s = evr__container_of(w, struct evr_sess, wd_w);
+	ev_tstamp now = ev_now(l);
+
+	if (s->bytes != s->wd_bytes) {
+		s->wd_bytes = s->bytes;
+		s->wd_last = now;
+		return;
+	}
+	if ((now - s->wd_last) * 1000.0 >= s->stall_ms)
+		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
+}
+
+void evr__sess_stop_watchers(struct evr_sess *s)
+{
+	struct ev_loop *l = s->loop->ev;
+
+	ev_io_stop(l, &s->io_w);
+	ev_idle_stop(l, &s->idle_w);
+	ev_timer_stop(l, &s->wd_w);
+	s->wd_state = 0;
+}
+
+static void apply(struct evr_sess *s, enum evr_sess_want w)
+{
+	struct ev_loop *l = s->loop->ev;
+	int events;
+
+	if (w == EVR_WANT_NONE) {
+		evr__sess_stop_watchers(s);
+		if (s->owner && s->owner->finished)
+			s->owner->finished(s);
+		return;
+	}
+	if (!s->wd_state) {
+		ev_tstamp iv = s->stall_ms / 4000.0;
+
+		ev_init(&s->io_w, io_cb);
+		ev_idle_init(&s->idle_w, idle_cb);
+		ev_timer_init(&s->wd_w, wd_cb, iv, iv);
+		ev_timer_start(l, &s->wd_w);
+		s->wd_last = ev_now(l);
+		s->wd_bytes = s->bytes;
+		s->wd_state = 1;
+	}
+	if (w == EVR_WANT_CONNECT)
+		return;
+	if ((w == EVR_WANT_READ || w == EVR_WANT_WRITE) &&
+	    s->io == EVR_IO_BLOCK) {
+		/* A blocking call returned EAGAIN: its SO_RCVTIMEO or
+		 * SO_SNDTIMEO (the stall timeout) ran out. */
+		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
+		return;
+	}
+	if (w == EVR_WANT_YIELD || s->io != EVR_IO_ASYNC) {
+		ev_io_stop(l, &s->io_w);
+		ev_idle_start(l, &s->idle_w);
+		return;
+	}
+	events = w == EVR_WANT_READ ? EV_READ : EV_WRITE;
+	ev_idle_stop(l, &s->idle_w);
+	if (!ev_is_active(&s->io_w) ||
+	    (s->io_w.events & (EV_READ | EV_WRITE)) != events ||
+	    s->io_w.fd != s->conn->fd) {
+		ev_io_stop(l, &s->io_w);
+		ev_io_set(&s->io_w, s->conn->fd, events);
+		ev_io_start(l, &s->io_w);
+	}
+}
+
+/* Non-blocking mode retries at once, as upstream does; a few retries in
+ * place before going back to the loop save the loop's own poll call on
+ * every spin, which is most of a small message's round trip. */
+#define SPIN_TRIES 64
+
+static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
+{
+	unsigned n;
+
+	for (n = 0; n < SPIN_TRIES && s->io == EVR_IO_NONBLOCK &&
+		    (w == EVR_WANT_READ || w == EVR_WANT_WRITE); n++)
+		w = evr__sess_event(s, EVR_SE_READY, 0);
+	return w;
+}
+
+void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg)
+{
+	apply(s, spin(s, evr__sess_event(s, ev, arg)));
+}

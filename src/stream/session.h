@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The per-connection ping-pong state machine.  One function takes an event
+ * and moves the machine on; the I/O mode only decides how the driver waits
+ * between two calls (idle retry, fd readiness, or a blocking call).
+ */
+#ifndef EVR_SRC_SESSION_H
+#define EVR_SRC_SESSION_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "../loop/loop.h"
+#include "evrdma/stream.h"
+#include "plan.h"
+#include "transport.h"
+#include "wire.h"
+
+#define EVR_SESS_STATES(X) \
+	X(CONNECTING)    /* waiting for the transport to connect */ \
+	X(HELLO_SEND)    /* client: HELLO in place of the first sync */ \
+	X(HELLO_RECV)    /* client: ACK, or an upstream server's sync */ \
+	X(PLAN_SEND)     /* client: the plan of this connection */ \
+	X(REPLY_RECV)    /* client: accepted or rejected */ \
+	X(FIRST_RECV)    /* server: HELLO, or an upstream client's sync */ \
+	X(ACK_SEND)      /* server */ \
+	X(PLAN_HDR_RECV) /* server */ \
+	X(PLAN_RECV)     /* server: the plan's entries */ \
+	X(REPLY_SEND)    /* server */ \
+	X(SYNC_SEND)     /* the 16-byte sync before each test */ \
+	X(SYNC_RECV) \
+	X(DATA_SEND)     /* one transfer of the test's size */ \
+	X(DATA_RECV) \
+	X(DRAIN)         /* server: tests done, wait for the client's close */ \
+	X(DONE) \
+	X(FAILED)
+
+enum evr_sess_state {
+#define X(s) EVR_SS_##s,
+	EVR_SESS_STATES(X)
+#undef X
+	EVR_SS__COUNT
+};
+
+enum evr_sess_event {
+	EVR_SE_CONNECTED,   /* the transport connected (arg: 0) */
+	EVR_SE_CONN_ERROR,  /* connect failed (arg: -errno) */
+	EVR_SE_READY,       /* the fd may be ready, or a retry is due */
+	EVR_SE_STALL,       /* the watchdog saw no progress */
+	EVR_SE_CANCEL,
+};
+
+/* What the machine waits for after an event. */
+enum evr_sess_want {
+	EVR_WANT_NONE = 0,  /* finished: DONE or FAILED */
+	EVR_WANT_READ,
+	EVR_WANT_WRITE,
+	EVR_WANT_YIELD,     /* runnable, but let other watchers go first */
+	EVR_WANT_CONNECT,   /* waiting for CONNECTED / CONN_ERROR */
+};
+
+struct evr_sess;
+
+struct evr_sess_owner {
+	void (*result)(struct evr_sess *s, const struct evr_test *t,
+		       uint64_t elapsed_ns);
+	/* The machine reached DONE or FAILED and has stopped its watchers;
+	 * the owner may free it from here. */
+	void (*finished)(struct evr_sess *s);
+};
+
+struct evr_sess {
+	enum evr_sess_state state;
+	int client;
+	unsigned id;
+	struct evr_loop *loop;
+	struct evr_conn *conn;
+	enum evr_io_mode io;
+	unsigned stall_ms;
+	int allow_negotiate;        /* client: send HELLO first */
+	int verify;
+	int negotiated;
+	unsigned conn_index, conn_total;
+	struct evr_conn_plan plan;
+	unsigned ti;                /* current test */
+	uint32_t iter, xfer;
+	uint8_t *buf;
+	size_t bufsize;
+	uint8_t ctl[EVR_PLAN_HDR_LEN + EVR_PLAN_MAX_TESTS * EVR_PLAN_ENTRY_LEN];
+	int reply_status;
+	/* the current I/O operation */
+	uint8_t *op_buf;
+	size_t op_len, op_off;
+	int op_send;
+	struct evr_pattern spat, rpat;
+	uint64_t t0;
+	uint64_t bytes;
+	struct evr_failure fail;
+	const struct evr_sess_owner *owner;
+	void *owner_ud;
+	/* driver */
+	ev_io io_w;
+	ev_idle idle_w;
+	ev_timer wd_w;
+	uint64_t wd_bytes;
+	ev_tstamp wd_last;
+	int wd_state;
+};
+
+const char *evr__sess_state_name(enum evr_sess_state s);
+
+/* Set up a machine in CONNECTING.  plan is copied.  The conn may be given
+ * later (evr__sess_attach).  Returns 0 or -ENOMEM. */
+int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
+		   const struct evr_conn_plan *plan, unsigned conn_index,
+		   unsigned conn_total, const struct evr_stream_opts *o);
+void evr__sess_attach(struct evr_sess *s, struct evr_conn *c);
+/* Feed one event; returns what the machine waits for next.  Pure state
+ * machine: it touches no watcher, so tests can drive it directly. */
+enum evr_sess_want evr__sess_event(struct evr_sess *s,
+				   enum evr_sess_event ev, int arg);
+/* Release the buffer and the connection. */
+void evr__sess_fini(struct evr_sess *s);
+
+/* The driver: watchers on the loop that feed the machine. */
+void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg);
+void evr__sess_stop_watchers(struct evr_sess *s);
+
+#endif

@@ -1,0 +1,711 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The stream engines: a client that runs its plan's connections one after
+ * another, and a server that accepts and serves any number of clients at
+ * once, each connection its own session state machine.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "session.h"
+#include "tcp.h"
+
+#define HIST_LEN 64
+#define ACCEPT_BATCH 64
+
+struct srv_sess {
+	struct evr_sess s;
+	struct evr_stream *st;
+	struct srv_sess *prev, *next;
+	struct sockaddr_storage peer;
+	unsigned plan_index;      /* which of our own connections it serves */
+};
+
+struct peer_hist {
+	struct sockaddr_storage addr; /* port zeroed */
+	unsigned next_index;
+	uint64_t stamp;
+};
+
+struct fork_child {
+	ev_child w;
+	struct evr_stream *st;
+	struct fork_child *next;
+};
+
+struct evr_stream {
+	struct evr_loop *loop;
+	struct evr_stream_opts o;
+	char *host, *bind_addr, *port;
+	struct evr_stream_cbs cbs;
+	void *ud;
+	struct evr_plan plan;
+	unsigned next_id;
+	int finished;             /* done() has been called */
+	int in_child;
+	/* client */
+	struct evr_sess *cs;
+	unsigned conn_next;
+	struct addrinfo *dst, *src;
+	ev_io connect_w;
+	struct evr_pattern spat, rpat;
+	/* server */
+	int lfd, reserve_fd;
+	ev_io accept_w;
+	struct srv_sess *conns;
+	unsigned nconns_live;
+	struct peer_hist hist[HIST_LEN];
+	uint64_t hist_clock;
+	struct fork_child *children;
+	unsigned forked, reaped;
+	int once_status;
+	struct evr_failure once_fail;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
+		   const struct evr_stream_opts *opts,
+		   const struct evr_stream_cbs *cbs, void *ud)
+{
+	struct evr_stream *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return -ENOMEM;
+	st->loop = loop;
+	st->o = *opts;
+	st->host = dup_or_null(opts->host);
+	st->bind_addr = dup_or_null(opts->bind_addr);
+	st->port = strdup(opts->port ? opts->port : EVR_DEFAULT_PORT);
+	if ((opts->host && !st->host) ||
+	    (opts->bind_addr && !st->bind_addr) || !st->port) {
+		evr_stream_free(st);
+		return -ENOMEM;
+	}
+	st->o.host = st->host;
+	st->o.bind_addr = st->bind_addr;
+	st->o.port = st->port;
+	if (!st->o.stall_ms)
+		st->o.stall_ms = EVR_DEFAULT_STALL_MS;
+	st->cbs = *cbs;
+	st->ud = ud;
+	st->lfd = -1;
+	st->reserve_fd = -1;
+	if (evr__plan_build(&st->plan, &st->o)) {
+		evr_stream_free(st);
+		return -EINVAL;
+	}
+	*out = st;
+	return 0;
+}
+
+static void finish(struct evr_stream *st, int status,
+		   const struct evr_failure *f)
+{
+	if (st->finished)
+		return;
+	st->finished = 1;
+	if (st->cbs.done)
+		st->cbs.done(st->ud, status, f, st->in_child);
+}
+
+static void info(struct evr_stream *st, enum evr_info_kind kind,
+		 unsigned conn_id, const char *peer, int ka_on, int ka_idle,
+		 int negotiated)
+{
+	struct evr_info i = {
+		.kind = kind,
+		.conn_id = conn_id,
+		.peer = peer,
+		.keepalive_on = ka_on,
+		.keepalive_idle = ka_idle,
+		.negotiated = negotiated,
+	};
+
+	if (st->cbs.info)
+		st->cbs.info(st->ud, &i);
+}
+
+static void sess_result(struct evr_sess *s, const struct evr_test *t,
+			uint64_t ns)
+{
+	struct evr_stream *st = s->owner_ud;
+	struct evr_result r = {
+		.name = t->name,
+		.size = t->size,
+		.count = t->count,
+		.iters = t->iters,
+		.bytes = evr__test_bytes(t),
+		.elapsed_ns = ns,
+		.conn_id = s->id,
+		.peer = s->conn ? s->conn->peer : "",
+	};
+
+	if (st->cbs.result)
+		st->cbs.result(st->ud, &r);
+}
+
+/* ------------------------------------------------------------------ */
+/* client                                                              */
+
+static int client_connect_next(struct evr_stream *st, struct evr_failure *f);
+
+static void client_finished(struct evr_sess *s)
+{
+	struct evr_stream *st = s->owner_ud;
+	struct evr_failure fl;
+	int failed = s->state == EVR_SS_FAILED;
+
+	ev_io_stop(st->loop->ev, &st->connect_w);
+	fl = s->fail;
+	st->spat = s->spat;
+	st->rpat = s->rpat;
+	evr__sess_fini(s);
+	free(s);
+	st->cs = NULL;
+	if (failed) {
+		finish(st, fl.err, &fl);
+		return;
+	}
+	if (st->conn_next < st->plan.nconns) {
+		memset(&fl, 0, sizeof(fl));
+		if (client_connect_next(st, &fl))
+			finish(st, fl.err, &fl);
+		return;
+	}
+	finish(st, 0, NULL);
+}
+
+static const struct evr_sess_owner client_owner = {
+	.result = sess_result,
+	.finished = client_finished,
+};
+
+static void connect_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct evr_stream *st = evr__container_of(w, struct evr_stream,
+						  connect_w);
+	struct evr_sess *s = st->cs;
+	int err = evr__tcp_connect_result(s->conn->fd);
+
+	ev_io_stop(l, w);
+	if (err) {
+		evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
+		return;
+	}
+	if (st->o.io == EVR_IO_BLOCK) {
+		err = evr__tcp_conn_block(s->conn, st->o.stall_ms);
+		if (err) {
+			evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
+			return;
+		}
+	}
+	evr__sess_drive(s, EVR_SE_CONNECTED, 0);
+}
+
+static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
+{
+	unsigned idx = st->conn_next++;
+	struct evr_sess *s;
+	struct evr_conn *c;
+	int fd, ret, ka_on = 0, ka_idle = 0;
+
+	s = malloc(sizeof(*s));
+	if (!s || evr__sess_init(s, st->loop, 1, &st->plan.conns[idx], idx,
+				 st->plan.nconns, &st->o)) {
+		if (s)
+			evr__sess_fini(s);
+		free(s);
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
+	s->id = st->next_id++;
+	s->owner = &client_owner;
+	s->owner_ud = st;
+	s->spat = st->spat;
+	s->rpat = st->rpat;
+
+	fd = evr__tcp_socket(&st->o, st->dst->ai_family, f);
+	if (fd < 0)
+		goto fail;
+	ret = evr__tcp_set_options(&st->o, fd, &ka_on, &ka_idle);
+	if (ret) {
+		close(fd);
+		f->err = ret;
+		f->where = "setsockopt";
+		goto fail;
+	}
+	if (st->o.keepalive)
+		info(st, EVR_INFO_KEEPALIVE, s->id, "", ka_on, ka_idle, 0);
+	if (st->src && bind(fd, st->src->ai_addr, st->src->ai_addrlen)) {
+		f->err = -errno;
+		f->where = "bind";
+		close(fd);
+		goto fail;
+	}
+	c = evr__tcp_conn_new(fd);
+	if (!c) {
+		close(fd);
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		goto fail;
+	}
+	evr__sess_attach(s, c);
+	st->cs = s;
+	ret = evr__tcp_connect_start(fd, st->dst->ai_addr,
+				     st->dst->ai_addrlen);
+	if (ret && ret != -EINPROGRESS) {
+		/* Report through the machine, like a late failure. */
+		evr__sess_drive(s, EVR_SE_CONN_ERROR, ret);
+		return 0;
+	}
+	evr__sess_drive(s, EVR_SE_READY, 0); /* arms the watchdog */
+	ev_io_init(&st->connect_w, connect_cb, fd, EV_WRITE);
+	ev_io_start(st->loop->ev, &st->connect_w);
+	return 0;
+fail:
+	evr__sess_fini(s);
+	free(s);
+	return f->err;
+}
+
+static int client_start(struct evr_stream *st, struct evr_failure *f)
+{
+	int ret;
+
+	if (!st->host) {
+		f->err = -EINVAL;
+		f->where = "no server address";
+		return f->err;
+	}
+	ret = evr__tcp_resolve(&st->o, st->host, st->port, 0, &st->dst, f);
+	if (ret)
+		return ret;
+	if (st->bind_addr) {
+		/* Upstream binds the source to the server's port, which
+		 * clashes on one host; an ephemeral port does not. */
+		ret = evr__tcp_resolve(&st->o, st->bind_addr, "0", 1, &st->src,
+				       f);
+		if (ret)
+			return ret;
+	}
+	return client_connect_next(st, f);
+}
+
+/* ------------------------------------------------------------------ */
+/* server                                                              */
+
+static void hist_key(struct sockaddr_storage *k, const struct sockaddr *sa)
+{
+	memset(k, 0, sizeof(*k));
+	if (sa->sa_family == AF_INET) {
+		struct sockaddr_in *in = (void *)k;
+
+		memcpy(in, sa, sizeof(*in));
+		in->sin_port = 0;
+	} else if (sa->sa_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (void *)k;
+
+		memcpy(in6, sa, sizeof(*in6));
+		in6->sin6_port = 0;
+		in6->sin6_flowinfo = 0;
+	}
+}
+
+/*
+ * An upstream client runs its latency and bandwidth series on two
+ * connections and says nothing about which is which.  Remember, per peer
+ * address, how far its last run got, so the next connection from it gets
+ * the next series of our plan (upstream's server simply counts).
+ */
+static struct peer_hist *hist_find(struct evr_stream *st,
+				   const struct sockaddr *sa, int create)
+{
+	struct sockaddr_storage k;
+	struct peer_hist *oldest = &st->hist[0];
+	unsigned i;
+
+	hist_key(&k, sa);
+	for (i = 0; i < HIST_LEN; i++) {
+		if (st->hist[i].stamp &&
+		    !memcmp(&st->hist[i].addr, &k, sizeof(k)))
+			return &st->hist[i];
+		if (st->hist[i].stamp < oldest->stamp)
+			oldest = &st->hist[i];
+	}
+	if (!create)
+		return NULL;
+	oldest->addr = k;
+	oldest->next_index = 0;
+	oldest->stamp = ++st->hist_clock;
+	return oldest;
+}
+
+static void srv_unlink(struct evr_stream *st, struct srv_sess *ss)
+{
+	if (ss->prev)
+		ss->prev->next = ss->next;
+	else
+		st->conns = ss->next;
+	if (ss->next)
+		ss->next->prev = ss->prev;
+	st->nconns_live--;
+}
+
+static void server_stop(struct evr_stream *st)
+{
+	if (st->lfd >= 0) {
+		ev_io_stop(st->loop->ev, &st->accept_w);
+		close(st->lfd);
+		st->lfd = -1;
+	}
+	if (st->reserve_fd >= 0) {
+		close(st->reserve_fd);
+		st->reserve_fd = -1;
+	}
+}
+
+static void server_maybe_finish(struct evr_stream *st)
+{
+	if (st->lfd < 0 && !st->conns && st->reaped == st->forked)
+		finish(st, st->once_status,
+		       st->once_status ? &st->once_fail : NULL);
+}
+
+static void server_finished(struct evr_sess *s)
+{
+	struct srv_sess *ss = evr__container_of(s, struct srv_sess, s);
+	struct evr_stream *st = ss->st;
+	struct peer_hist *h;
+	struct evr_failure fl;
+	int ok = s->state == EVR_SS_DONE;
+	int last;
+
+	if (!ok && s->fail.err != -EVR_E_CANCELLED && st->cbs.conn_failed)
+		st->cbs.conn_failed(st->ud, &s->fail);
+	if (ok)
+		info(st, EVR_INFO_CONN_DONE, s->id, s->conn ? s->conn->peer : "",
+		     0, 0, s->negotiated);
+	if (!s->negotiated) {
+		h = hist_find(st, (struct sockaddr *)&ss->peer, 1);
+		h->next_index = ok ? (ss->plan_index + 1) % st->plan.nconns : 0;
+		h->stamp = ++st->hist_clock;
+	}
+	last = s->negotiated ? s->conn_index + 1 >= s->conn_total :
+			       ss->plan_index + 1 >= st->plan.nconns;
+	if (st->o.once && !st->in_child && (!ok || last) && st->lfd >= 0) {
+		if (!ok && s->fail.err != -EVR_E_CANCELLED) {
+			st->once_status = s->fail.err;
+			st->once_fail = s->fail;
+		}
+		server_stop(st);
+	}
+	fl = s->fail;
+	srv_unlink(st, ss);
+	evr__sess_fini(s);
+	free(ss);
+	if (st->in_child) {
+		finish(st, ok ? 0 : fl.err, ok ? NULL : &fl);
+		return;
+	}
+	server_maybe_finish(st);
+}
+
+static const struct evr_sess_owner server_owner = {
+	.result = sess_result,
+	.finished = server_finished,
+};
+
+static void child_cb(struct ev_loop *l, ev_child *w, int revents)
+{
+	struct fork_child *fc = evr__container_of(w, struct fork_child, w);
+	struct evr_stream *st = fc->st;
+	struct fork_child **pp;
+
+	ev_child_stop(l, w);
+	for (pp = &st->children; *pp; pp = &(*pp)->next) {
+		if (*pp == fc) {
+			*pp = fc->next;
+			break;
+		}
+	}
+	st->reaped++;
+	if (st->o.once && st->lfd >= 0 && st->reaped >= st->plan.nconns)
+		server_stop(st);
+	free(fc);
+	server_maybe_finish(st);
+}
+
+/* In a -T f child: drop everything that belongs to the parent. */
+static void child_detach(struct evr_stream *st, struct srv_sess *keep)
+{
+	struct srv_sess *ss, *next;
+	struct fork_child *fc, *fn;
+
+	ev_loop_fork(st->loop->ev);
+	st->in_child = 1;
+	server_stop(st);
+	for (ss = st->conns; ss; ss = next) {
+		next = ss->next;
+		if (ss == keep)
+			continue;
+		evr__sess_stop_watchers(&ss->s);
+		srv_unlink(st, ss);
+		evr__sess_fini(&ss->s);
+		free(ss);
+	}
+	for (fc = st->children; fc; fc = fn) {
+		fn = fc->next;
+		ev_child_stop(st->loop->ev, &fc->w);
+		free(fc);
+	}
+	st->children = NULL;
+}
+
+static int server_fork(struct evr_stream *st, struct srv_sess *ss)
+{
+	struct fork_child *fc = calloc(1, sizeof(*fc));
+	pid_t pid;
+
+	if (!fc)
+		return -ENOMEM;
+	fflush(NULL); /* nothing buffered may be written twice */
+	pid = fork();
+	if (pid < 0) {
+		free(fc);
+		return -errno;
+	}
+	if (pid == 0) {
+		free(fc);
+		child_detach(st, ss);
+		return 1;
+	}
+	fc->st = st;
+	ev_child_init(&fc->w, child_cb, pid, 0);
+	ev_child_start(st->loop->ev, &fc->w);
+	fc->next = st->children;
+	st->children = fc;
+	st->forked++;
+	return 0;
+}
+
+static void server_accept_one(struct evr_stream *st, int fd,
+			      const struct sockaddr *sa)
+{
+	struct srv_sess *ss = calloc(1, sizeof(*ss));
+	struct peer_hist *h;
+	struct evr_conn *c;
+	unsigned idx = 0;
+	int ka_on = 0, ka_idle = 0;
+
+	if (!ss) {
+		close(fd);
+		return;
+	}
+	ss->st = st;
+	memcpy(&ss->peer, sa, sa->sa_family == AF_INET6 ?
+	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	h = hist_find(st, sa, 0);
+	if (h)
+		idx = h->next_index % st->plan.nconns;
+	ss->plan_index = idx;
+	if (evr__sess_init(&ss->s, st->loop, 0, &st->plan.conns[idx], idx,
+			   st->plan.nconns, &st->o)) {
+		evr__sess_fini(&ss->s);
+		free(ss);
+		close(fd);
+		return;
+	}
+	evr__tcp_set_options(&st->o, fd, &ka_on, &ka_idle);
+	c = evr__tcp_conn_new(fd);
+	if (c && st->o.io == EVR_IO_BLOCK &&
+	    evr__tcp_conn_block(c, st->o.stall_ms)) {
+		c->ops->close(c);
+		fd = -1;
+		c = NULL;
+	}
+	if (!c) {
+		evr__sess_fini(&ss->s);
+		free(ss);
+		close(fd);
+		return;
+	}
+	ss->s.id = st->next_id++;
+	ss->s.owner = &server_owner;
+	ss->s.owner_ud = st;
+	evr__sess_attach(&ss->s, c);
+	ss->next = st->conns;
+	if (st->conns)
+		st->conns->prev = ss;
+	st->conns = ss;
+	st->nconns_live++;
+	if (st->o.fork) {
+		int r = server_fork(st, ss);
+
+		if (r == 0) {
+			/* parent: the child has the connection */
+			srv_unlink(st, ss);
+			evr__sess_fini(&ss->s);
+			free(ss);
+			return;
+		}
+		if (r < 0) {
+			srv_unlink(st, ss);
+			evr__sess_fini(&ss->s);
+			free(ss);
+			return;
+		}
+	}
+	if (st->o.keepalive)
+		info(st, EVR_INFO_KEEPALIVE, ss->s.id, c->peer, ka_on, ka_idle,
+		     0);
+	info(st, EVR_INFO_ACCEPTED, ss->s.id, c->peer, 0, 0, 0);
+	evr__sess_drive(&ss->s, EVR_SE_CONNECTED, 0);
+}
+
+static void accept_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct evr_stream *st = evr__container_of(w, struct evr_stream,
+						  accept_w);
+	unsigned n;
+
+	for (n = 0; n < ACCEPT_BATCH && st->lfd >= 0 && !st->in_child; n++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(st->lfd, (struct sockaddr *)&ss, &sl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    st->reserve_fd >= 0) {
+				/* Out of fds: give the spare one up to take
+				 * the connection off the queue and close it,
+				 * rather than spin on a readable listener. */
+				close(st->reserve_fd);
+				fd = accept(st->lfd, NULL, NULL);
+				if (fd >= 0)
+					close(fd);
+				st->reserve_fd = open("/dev/null",
+						      O_RDONLY | O_CLOEXEC);
+				continue;
+			}
+			return; /* EAGAIN, or an error to retry later */
+		}
+		server_accept_one(st, fd, (struct sockaddr *)&ss);
+	}
+}
+
+static int server_start(struct evr_stream *st, struct evr_failure *f)
+{
+	int ka_on = 0, ka_idle = 0;
+
+	if (st->o.fork && !ev_is_default_loop(st->loop->ev)) {
+		f->err = -EVR_E_NOTSUP;
+		f->where = "fork mode (needs the default libev loop)";
+		return f->err;
+	}
+	st->lfd = evr__tcp_listen(&st->o, f, &ka_on, &ka_idle);
+	if (st->lfd < 0)
+		return f->err;
+	st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (st->o.keepalive)
+		info(st, EVR_INFO_KEEPALIVE, 0, "", ka_on, ka_idle, 0);
+	info(st, EVR_INFO_LISTENING, 0, "", 0, 0, 0);
+	ev_io_init(&st->accept_w, accept_cb, st->lfd, EV_READ);
+	ev_io_start(st->loop->ev, &st->accept_w);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
+{
+	struct evr_failure dummy;
+	int ret;
+
+	if (!f)
+		f = &dummy;
+	memset(f, 0, sizeof(*f));
+	f->phase = EVR_PH_SETUP;
+	if (st->o.xport != EVR_XPORT_TCP) {
+		f->err = -EVR_E_NOTSUP;
+		f->where = "the RDMA transport";
+		return f->err;
+	}
+	ret = st->o.server ? server_start(st, f) : client_start(st, f);
+	if (ret && !f->err)
+		f->err = ret;
+	return ret;
+}
+
+void evr_stream_cancel(struct evr_stream *st)
+{
+	struct fork_child *fc;
+
+	if (st->finished)
+		return;
+	if (!st->o.server) {
+		if (st->cs)
+			evr__sess_drive(st->cs, EVR_SE_CANCEL, 0);
+		else
+			finish(st, -EVR_E_CANCELLED, NULL);
+		return;
+	}
+	server_stop(st);
+	for (fc = st->children; fc; fc = fc->next)
+		kill(fc->w.pid, SIGTERM);
+	while (st->conns)
+		evr__sess_drive(&st->conns->s, EVR_SE_CANCEL, 0);
+	server_maybe_finish(st);
+}
+
+void evr_stream_free(struct evr_stream *st)
+{
+	struct fork_child *fc, *fn;
+
+	if (!st)
+		return;
+	if (st->cs) {
+		ev_io_stop(st->loop->ev, &st->connect_w);
+		evr__sess_stop_watchers(st->cs);
+		evr__sess_fini(st->cs);
+		free(st->cs);
+	}
+	while (st->conns) {
+		struct srv_sess *ss = st->conns;
+
+		evr__sess_stop_watchers(&ss->s);
+		srv_unlink(st, ss);
+		evr__sess_fini(&ss->s);
+		free(ss);
+	}
+	for (fc = st->children; fc; fc = fn) {
+		fn = fc->next;
+		ev_child_stop(st->loop->ev, &fc->w);
+		free(fc);
+	}
+	server_stop(st);
+	if (st->dst)
+		freeaddrinfo(st->dst);
+	if (st->src)
+		freeaddrinfo(st->src);
+	free(st->host);
+	free(st->bind_addr);
+	free(st->port);
+	free(st);
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <string.h>
+
+#include "wire.h"
+
+/* Printable, so that a packet capture shows what they are. */
+const uint8_t evr__hello_msg[EVR_SYNC_LEN] = "evrdma:hello:v1\n";
+const uint8_t evr__ack_msg[EVR_SYNC_LEN] = "evrdma:ack---v1\n";
+static const uint8_t plan_magic[4] = { 'E', 'V', 'P', 'L' };
+static const uint8_t reply_magic[4] = { 'E', 'V', 'P', 'R' };
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+int evr__is_hello(const uint8_t *b)
+{
+	return !memcmp(b, evr__hello_msg, EVR_SYNC_LEN);
+}
+
+int evr__is_ack(const uint8_t *b)
+{
+	return !memcmp(b, evr__ack_msg, EVR_SYNC_LEN);
+}
+
+void evr__plan_hdr_encode(uint8_t *out, const struct evr_plan_hdr *h)
+{
+	memset(out, 0, EVR_PLAN_HDR_LEN);
+	memcpy(out, plan_magic, 4);
+	put16(out + 4, h->version);
+	put16(out + 6, h->flags);
+	put16(out + 8, h->ntests);
+	put16(out + 10, h->conn_index);
+	put16(out + 12, h->conn_total);
+}
+
+int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h)
+{
+	if (memcmp(in, plan_magic, 4))
+		return -1;
+	h->version = get16(in + 4);
+	h->flags = get16(in + 6);
+	h->ntests = get16(in + 8);
+	h->conn_index = get16(in + 10);
+	h->conn_total = get16(in + 12);
+	if (h->version != EVR_WIRE_VERSION)
+		return EVR_PLAN_E_VERSION;
+	if (!h->ntests || h->ntests > EVR_PLAN_MAX_TESTS)
+		return EVR_PLAN_E_NTESTS;
+	return EVR_PLAN_OK;
+}
+
+void evr__plan_entry_encode(uint8_t *out, const struct evr_test *t)
+{
+	memset(out, 0, EVR_PLAN_ENTRY_LEN);
+	put32(out, t->size);
+	put32(out + 4, t->count);
+	put32(out + 8, t->iters);
+	out[12] = t->kind;
+}
+
+int evr__plan_entry_decode(const uint8_t *in, struct evr_test *t,
+			   uint32_t max_size)
+{
+	uint32_t size = get32(in), count = get32(in + 4), iters = get32(in + 8);
+	uint8_t kind = in[12];
+
+	if (kind > EVR_TEST_BW)
+		return EVR_PLAN_E_KIND;
+	if (!size || size > max_size)
+		return EVR_PLAN_E_SIZE;
+	if (!count || count > EVR_MAX_COUNT || !iters || iters > EVR_MAX_COUNT)
+		return EVR_PLAN_E_COUNT;
+	evr__test_init(t, kind, size, count, iters);
+	/* Names come from the kind; counts are the client's. */
+	t->count = count;
+	t->iters = iters;
+	return EVR_PLAN_OK;
+}
+
+void evr__plan_reply_encode(uint8_t *out, int status, uint32_t limit)
+{
+	memset(out, 0, EVR_PLAN_REPLY_LEN);
+	memcpy(out, reply_magic, 4);
+	put32(out + 4, (uint32_t)status);
+	put32(out + 8, limit);
+}
+
+int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit)
+{
+	uint32_t st;
+
+	if (memcmp(in, reply_magic, 4))
+		return -1;
+	st = get32(in + 4);
+	if (limit)
+		*limit = get32(in + 8);
+	return st > 0x7fffffff ? -1 : (int)st;
+}
+
+const char *evr__plan_status_str(int status)
+{
+	switch (status) {
+	case EVR_PLAN_OK:
+		return "accepted";
+	case EVR_PLAN_E_VERSION:
+		return "unsupported negotiation version";
+	case EVR_PLAN_E_NTESTS:
+		return "bad number of tests";
+	case EVR_PLAN_E_SIZE:
+		return "transfer size beyond the server's limit";
+	case EVR_PLAN_E_COUNT:
+		return "bad transfer count or iterations";
+	case EVR_PLAN_E_KIND:
+		return "unknown test kind";
+	case EVR_PLAN_E_NOMEM:
+		return "server out of memory";
+	default:
+		return "unknown reason";
+	}
+}
+
+void evr__pattern_fill(struct evr_pattern *p, uint8_t *buf, size_t len)
+{
+	uint8_t v = p->next;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = v++;
+	p->next = v;
+}
+
+int evr__pattern_check(struct evr_pattern *p, const uint8_t *buf, size_t len,
+		       uint64_t *bad)
+{
+	uint8_t v = p->next;
+	size_t i;
+
+	for (i = 0; i < len; i++, v++) {
+		if (buf[i] != v) {
+			if (bad)
+				*bad = p->total + i;
+			return -1;
+		}
+	}
+	p->next = v;
+	p->total += len;
+	return 0;
+}
+
+int evr__pattern_detect(const uint8_t *b, size_t len, uint8_t *first)
+{
+	size_t i;
+
+	for (i = 1; i < len; i++)
+		if (b[i] != (uint8_t)(b[0] + i))
+			return 0;
+	if (first)
+		*first = b[0];
+	return 1;
+}

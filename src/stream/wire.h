@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * What travels on a stream connection besides the test data: upstream's
+ * 16-byte sync message and verification pattern, and evrdma's plan
+ * negotiation, which rides on the first sync message (see rstream.1,
+ * "Plan negotiation"):
+ *
+ *   client -> server  HELLO (16 bytes, in place of the first sync)
+ *   server -> client  ACK   (16 bytes) -- an upstream server sends its own
+ *                     16 bytes instead, and the exchange counts as the sync
+ *   client -> server  PLAN header (16) + one 16-byte entry per test
+ *   server -> client  PLAN reply (16): accepted, or why not
+ *
+ * All integers are big-endian.
+ */
+#ifndef EVR_SRC_WIRE_H
+#define EVR_SRC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+#define EVR_SYNC_LEN 16
+#define EVR_PLAN_HDR_LEN 16
+#define EVR_PLAN_ENTRY_LEN 16
+#define EVR_PLAN_REPLY_LEN 16
+#define EVR_WIRE_VERSION 1
+
+#define EVR_PLAN_F_VERIFY 0x0001
+
+enum evr_plan_status {
+	EVR_PLAN_OK = 0,
+	EVR_PLAN_E_VERSION = 1,   /* unknown protocol version */
+	EVR_PLAN_E_NTESTS = 2,    /* no tests, or more than the server allows */
+	EVR_PLAN_E_SIZE = 3,      /* a transfer size beyond the server's limit */
+	EVR_PLAN_E_COUNT = 4,     /* a zero or too large count or iterations */
+	EVR_PLAN_E_KIND = 5,      /* unknown test kind */
+	EVR_PLAN_E_NOMEM = 6,     /* the server could not allocate the buffer */
+	EVR_PLAN_E_MAX
+};
+
+struct evr_plan_hdr {
+	uint16_t version;
+	uint16_t flags;
+	uint16_t ntests;
+	uint16_t conn_index;      /* this connection's place in the run */
+	uint16_t conn_total;
+};
+
+extern const uint8_t evr__hello_msg[EVR_SYNC_LEN];
+extern const uint8_t evr__ack_msg[EVR_SYNC_LEN];
+
+int evr__is_hello(const uint8_t *b);
+int evr__is_ack(const uint8_t *b);
+
+void evr__plan_hdr_encode(uint8_t *out, const struct evr_plan_hdr *h);
+/* Returns 0, or an enum evr_plan_status (or -1 when the magic is wrong). */
+int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h);
+void evr__plan_entry_encode(uint8_t *out, const struct evr_test *t);
+/* Decodes and checks one entry; fills t with its name.  Returns
+ * EVR_PLAN_OK or the reason it is unacceptable. */
+int evr__plan_entry_decode(const uint8_t *in, struct evr_test *t,
+			   uint32_t max_size);
+void evr__plan_reply_encode(uint8_t *out, int status, uint32_t limit);
+/* Returns the status (>= 0), or -1 when this is not a plan reply. */
+int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit);
+const char *evr__plan_status_str(int status);
+
+/*
+ * Upstream's verification pattern: every byte sent is the next value of a
+ * uint8_t counter that runs on across messages, tests and connections.
+ */
+struct evr_pattern {
+	uint8_t next;
+	uint64_t total;            /* bytes checked so far, for the report */
+};
+
+void evr__pattern_fill(struct evr_pattern *p, uint8_t *buf, size_t len);
+/* 0 if buf carries the pattern; else -1 and *bad = stream offset. */
+int evr__pattern_check(struct evr_pattern *p, const uint8_t *buf, size_t len,
+		       uint64_t *bad);
+/* Does a 16-byte sync carry the pattern (consecutive bytes)?  If so,
+ * *first is its first byte: where the sender's counter stood. */
+int evr__pattern_detect(const uint8_t *b, size_t len, uint8_t *first);
+
+#endif
