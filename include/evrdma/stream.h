@@ -59,6 +59,8 @@ struct evr_stream_opts {
 	unsigned stall_ms;          /* watchdog; 0 = EVR_DEFAULT_STALL_MS */
 	int once;                   /* server: serve one client run, then stop */
 	int no_negotiate;           /* client: speak exactly upstream's wire */
+	int force_negotiate;        /* client: send the plan even with verify
+				     * (only evrdma servers understand it) */
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -91,7 +93,7 @@ enum evr_phase {
 
 struct evr_failure {
 	int err;                    /* -errno or -EVR_E_* */
-	int detail;                 /* gai code, byte offset, reject reason */
+	int detail;                 /* gai code, reject reason, stall ms */
 	enum evr_phase phase;
 	char test[16];              /* test name, "" before the first test */
 	unsigned test_index, test_total;
@@ -100,6 +102,9 @@ struct evr_failure {
 	uint64_t bytes_done;        /* bytes moved on this connection */
 	char peer[64];              /* "addr:port" or "" */
 	const char *where;          /* the call that failed, e.g. "connect" */
+	int negotiated;             /* the peer knew our test plan */
+	int sys_err;                /* errno behind a resolution failure */
+	char addr[96];              /* the address that failed to resolve */
 };
 
 struct evr_result {

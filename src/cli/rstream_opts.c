@@ -45,6 +45,8 @@ static void help_extra(FILE *out)
 		     "then exit (as upstream)\n");
 	fprintf(out, "\t--no-negotiate       client: do not send the test "
 		     "plan; speak exactly upstream's wire\n");
+	fprintf(out, "\t--negotiate          client: send the test plan even "
+		     "with -T v (evrdma servers only)\n");
 	fprintf(out, "\t--trace              print every state transition "
 		     "on stderr\n");
 	fprintf(out, "\t--help, --version\n");
@@ -148,7 +150,7 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 	return RSTREAM_PARSE_BAD;
 }
 
-enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_TRACE, OPT_HELP,
+enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION };
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
@@ -157,6 +159,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "stall-timeout", required_argument, NULL, OPT_STALL },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "no-negotiate", no_argument, NULL, OPT_NO_NEG },
+		{ "negotiate", no_argument, NULL, OPT_NEG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -280,6 +283,9 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		case OPT_NO_NEG:
 			o->no_negotiate = 1;
 			break;
+		case OPT_NEG:
+			o->force_negotiate = 1;
+			break;
 		case OPT_TRACE:
 			cli->trace = 1;
 			break;
@@ -298,6 +304,11 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	}
 	if (o->custom && o->size_all)
 		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
+	if (o->no_negotiate && o->force_negotiate) {
+		fprintf(err, "%s: --negotiate and --no-negotiate exclude each "
+			"other\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
 	if (o->fork && !o->server) {
 		/* upstream ignores -T f on a client; so do we */
 		o->fork = 0;

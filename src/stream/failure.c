@@ -49,9 +49,10 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 			 evr__plan_status_str(f->detail));
 		break;
 	case EVR_E_RESOLVE:
-		snprintf(b, n, "getaddrinfo %s: %s", f->where ? f->where : "",
-			 f->detail < 0 ? strerror(-f->detail) :
-					 gai_strerror(f->detail));
+		snprintf(b, n, "cannot resolve %s: %s: %s", f->addr,
+			 f->where ? f->where : "getaddrinfo",
+			 f->sys_err ? strerror(f->sys_err) :
+				      gai_strerror(f->detail));
 		break;
 	case EVR_E_NODEV:
 		snprintf(b, n, "No RDMA devices were detected");
@@ -95,11 +96,11 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 			 (unsigned long long)f->iters_total,
 			 (unsigned long long)f->xfers_done + 1,
 			 (unsigned long long)f->xfers_total);
-		hint = f->err == -EVR_E_STALL || f->err == -EVR_E_EOF;
+		hint = f->err == -EVR_E_STALL && !f->negotiated;
 	} else if (f->phase != EVR_PH_SETUP) {
 		snprintf(ctx, sizeof(ctx), "%s: ", phase_name(f->phase));
 	}
-	if (f->err == -EVR_E_EXTRA)
+	if (f->err == -EVR_E_EXTRA && !f->negotiated)
 		hint = 1;
 	snprintf(buf, len, "%s%s%s%s%s", f->peer[0] ? f->peer : "",
 		 f->peer[0] ? ": " : "", ctx, r,

@@ -97,6 +97,7 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 		f->xfers_total = t->count;
 	}
 	f->bytes_done = s->bytes;
+	f->negotiated = s->negotiated;
 	if (s->conn)
 		snprintf(f->peer, sizeof(f->peer), "%s", s->conn->peer);
 	set_state(s, EVR_SS_FAILED);
@@ -174,6 +175,8 @@ static enum evr_sess_want test_done(struct evr_sess *s)
 		begin_test(s);
 		return EVR_WANT_YIELD;
 	}
+	if (s->owner && s->owner->plan_done)
+		s->owner->plan_done(s);
 	if (s->client) {
 		s->conn->ops->shutdown(s->conn);
 		set_state(s, EVR_SS_DONE);
@@ -259,6 +262,13 @@ static void plan_received(struct evr_sess *s)
 	reply(s, EVR_PLAN_OK);
 }
 
+static enum evr_sess_want decided(struct evr_sess *s)
+{
+	if (s->owner && s->owner->decided && s->owner->decided(s))
+		return EVR_WANT_DETACH;
+	return EVR_WANT_READ; /* go on */
+}
+
 /* Server: the first 16 bytes of a connection were not a HELLO, so this is
  * an upstream client (or ours in verify mode) and they were the sync of
  * the first test.  A verifying client is known by its pattern, and where
@@ -281,7 +291,7 @@ static enum evr_sess_want first_sync(struct evr_sess *s)
 	if (check_pattern(s, s->buf, EVR_SYNC_LEN))
 		return EVR_WANT_NONE;
 	sync_send(s);
-	return EVR_WANT_READ;
+	return decided(s);
 }
 
 /* The current operation has moved all its bytes: decide what comes next. */
@@ -348,7 +358,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		s->negotiated = 1;
 		s->ti = 0;
 		begin_test(s);
-		break;
+		return decided(s);
 	case EVR_SS_SYNC_SEND:
 		if (s->client)
 			sync_recv(s);
@@ -414,7 +424,8 @@ static enum evr_sess_want run(struct evr_sess *s)
 			if (s->op_off < s->op_len)
 				continue;
 			w = op_done(s);
-			if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD)
+			if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD ||
+			    w == EVR_WANT_DETACH)
 				return w;
 			if (++msgs >= SLICE_MSGS || moved >= SLICE_BYTES)
 				return EVR_WANT_YIELD;
@@ -446,7 +457,7 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 			return fail(s, -EVR_E_PROTO, 0, "connected");
 		if (!s->client) {
 			op(s, EVR_SS_FIRST_RECV, 0, s->ctl, EVR_SYNC_LEN);
-		} else if (s->allow_negotiate && !s->verify) {
+		} else if (s->allow_negotiate) {
 			memcpy(s->ctl, evr__hello_msg, EVR_SYNC_LEN);
 			op(s, EVR_SS_HELLO_SEND, 1, s->ctl, EVR_SYNC_LEN);
 		} else {
@@ -483,7 +494,8 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->client = client;
 	s->io = o->io;
 	s->stall_ms = o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS;
-	s->allow_negotiate = client && !o->no_negotiate;
+	s->allow_negotiate = client && !o->no_negotiate &&
+			     (!o->verify || o->force_negotiate);
 	s->verify = o->verify;
 	s->plan = *plan;
 	s->conn_index = conn_index;
@@ -554,9 +566,11 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 	struct ev_loop *l = s->loop->ev;
 	int events;
 
-	if (w == EVR_WANT_NONE) {
+	if (w == EVR_WANT_NONE || w == EVR_WANT_DETACH) {
 		evr__sess_stop_watchers(s);
-		if (s->owner && s->owner->finished)
+		if (w == EVR_WANT_DETACH && s->owner && s->owner->detached)
+			s->owner->detached(s);
+		else if (w == EVR_WANT_NONE && s->owner && s->owner->finished)
 			s->owner->finished(s);
 		return;
 	}

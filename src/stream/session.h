@@ -57,6 +57,7 @@ enum evr_sess_want {
 	EVR_WANT_WRITE,
 	EVR_WANT_YIELD,     /* runnable, but let other watchers go first */
 	EVR_WANT_CONNECT,   /* waiting for CONNECTED / CONN_ERROR */
+	EVR_WANT_DETACH,    /* the owner took the connection elsewhere */
 };
 
 struct evr_sess;
@@ -64,6 +65,13 @@ struct evr_sess;
 struct evr_sess_owner {
 	void (*result)(struct evr_sess *s, const struct evr_test *t,
 		       uint64_t elapsed_ns);
+	/* Server: the client is known (negotiated, or upstream's first sync
+	 * arrived).  Returning non-zero detaches the machine: it stops and
+	 * detached() is called (-T f: the child runs it from here). */
+	int (*decided)(struct evr_sess *s);
+	void (*detached)(struct evr_sess *s);
+	/* The last test of the plan has finished (before the close). */
+	void (*plan_done)(struct evr_sess *s);
 	/* The machine reached DONE or FAILED and has stopped its watchers;
 	 * the owner may free it from here. */
 	void (*finished)(struct evr_sess *s);

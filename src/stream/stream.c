@@ -39,6 +39,8 @@ struct peer_hist {
 struct fork_child {
 	ev_child w;
 	struct evr_stream *st;
+	struct sockaddr_storage peer;
+	int last;                 /* the last connection of a client's run */
 	struct fork_child *next;
 };
 
@@ -55,7 +57,7 @@ struct evr_stream {
 	/* client */
 	struct evr_sess *cs;
 	unsigned conn_next;
-	struct addrinfo *dst, *src;
+	struct evr_addr dst, src;
 	ev_io connect_w;
 	struct evr_pattern spat, rpat;
 	/* server */
@@ -238,7 +240,7 @@ static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
 	s->spat = st->spat;
 	s->rpat = st->rpat;
 
-	fd = evr__tcp_socket(&st->o, st->dst->ai_family, f);
+	fd = evr__tcp_socket(&st->o, st->dst.family, f);
 	if (fd < 0)
 		goto fail;
 	ret = evr__tcp_set_options(&st->o, fd, &ka_on, &ka_idle);
@@ -250,7 +252,8 @@ static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
 	}
 	if (st->o.keepalive)
 		info(st, EVR_INFO_KEEPALIVE, s->id, "", ka_on, ka_idle, 0);
-	if (st->src && bind(fd, st->src->ai_addr, st->src->ai_addrlen)) {
+	if (st->src.valid &&
+	    bind(fd, (struct sockaddr *)&st->src.ss, st->src.len)) {
 		f->err = -errno;
 		f->where = "bind";
 		close(fd);
@@ -265,8 +268,8 @@ static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
 	}
 	evr__sess_attach(s, c);
 	st->cs = s;
-	ret = evr__tcp_connect_start(fd, st->dst->ai_addr,
-				     st->dst->ai_addrlen);
+	ret = evr__tcp_connect_start(fd, (struct sockaddr *)&st->dst.ss,
+				     st->dst.len);
 	if (ret && ret != -EINPROGRESS) {
 		/* Report through the machine, like a late failure. */
 		evr__sess_drive(s, EVR_SE_CONN_ERROR, ret);
@@ -291,14 +294,13 @@ static int client_start(struct evr_stream *st, struct evr_failure *f)
 		f->where = "no server address";
 		return f->err;
 	}
-	ret = evr__tcp_resolve(&st->o, st->host, st->port, 0, &st->dst, f);
+	ret = evr__resolve(&st->o, st->host, st->port, 0, &st->dst, f);
 	if (ret)
 		return ret;
 	if (st->bind_addr) {
 		/* Upstream binds the source to the server's port, which
 		 * clashes on one host; an ephemeral port does not. */
-		ret = evr__tcp_resolve(&st->o, st->bind_addr, "0", 1, &st->src,
-				       f);
+		ret = evr__resolve(&st->o, st->bind_addr, "0", 1, &st->src, f);
 		if (ret)
 			return ret;
 	}
@@ -385,6 +387,8 @@ static void server_maybe_finish(struct evr_stream *st)
 		       st->once_status ? &st->once_fail : NULL);
 }
 
+static const struct evr_sess_owner server_owner;
+
 static void server_finished(struct evr_sess *s)
 {
 	struct srv_sess *ss = evr__container_of(s, struct srv_sess, s);
@@ -399,10 +403,10 @@ static void server_finished(struct evr_sess *s)
 	if (ok)
 		info(st, EVR_INFO_CONN_DONE, s->id, s->conn ? s->conn->peer : "",
 		     0, 0, s->negotiated);
-	if (!s->negotiated) {
-		h = hist_find(st, (struct sockaddr *)&ss->peer, 1);
-		h->next_index = ok ? (ss->plan_index + 1) % st->plan.nconns : 0;
-		h->stamp = ++st->hist_clock;
+	if (!s->negotiated && !ok) {
+		h = hist_find(st, (struct sockaddr *)&ss->peer, 0);
+		if (h)
+			h->next_index = 0;
 	}
 	last = s->negotiated ? s->conn_index + 1 >= s->conn_total :
 			       ss->plan_index + 1 >= st->plan.nconns;
@@ -424,10 +428,22 @@ static void server_finished(struct evr_sess *s)
 	server_maybe_finish(st);
 }
 
-static const struct evr_sess_owner server_owner = {
-	.result = sess_result,
-	.finished = server_finished,
-};
+/* Move the peer's history on as soon as our side of the plan is done: an
+ * upstream client reconnects for its next series the moment it has our
+ * last bytes, possibly before we see its close. */
+static void server_plan_done(struct evr_sess *s)
+{
+	struct srv_sess *ss = evr__container_of(s, struct srv_sess, s);
+	struct evr_stream *st = ss->st;
+	struct peer_hist *h;
+
+	if (s->negotiated)
+		return;
+	h = hist_find(st, (struct sockaddr *)&ss->peer, 1);
+	h->next_index = (ss->plan_index + 1) % st->plan.nconns;
+	h->stamp = ++st->hist_clock;
+}
+
 
 static void child_cb(struct ev_loop *l, ev_child *w, int revents)
 {
@@ -443,8 +459,23 @@ static void child_cb(struct ev_loop *l, ev_child *w, int revents)
 		}
 	}
 	st->reaped++;
-	if (st->o.once && st->lfd >= 0 && st->reaped >= st->plan.nconns)
+	if (w->rstatus) {
+		struct peer_hist *h = hist_find(st,
+						(struct sockaddr *)&fc->peer, 0);
+
+		if (h)
+			h->next_index = 0;
+	}
+	if (st->o.once && st->lfd >= 0 && (fc->last || w->rstatus)) {
+		if (w->rstatus && !st->once_status) {
+			st->once_status = -EVR_E_EOF;
+			memset(&st->once_fail, 0, sizeof(st->once_fail));
+			st->once_fail.err = st->once_status;
+			st->once_fail.phase = EVR_PH_CLOSE;
+			st->once_fail.where = "fork child";
+		}
 		server_stop(st);
+	}
 	free(fc);
 	server_maybe_finish(st);
 }
@@ -494,6 +525,13 @@ static int server_fork(struct evr_stream *st, struct srv_sess *ss)
 		return 1;
 	}
 	fc->st = st;
+	fc->peer = ss->peer;
+	fc->last = ss->s.negotiated ?
+		   ss->s.conn_index + 1 >= ss->s.conn_total :
+		   ss->plan_index + 1 >= st->plan.nconns;
+	/* The child runs the plan where we cannot see it: count the
+	 * connection now, and start the peer over if the child fails. */
+	server_plan_done(&ss->s);
 	ev_child_init(&fc->w, child_cb, pid, 0);
 	ev_child_start(st->loop->ev, &fc->w);
 	fc->next = st->children;
@@ -501,6 +539,38 @@ static int server_fork(struct evr_stream *st, struct srv_sess *ss)
 	st->forked++;
 	return 0;
 }
+
+/* -T f: fork once the client is known, so the parent can keep track of
+ * which series an upstream client is on. */
+static int server_decided(struct evr_sess *s)
+{
+	struct srv_sess *ss = evr__container_of(s, struct srv_sess, s);
+	struct evr_stream *st = ss->st;
+
+	if (!st->o.fork || st->in_child)
+		return 0;
+	/* On fork failure, serve the connection here rather than drop it. */
+	return server_fork(st, ss) == 0;
+}
+
+static void server_detached(struct evr_sess *s)
+{
+	struct srv_sess *ss = evr__container_of(s, struct srv_sess, s);
+	struct evr_stream *st = ss->st;
+
+	srv_unlink(st, ss);
+	evr__sess_fini(s);
+	free(ss);
+	server_maybe_finish(st);
+}
+
+static const struct evr_sess_owner server_owner = {
+	.result = sess_result,
+	.plan_done = server_plan_done,
+	.decided = server_decided,
+	.detached = server_detached,
+	.finished = server_finished,
+};
 
 static void server_accept_one(struct evr_stream *st, int fd,
 			      const struct sockaddr *sa)
@@ -552,23 +622,6 @@ static void server_accept_one(struct evr_stream *st, int fd,
 		st->conns->prev = ss;
 	st->conns = ss;
 	st->nconns_live++;
-	if (st->o.fork) {
-		int r = server_fork(st, ss);
-
-		if (r == 0) {
-			/* parent: the child has the connection */
-			srv_unlink(st, ss);
-			evr__sess_fini(&ss->s);
-			free(ss);
-			return;
-		}
-		if (r < 0) {
-			srv_unlink(st, ss);
-			evr__sess_fini(&ss->s);
-			free(ss);
-			return;
-		}
-	}
 	if (st->o.keepalive)
 		info(st, EVR_INFO_KEEPALIVE, ss->s.id, c->peer, ka_on, ka_idle,
 		     0);
@@ -647,6 +700,11 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 		f->where = "the RDMA transport";
 		return f->err;
 	}
+	if (st->o.addr_fmt == EVR_ADDR_GID) {
+		f->err = -EVR_E_NOTSUP;
+		f->where = "-f gid over TCP (GIDs need the RDMA transport)";
+		return f->err;
+	}
 	ret = st->o.server ? server_start(st, f) : client_start(st, f);
 	if (ret && !f->err)
 		f->err = ret;
@@ -700,10 +758,6 @@ void evr_stream_free(struct evr_stream *st)
 		free(fc);
 	}
 	server_stop(st);
-	if (st->dst)
-		freeaddrinfo(st->dst);
-	if (st->src)
-		freeaddrinfo(st->src);
 	free(st->host);
 	free(st->bind_addr);
 	free(st->port);

@@ -18,64 +18,6 @@ struct tcp_conn {
 	int recv_flags;
 };
 
-void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-		snprintf(out, len, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, len, "(family %d)", sa->sa_family);
-	}
-}
-
-int evr__tcp_resolve(const struct evr_stream_opts *o, const char *host,
-		     const char *port, int passive, struct addrinfo **res,
-		     struct evr_failure *f)
-{
-	struct addrinfo hints;
-	int ret;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	if (passive)
-		hints.ai_flags |= AI_PASSIVE;
-	switch (o->addr_fmt) {
-	case EVR_ADDR_IP:
-		hints.ai_flags |= AI_NUMERICHOST;
-		break;
-	case EVR_ADDR_IPV6:
-		hints.ai_flags |= AI_NUMERICHOST;
-		hints.ai_family = AF_INET6;
-		break;
-	case EVR_ADDR_GID:
-		f->err = -EVR_E_NOTSUP;
-		f->where = "-f gid (GID addresses need the RDMA transport)";
-		return f->err;
-	default:
-		break;
-	}
-	ret = getaddrinfo(host, port, &hints, res);
-	if (ret) {
-		f->err = -EVR_E_RESOLVE;
-		f->detail = ret == EAI_SYSTEM ? -errno : ret;
-		f->where = host ? host : "(any)";
-		return f->err;
-	}
-	return 0;
-}
-
 static int setint(int fd, int level, int name, int val)
 {
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
@@ -128,15 +70,20 @@ int evr__tcp_socket(const struct evr_stream_opts *o, int family,
 int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		    int *ka_on, int *ka_idle)
 {
-	struct addrinfo *ai;
+	struct evr_addr a;
 	int fd, ret;
 
-	ret = evr__tcp_resolve(o, o->bind_addr, o->port, 1, &ai, f);
+	ret = evr__resolve(o, o->bind_addr, o->port, 1, &a, f);
 	if (ret)
 		return ret;
-	fd = evr__tcp_socket(o, ai->ai_family, f);
+	if (a.family != AF_INET && a.family != AF_INET6) {
+		f->err = -EVR_E_NOTSUP;
+		f->where = "this address family over TCP";
+		return f->err;
+	}
+	fd = evr__tcp_socket(o, a.family, f);
 	if (fd < 0)
-		goto out;
+		return fd;
 	ret = setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 	if (ret) {
 		f->where = "setsockopt SO_REUSEADDR";
@@ -149,7 +96,7 @@ int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		f->where = "setsockopt";
 		goto fail;
 	}
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen)) {
+	if (bind(fd, (struct sockaddr *)&a.ss, a.len)) {
 		ret = -errno;
 		f->where = "bind";
 		goto fail;
@@ -161,15 +108,11 @@ int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		f->where = "listen";
 		goto fail;
 	}
-	freeaddrinfo(ai);
 	return fd;
 fail:
 	f->err = ret;
 	close(fd);
-	fd = ret;
-out:
-	freeaddrinfo(ai);
-	return fd;
+	return ret;
 }
 
 int evr__tcp_connect_start(int fd, const struct sockaddr *sa, socklen_t len)

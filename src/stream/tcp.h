@@ -7,13 +7,8 @@
 #include <sys/socket.h>
 
 #include "evrdma/stream.h"
+#include "addr.h"
 #include "transport.h"
-
-/* Resolve host/port as rstream does.  Returns 0, or fills f and returns
- * -EVR_E_RESOLVE (f->detail is the getaddrinfo code). */
-int evr__tcp_resolve(const struct evr_stream_opts *o, const char *host,
-		     const char *port, int passive, struct addrinfo **res,
-		     struct evr_failure *f);
 
 /* socket() with rstream's options (buffers, TCP_NODELAY, non-blocking,
  * keepalive).  Returns the fd or a negative errno (f->where is set). */
@@ -33,6 +28,5 @@ struct evr_conn *evr__tcp_conn_new(int fd);
 /* Switch to blocking calls (-T b), with the stall timeout as SO_RCVTIMEO
  * and SO_SNDTIMEO so that a blocking call never hangs. */
 int evr__tcp_conn_block(struct evr_conn *c, unsigned stall_ms);
-void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
 
 #endif

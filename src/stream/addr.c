@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "addr.h"
+
+void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(out, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(out, len, "(family %d)", sa->sa_family);
+	}
+}
+
+static int take(struct evr_addr *out, const struct sockaddr *sa,
+		socklen_t len)
+{
+	if (!sa || !len || len > sizeof(out->ss))
+		return -1;
+	memset(out, 0, sizeof(*out));
+	memcpy(&out->ss, sa, len);
+	out->len = len;
+	out->family = sa->sa_family;
+	out->valid = 1;
+	return 0;
+}
+
+static int resolve_fail(struct evr_failure *f, const char *fn,
+			const char *host, const char *port, int code, int err)
+{
+	f->err = -EVR_E_RESOLVE;
+	f->phase = EVR_PH_SETUP;
+	f->detail = code;
+	f->sys_err = code == EAI_SYSTEM ? err : 0;
+	f->where = fn;
+	snprintf(f->addr, sizeof(f->addr), "%s port %s",
+		 host ? host : "(any)", port ? port : "-");
+	return f->err;
+}
+
+static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
+			const char *port, int passive, struct evr_addr *out,
+			struct evr_failure *f)
+{
+	struct rdma_addrinfo hints, *res = NULL;
+	int ret;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_port_space = RDMA_PS_TCP;
+	if (passive)
+		hints.ai_flags |= RAI_PASSIVE;
+	if (o->addr_fmt == EVR_ADDR_GID) {
+		hints.ai_flags |= RAI_NUMERICHOST | RAI_FAMILY;
+		hints.ai_family = AF_IB;
+	} else if (o->addr_fmt != EVR_ADDR_NAME) {
+		hints.ai_flags |= RAI_NUMERICHOST;
+		if (o->addr_fmt == EVR_ADDR_IPV6) {
+			hints.ai_flags |= RAI_FAMILY;
+			hints.ai_family = AF_INET6;
+		}
+	}
+	errno = 0;
+	ret = rdma_getaddrinfo(host, port, &hints, &res);
+	if (ret) {
+		/* librdmacm returns -1 and sets errno, or a getaddrinfo code */
+		return resolve_fail(f, "rdma_getaddrinfo", host, port,
+				    ret == -1 ? EAI_SYSTEM : ret,
+				    errno ? errno : ENODEV);
+	}
+	ret = passive ? take(out, res->ai_src_addr, res->ai_src_len) :
+			take(out, res->ai_dst_addr, res->ai_dst_len);
+	rdma_freeaddrinfo(res);
+	if (ret)
+		return resolve_fail(f, "rdma_getaddrinfo", host, port,
+				    EAI_NONAME, 0);
+	return 0;
+}
+
+int evr__resolve(const struct evr_stream_opts *o, const char *host,
+		 const char *port, int passive, struct evr_addr *out,
+		 struct evr_failure *f)
+{
+	struct addrinfo hints, *res;
+	int ret;
+
+	if (o->resolve_rdma || o->addr_fmt == EVR_ADDR_GID)
+		return resolve_rdma(o, host, port, passive, out, f);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (passive)
+		hints.ai_flags |= AI_PASSIVE;
+	if (o->addr_fmt == EVR_ADDR_IP || o->addr_fmt == EVR_ADDR_IPV6)
+		hints.ai_flags |= AI_NUMERICHOST;
+	if (o->addr_fmt == EVR_ADDR_IPV6)
+		hints.ai_family = AF_INET6;
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret)
+		return resolve_fail(f, "getaddrinfo", host, port, ret, errno);
+	take(out, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}

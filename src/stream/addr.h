@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* Address resolution as rstream does it: getaddrinfo(3), or
+ * rdma_getaddrinfo(3) with -T r / -f gid.  Shared by the transports. */
+#ifndef EVR_SRC_ADDR_H
+#define EVR_SRC_ADDR_H
+
+#include <sys/socket.h>
+
+#include "evrdma/stream.h"
+
+struct evr_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int family;
+	int valid;
+};
+
+/* Resolve host:port (host NULL and passive: the wildcard).  The first
+ * result is used, as upstream.  Returns 0, or fills f and returns
+ * -EVR_E_RESOLVE (f->detail: getaddrinfo code, or -errno) or
+ * -EVR_E_NOTSUP. */
+int evr__resolve(const struct evr_stream_opts *o, const char *host,
+		 const char *port, int passive, struct evr_addr *out,
+		 struct evr_failure *f);
+void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
+
+#endif
