@@ -8,18 +8,21 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/build.sh"
 cd "$top/build"
 status=0
-make -j2 check >/dev/null 2>&1 || status=$?
-# Per-test results and Check's own summary lines
-for log in tests/*.log tests/e2e/*.log; do
-	[ -f "$log" ] || continue
-	grep -h -E '^[0-9]+%: Checks: |^(PASS|FAIL|SKIP|ERROR)[: ]' "$log" || true
-done
-grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' test-suite.log 2>/dev/null ||
-	sed -n '/^====/,/^====/p' test-suite.log
+make -j2 check || status=$?
+echo
+echo "== Check unit tests"
+grep -h -E '^[0-9]+%: Checks: ' tests/check_*.log || true
+echo "== end-to-end tests"
+grep -h -E '^[0-9]+ passed, [0-9]+ failed' tests/e2e/*.log || true
 if [ "$status" -ne 0 ]; then
-	echo "--- failures ---"
-	sed -n '/^FAIL\|^ERROR/,$p' test-suite.log | head -200
+	echo "== failures (from the logs)"
+	for log in $(grep -l -E '^(FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null |
+		sed 's/\.trs$/.log/'); do
+		echo "--- $log"
+		tail -n 40 "$log"
+	done
 fi
-pass=$(grep -c '^PASS' test-suite.log 2>/dev/null || true)
-fail=$(grep -cE '^(FAIL|ERROR)' test-suite.log 2>/dev/null || true)
+pass=$(grep -l '^:test-result: PASS' tests/*.trs tests/e2e/*.trs 2>/dev/null | wc -l)
+fail=$(grep -l -E '^:test-result: (FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null | wc -l)
+echo "$pass passed, $fail failed"
 exit "$status"

@@ -82,14 +82,13 @@ int rstream_test_opt(struct rstream_cli *cli, const char *arg)
 		o->xport = EVR_XPORT_TCP;
 		break;
 	case 'a':
-		o->io = EVR_IO_ASYNC;
+		cli->async = 1;
 		break;
 	case 'b':
-		o->io = EVR_IO_BLOCK;
+		cli->blocking = 1;
 		break;
 	case 'n':
-		if (o->io == EVR_IO_BLOCK)
-			o->io = EVR_IO_NONBLOCK;
+		cli->blocking = 0;
 		break;
 	case 'f':
 		/* upstream: fork implies kernel sockets (for librspreload) */
@@ -302,6 +301,10 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			argv[optind]);
 		return RSTREAM_PARSE_BAD;
 	}
+	/* Upstream's -T a with -T b sleeps in poll, then calls: that is our
+	 * async mode.  -T b alone makes blocking calls. */
+	o->io = cli->async ? EVR_IO_ASYNC :
+		cli->blocking ? EVR_IO_BLOCK : EVR_IO_NONBLOCK;
 	if (o->custom && o->size_all)
 		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
 	if (o->no_negotiate && o->force_negotiate) {

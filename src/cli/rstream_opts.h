@@ -10,7 +10,9 @@
 struct rstream_cli {
 	struct evr_stream_opts o;
 	int trace;
-	int quiet_errors;
+	/* -T a and -T b are independent flags, as upstream; the I/O mode is
+	 * derived from them once parsing is done. */
+	int async, blocking;
 };
 
 enum {

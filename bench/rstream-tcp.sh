@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# Benchmark: evrdma rstream against upstream rstream (rdmacm-utils) over
+# kernel TCP on loopback, with the same options, in turns, several rounds.
+# Prints per-row medians and ratios.  Not a test: it asserts nothing.
+#
+#   bench/rstream-tcp.sh [-r rounds] [-o out.md] [-- rstream options...]
+#   e.g. bench/rstream-tcp.sh -r 5 -- -S 4096 -C 1000 -I 10
+#
+# usec ratio = evrdma / upstream (below 1: evrdma faster);
+# Gb/s ratio = evrdma / upstream (above 1: evrdma faster).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+ours=${RSTREAM:-$top/build/rstream}
+upstream=${UPSTREAM_RSTREAM:-/usr/bin/rstream}
+rounds=3
+out=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-r) rounds=$2; shift 2 ;;
+	-o) out=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "usage: $0 [-r rounds] [-o out.md] [-- rstream options]" >&2; exit 1 ;;
+	esac
+done
+opts=("$@")
+[ -x "$ours" ] || { echo "bench: build first ($ours missing)" >&2; exit 1; }
+[ -x "$upstream" ] || { echo "bench: install rdmacm-utils ($upstream missing)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$tmp"' EXIT
+port=$((30000 + $$ % 20000))
+
+wait_listen() {
+	for _ in $(seq 100); do
+		ss -Hltn "sport = :$1" | grep -q . && return 0
+		sleep 0.05
+	done
+	echo "bench: server on port $1 did not start" >&2
+	return 1
+}
+
+# run_pair NAME BINARY ROUND: server and client of one implementation
+run_pair() {
+	local name=$1 bin=$2 r=$3 p off=0
+	[ "$name" = up ] && off=1
+	p=$((port + r * 2 + off))
+	local sopts=(-T s -p "$p" "${opts[@]}")
+	if [ "$name" = ev ]; then
+		"$bin" "${sopts[@]}" --once >/dev/null 2>&1 &
+	else
+		"$bin" "${sopts[@]}" >/dev/null 2>&1 &
+	fi
+	local spid=$!
+	wait_listen "$p"
+	timeout 600 "$bin" -T s -s 127.0.0.1 -p "$p" "${opts[@]}" \
+		>"$tmp/$name.$r" 2>&1 || echo "bench: $name client failed in round $r" >&2
+	timeout 10 tail --pid="$spid" -f /dev/null || kill "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+}
+
+for r in $(seq "$rounds"); do
+	echo "bench: round $r of $rounds" >&2
+	if [ $((r % 2)) -eq 1 ]; then
+		run_pair up "$upstream" "$r"; run_pair ev "$ours" "$r"
+	else
+		run_pair ev "$ours" "$r"; run_pair up "$upstream" "$r"
+	fi
+done
+
+# Rows: name bytes xfers iters total time Gb/sec usec/xfer
+awk -v rounds="$rounds" '
+function median(arr, n,   i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && arr[j-1] > arr[j]; j--) {
+		t = arr[j]; arr[j] = arr[j-1]; arr[j-1] = t }
+	return n % 2 ? arr[(n+1)/2] : (arr[n/2] + arr[n/2+1]) / 2
+}
+FNR == 1 { split(FILENAME, p, "/"); split(p[length(p)], q, "."); who = q[1] }
+$1 != "name" && NF == 8 {
+	k = who SUBSEP $1
+	if (!($1 in seen)) { seen[$1] = 1; order[++nrows] = $1 }
+	n[k]++; gb[k, n[k]] = $7; us[k, n[k]] = $8
+}
+END {
+	printf "| test | upstream usec/xfer | evrdma usec/xfer | usec ratio | upstream Gb/s | evrdma Gb/s | Gb/s ratio |\n"
+	printf "|---|---:|---:|---:|---:|---:|---:|\n"
+	for (i = 1; i <= nrows; i++) {
+		t = order[i]
+		for (w = 0; w < 2; w++) {
+			who = w ? "ev" : "up"; k = who SUBSEP t; m = n[k]
+			for (j = 1; j <= m; j++) { a[j] = us[k, j]; b[j] = gb[k, j] }
+			mu[who] = m ? median(a, m) : 0
+			for (j = 1; j <= m; j++) a[j] = b[j]
+			mg[who] = m ? median(a, m) : 0
+		}
+		printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t,
+			mu["up"], mu["ev"], mu["up"] ? mu["ev"] / mu["up"] : 0,
+			mg["up"], mg["ev"], mg["up"] ? mg["ev"] / mg["up"] : 0
+	}
+}' "$tmp"/up.* "$tmp"/ev.* | tee "${out:-/dev/null}"
+echo "bench: $rounds rounds, options: -T s ${opts[*]:-(default run)}; medians; $(nproc) CPUs, $(uname -r)" >&2
