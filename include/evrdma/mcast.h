@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * evrdma multicast engine: mckey's join / send / receive / leave lifecycle,
+ * one state machine per QP, all of them side by side in one loop.  CM
+ * events and completions arrive only through fds registered in the loop.
+ */
+#ifndef EVRDMA_MCAST_H
+#define EVRDMA_MCAST_H
+
+#include <stdint.h>
+
+#include "evrdma/loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum evr_mc_transport {
+	EVR_MC_RDMA = 0,     /* RDMA CM UD QPs (mckey) */
+	EVR_MC_UDP,          /* kernel UDP/IP multicast sockets */
+};
+
+struct evr_mcast_opts {
+	enum evr_mc_transport transport;
+	const char *group;        /* -m: IPv4/IPv6 group or name */
+	const char *unmapped;     /* -M: AF_IB MGID (RDMA only; needs -b) */
+	const char *bind_addr;    /* -b */
+	int sender;               /* -s */
+	unsigned nqps;            /* -c; 0 means 1 */
+	unsigned count;           /* -C messages per QP */
+	unsigned size;            /* -S payload bytes */
+	int port_space;           /* -p: RDMA_PS_UDP (0x111) or RDMA_PS_IPOIB */
+	int sendonly;             /* -o: send-only full member */
+	int no_loopback;          /* -l */
+	unsigned resolve_ms;      /* address resolution timeout (2000) */
+	unsigned join_ms;         /* limit on joining */
+	unsigned settle_ms;       /* pause after joining (upstream: 3 s) */
+	unsigned deadline_ms;     /* limit on the transfer phase */
+	double rate;              /* sender: messages/s per QP; 0: no pacing */
+	uint16_t udp_port;        /* UDP transport: the group's port */
+};
+
+#define EVR_MC_DEFAULT_SETTLE_MS 3000u
+#define EVR_MC_DEFAULT_DEADLINE_MS 30000u
+#define EVR_MC_DEFAULT_RESOLVE_MS 2000u
+#define EVR_MC_DEFAULT_JOIN_MS 10000u
+#define EVR_MC_DEFAULT_UDP_PORT 7174
+
+enum evr_mc_phase {
+	EVR_MC_PH_STARTING = 0,   /* "mckey: starting client|server" */
+	EVR_MC_PH_JOINING,        /* "mckey: joining" */
+	EVR_MC_PH_TRANSFER,       /* settle over: sending or receiving */
+	EVR_MC_PH_TRANSFER_DONE,  /* every QP has sent or received all */
+};
+
+struct evr_mc_joined {
+	unsigned qp;
+	char dgid[64];
+	unsigned mlid, sl;
+	uint64_t join_ns;         /* join call to MULTICAST_JOIN */
+};
+
+/* A per-sender line of the receiver's report. */
+struct evr_mc_sender_report {
+	uint32_t sender;
+	uint32_t count;
+	uint64_t unique, duplicates, reordered, lost;
+};
+
+struct evr_mc_qp_report {
+	unsigned qp;
+	int joined;
+	uint64_t sent, send_completed, received, expected;
+	uint64_t join_ns;
+	uint64_t foreign;         /* messages without an evrdma header */
+	unsigned nsenders;
+	const struct evr_mc_sender_report *senders;
+};
+
+struct evr_mc_failure {
+	int err;                  /* negative errno or upstream's code */
+	unsigned qp;
+	const char *msg;          /* upstream's message text */
+	int with_errno;           /* print ": strerror(errno)" after msg */
+	int sys_errno;
+	char detail[160];         /* preformatted extra text, or "" */
+};
+
+struct evr_mcast_cbs {
+	void (*phase)(void *ud, enum evr_mc_phase p);
+	void (*joined)(void *ud, const struct evr_mc_joined *j);
+	/* CM events worth printing (upstream prints these as they come). */
+	void (*cm_event)(void *ud, unsigned qp, const char *event, int status,
+			 int is_error);
+	/* A failure: the text upstream prints for it.  More may follow. */
+	void (*failure)(void *ud, const struct evr_mc_failure *f);
+	/* Everything torn down: status is upstream's "return status". */
+	void (*done)(void *ud, int status, unsigned nqps,
+		     const struct evr_mc_qp_report *qps);
+};
+
+struct evr_mcast;
+
+int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
+		  const struct evr_mcast_opts *o,
+		  const struct evr_mcast_cbs *cbs, void *ud);
+/* Resolve and start joining.  An early failure is reported through the
+ * callbacks too (failure, then done), as the rest are. */
+void evr_mcast_start(struct evr_mcast *m);
+void evr_mcast_cancel(struct evr_mcast *m);
+void evr_mcast_free(struct evr_mcast *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

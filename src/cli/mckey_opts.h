@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* mckey's command line: upstream's options plus evrdma's long ones. */
+#ifndef EVR_CLI_MCKEY_OPTS_H
+#define EVR_CLI_MCKEY_OPTS_H
+
+#include <stdio.h>
+
+#include "evrdma/mcast.h"
+
+struct mckey_cli {
+	struct evr_mcast_opts o;
+	int stats;
+	int trace;
+};
+
+enum {
+	MCKEY_PARSE_OK = 0,
+	MCKEY_PARSE_USAGE,      /* usage on stdout, exit 1 (upstream) */
+	MCKEY_PARSE_BAD,        /* one line on stderr already, exit 1 */
+	MCKEY_PARSE_UNMAPPED,   /* -M without -b: upstream's message, exit 1 */
+	MCKEY_PARSE_HELP,
+	MCKEY_PARSE_VERSION,
+};
+
+int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err);
+void mckey_usage(FILE *out, const char *prog);
+void mckey_help(FILE *out, const char *prog);
+
+#endif

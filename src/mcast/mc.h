@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Inside the multicast engine: the per-QP state machine and the transport
+ * interface (RDMA CM UD QPs, or kernel UDP sockets).
+ */
+#ifndef EVR_SRC_MC_H
+#define EVR_SRC_MC_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "../loop/loop.h"
+#include "evrdma/mcast.h"
+#include "payload.h"
+
+#define EVR_MC_STATES(X) \
+	X(IDLE)       /* created */ \
+	X(RESOLVING)  /* bind, then resolve the group's address */ \
+	X(JOINING)    /* resources set up, receives posted, join sent */ \
+	X(JOINED)     /* address handle made; waiting for the others */ \
+	X(RUNNING)    /* settled: sending or receiving */ \
+	X(DONE)       /* left the group (if joined) */ \
+	X(FAILED)
+
+enum evr_mc_state {
+#define X(s) EVR_MC_##s,
+	EVR_MC_STATES(X)
+#undef X
+	EVR_MC__COUNT
+};
+
+enum evr_mc_ev {
+	EVR_MCE_START,
+	EVR_MCE_RESOLVED,
+	EVR_MCE_RESOLVE_ERR,  /* arg: status */
+	EVR_MCE_JOINED,
+	EVR_MCE_JOIN_ERR,     /* arg: status */
+	EVR_MCE_GO,           /* settled: start the transfer phase */
+	EVR_MCE_SEND_SLOT,    /* a send may be posted (pacing tick) */
+	EVR_MCE_SEND_COMP,    /* arg: 0 or -EIO for a failed completion */
+	EVR_MCE_RECV_COMP,    /* arg: 0 or -EIO */
+	EVR_MCE_DEADLINE,
+	EVR_MCE_CANCEL,
+	EVR_MCE_STEP_TIMEOUT, /* resolving or joining took too long */
+};
+
+struct evr_mcast;
+struct evr_mc_node;
+
+struct evr_mc_xport {
+	const char *name;
+	/* Engine-wide resources (the CM event channel).  0 or a failure
+	 * already recorded with evr__mc_fail_engine(). */
+	int (*engine_init)(struct evr_mcast *m);
+	void (*engine_fini)(struct evr_mcast *m);
+	int (*node_init)(struct evr_mc_node *n);
+	/* Resolve the addresses (-b, -m/-M).  0 or < 0 (recorded). */
+	int (*prepare)(struct evr_mcast *m);
+	/* 0: started, an event follows; 1: done now; < 0: failed (recorded) */
+	int (*resolve)(struct evr_mc_node *n);
+	/* MTU check, PD/CQ/QP/buffers, receives posted.  0 or < 0. */
+	int (*setup)(struct evr_mc_node *n);
+	/* 0: started; 1: joined now; < 0: failed */
+	int (*join)(struct evr_mc_node *n);
+	/* Post message seq: 0, -EAGAIN (no free slot), or < 0 failed */
+	int (*send)(struct evr_mc_node *n, uint32_t seq);
+	int (*leave)(struct evr_mc_node *n);
+	void (*node_fini)(struct evr_mc_node *n);
+};
+
+extern const struct evr_mc_xport evr__mc_rdma_xport;
+extern const struct evr_mc_xport evr__mc_udp_xport;
+
+struct evr_mc_node {
+	enum evr_mc_state state;
+	unsigned index;
+	struct evr_mcast *mc;
+	void *xp;                 /* the transport's per-QP state */
+	uint64_t sent, send_done, recvd;
+	uint64_t join_t0, join_ns;
+	int joined, go, timed_out;
+	char dgid[64];
+	unsigned mlid, sl;
+	struct evr_mc_acct acct;
+	ev_timer pace_w;
+	ev_timer step_w;          /* bounds RESOLVING and JOINING */
+	int failed;
+};
+
+struct evr_mcast {
+	struct evr_loop *loop;
+	struct evr_mcast_opts o;
+	char *group, *unmapped, *bind_addr;
+	const struct evr_mc_xport *x;
+	void *xp;                 /* the transport's engine state */
+	struct evr_mcast_cbs cbs;
+	void *ud;
+	struct evr_mc_node *nodes;
+	unsigned nnodes;
+	int status;               /* upstream's "return status" */
+	int have_status;
+	int phase_go;             /* settle over */
+	int finished;
+	int started;
+	ev_timer settle_w, deadline_w;
+	ev_idle finish_w;
+	struct evr_mc_qp_report *reports;
+	struct evr_mc_sender_report *sreports;
+};
+
+const char *evr__mc_state_name(enum evr_mc_state s);
+void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg);
+
+/* Record a failure: its text goes out through the failure callback, and
+ * the first one becomes the return status (later ones never mask it). */
+void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
+		  const char *msg, int sys_errno, int with_errno,
+		  const char *detail);
+/* Transport hooks into the engine. */
+void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
+		      int status, int is_error);
+
+/* For tests: an engine on a given transport. */
+int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
+			 const struct evr_mcast_opts *o,
+			 const struct evr_mcast_cbs *cbs, void *ud,
+			 const struct evr_mc_xport *x);
+
+#endif

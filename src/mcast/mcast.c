@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The multicast engine: N per-QP state machines that join side by side,
+ * meet at a barrier once all have joined, settle on a timer (upstream
+ * sleeps 3 s), transfer, leave and tear down.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc.h"
+
+static const char *const state_names[] = {
+#define X(s) #s,
+	EVR_MC_STATES(X)
+#undef X
+};
+
+const char *evr__mc_state_name(enum evr_mc_state s)
+{
+	return (unsigned)s < EVR_MC__COUNT ? state_names[s] : "?";
+}
+
+static void set_state(struct evr_mc_node *n, enum evr_mc_state st)
+{
+	if (n->state != st && evr__tracing(n->mc->loop))
+		evr__trace(n->mc->loop, "qp %u: %s -> %s", n->index,
+			   evr__mc_state_name(n->state),
+			   evr__mc_state_name(st));
+	n->state = st;
+}
+
+void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
+		  const char *msg, int sys_errno, int with_errno,
+		  const char *detail)
+{
+	struct evr_mc_failure f = {
+		.err = status,
+		.qp = qp,
+		.msg = msg,
+		.with_errno = with_errno,
+		.sys_errno = sys_errno,
+	};
+
+	if (detail)
+		snprintf(f.detail, sizeof(f.detail), "%s", detail);
+	if (!m->have_status) {
+		m->status = status;
+		m->have_status = 1;
+	}
+	if (m->cbs.failure)
+		m->cbs.failure(m->ud, &f);
+}
+
+void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
+		      int status, int is_error)
+{
+	if (m->cbs.cm_event)
+		m->cbs.cm_event(m->ud, qp, event, status, is_error);
+}
+
+static int terminal(const struct evr_mc_node *n)
+{
+	return n->state == EVR_MC_DONE || n->state == EVR_MC_FAILED;
+}
+
+static void check_all_joined(struct evr_mcast *m);
+static void check_all_done(struct evr_mcast *m);
+
+/* Leave the group (only if joined: upstream's leave after a failed join
+ * just adds "failure leaving" noise) and finish this machine. */
+static void finish_node(struct evr_mc_node *n, enum evr_mc_state st)
+{
+	struct evr_mcast *m = n->mc;
+
+	ev_timer_stop(m->loop->ev, &n->pace_w);
+	ev_timer_stop(m->loop->ev, &n->step_w);
+	if (n->joined) {
+		n->joined = 0;
+		if (m->x->leave(n) < 0 && st == EVR_MC_DONE)
+			st = EVR_MC_FAILED;
+	}
+	set_state(n, st);
+	check_all_done(m);
+}
+
+static void node_failed(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	unsigned i;
+
+	n->failed = 1;
+	finish_node(n, EVR_MC_FAILED);
+	/* Before the transfer phase one failure ends the run, as upstream's
+	 * connect loop does; afterwards the other QPs finish their part. */
+	if (!m->phase_go)
+		for (i = 0; i < m->nnodes; i++)
+			if (!terminal(&m->nodes[i]))
+				evr__mc_node_event(&m->nodes[i],
+						   EVR_MCE_CANCEL, 0);
+}
+
+static void pump(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	unsigned burst = m->o.rate > 0 ? 1 : UINT32_MAX;
+	int r;
+
+	while (burst-- && n->sent < m->o.count) {
+		r = m->x->send(n, (uint32_t)n->sent);
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			node_failed(n);
+			return;
+		}
+		n->sent++;
+	}
+	if (n->sent >= m->o.count)
+		ev_timer_stop(m->loop->ev, &n->pace_w);
+}
+
+static void transfer_check(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+
+	if (!n->go || n->state != EVR_MC_RUNNING)
+		return;
+	if (m->o.sender ? n->send_done >= m->o.count : n->recvd >= m->o.count)
+		finish_node(n, EVR_MC_DONE);
+}
+
+static void step_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_mc_node *n = evr__container_of(w, struct evr_mc_node,
+						  step_w);
+
+	evr__mc_node_event(n, EVR_MCE_STEP_TIMEOUT, 0);
+}
+
+/* Resolution and joining are bounded by a timer of our own as well as
+ * by the kernel's: a lost event must not hang the run. */
+static void step_timer(struct evr_mc_node *n, unsigned ms)
+{
+	struct ev_loop *l = n->mc->loop->ev;
+
+	ev_timer_stop(l, &n->step_w);
+	if (ms) {
+		ev_timer_set(&n->step_w, ms / 1000.0, 0);
+		ev_timer_start(l, &n->step_w);
+	}
+}
+
+static void pace_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_mc_node *n = evr__container_of(w, struct evr_mc_node,
+						  pace_w);
+
+	evr__mc_node_event(n, EVR_MCE_SEND_SLOT, 0);
+}
+
+void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
+{
+	struct evr_mcast *m = n->mc;
+	int r;
+
+	if (terminal(n))
+		return;
+	switch (ev) {
+	case EVR_MCE_START:
+		if (n->state != EVR_MC_IDLE)
+			return;
+		set_state(n, EVR_MC_RESOLVING);
+		step_timer(n, m->o.resolve_ms + 1000);
+		r = m->x->resolve(n);
+		if (r < 0) {
+			node_failed(n);
+			return;
+		}
+		if (r == 1)
+			evr__mc_node_event(n, EVR_MCE_RESOLVED, 0);
+		return;
+	case EVR_MCE_RESOLVED:
+		if (n->state != EVR_MC_RESOLVING)
+			return;
+		if (m->x->setup(n) < 0) {
+			node_failed(n);
+			return;
+		}
+		set_state(n, EVR_MC_JOINING);
+		step_timer(n, m->o.join_ms);
+		n->join_t0 = evr_now_ns();
+		r = m->x->join(n);
+		if (r < 0) {
+			node_failed(n);
+			return;
+		}
+		if (r == 1)
+			evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+		return;
+	case EVR_MCE_RESOLVE_ERR:
+	case EVR_MCE_JOIN_ERR:
+		node_failed(n);
+		return;
+	case EVR_MCE_JOINED:
+		if (n->state != EVR_MC_JOINING)
+			return;
+		n->join_ns = evr_now_ns() - n->join_t0;
+		n->joined = 1;
+		step_timer(n, 0);
+		set_state(n, EVR_MC_JOINED);
+		check_all_joined(m);
+		return;
+	case EVR_MCE_GO:
+		if (n->state != EVR_MC_JOINED)
+			return;
+		n->go = 1;
+		set_state(n, EVR_MC_RUNNING);
+		if (!m->o.count) {
+			finish_node(n, EVR_MC_DONE);
+			return;
+		}
+		if (m->o.sender) {
+			if (m->o.rate > 0) {
+				ev_tstamp iv = 1.0 / m->o.rate;
+
+				ev_timer_init(&n->pace_w, pace_cb, iv, iv);
+				ev_timer_start(m->loop->ev, &n->pace_w);
+			}
+			pump(n);
+		} else {
+			transfer_check(n);
+		}
+		return;
+	case EVR_MCE_SEND_SLOT:
+		if (n->state == EVR_MC_RUNNING)
+			pump(n);
+		return;
+	case EVR_MCE_SEND_COMP:
+		if (arg) {
+			node_failed(n);
+			return;
+		}
+		n->send_done++;
+		if (n->state == EVR_MC_RUNNING && m->o.rate <= 0)
+			pump(n);
+		transfer_check(n);
+		return;
+	case EVR_MCE_RECV_COMP:
+		if (arg) {
+			node_failed(n);
+			return;
+		}
+		n->recvd++;
+		transfer_check(n);
+		return;
+	case EVR_MCE_DEADLINE:
+		if (n->state != EVR_MC_RUNNING)
+			return;
+		n->timed_out = 1;
+		n->failed = 1;
+		finish_node(n, EVR_MC_FAILED);
+		return;
+	case EVR_MCE_CANCEL:
+		finish_node(n, n->failed ? EVR_MC_FAILED : EVR_MC_DONE);
+		return;
+	case EVR_MCE_STEP_TIMEOUT:
+		if (n->state == EVR_MC_RESOLVING)
+			evr__mc_fail(m, n->index, -ETIMEDOUT,
+				     "mckey: resolve addr failure", ETIMEDOUT,
+				     1, NULL);
+		else if (n->state == EVR_MC_JOINING)
+			evr__mc_fail(m, n->index, -ETIMEDOUT,
+				     "mckey: failure joining", ETIMEDOUT, 1,
+				     NULL);
+		else
+			return;
+		node_failed(n);
+		return;
+	}
+}
+
+/* ---- the engine ---- */
+
+static void settle_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_mcast *m = evr__container_of(w, struct evr_mcast, settle_w);
+	unsigned i;
+
+	m->phase_go = 1;
+	if (m->cbs.phase)
+		m->cbs.phase(m->ud, EVR_MC_PH_TRANSFER);
+	if (m->o.count) {
+		ev_tstamp d = (m->o.deadline_ms ? m->o.deadline_ms :
+			       EVR_MC_DEFAULT_DEADLINE_MS) / 1000.0;
+
+		ev_timer_set(&m->deadline_w, d, 0);
+		ev_timer_start(l, &m->deadline_w);
+	}
+	for (i = 0; i < m->nnodes; i++)
+		evr__mc_node_event(&m->nodes[i], EVR_MCE_GO, 0);
+}
+
+static void deadline_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_mcast *m = evr__container_of(w, struct evr_mcast,
+						deadline_w);
+	unsigned i, late = 0;
+	char d[160];
+
+	for (i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].state == EVR_MC_RUNNING)
+			late++;
+	if (!late)
+		return;
+	snprintf(d, sizeof(d), "%s not complete on %u of %u QPs after %.1f s",
+		 m->o.sender ? "sends" : "receives", late, m->nnodes,
+		 (m->o.deadline_ms ? m->o.deadline_ms :
+		  EVR_MC_DEFAULT_DEADLINE_MS) / 1000.0);
+	evr__mc_fail(m, 0, -ETIMEDOUT, "mckey: deadline", 0, 0, d);
+	for (i = 0; i < m->nnodes; i++)
+		evr__mc_node_event(&m->nodes[i], EVR_MCE_DEADLINE, 0);
+}
+
+static void check_all_joined(struct evr_mcast *m)
+{
+	unsigned i;
+
+	for (i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].state != EVR_MC_JOINED)
+			return;
+	/* "Pause to give SM chance to configure switches" -- a timer here,
+	 * where upstream sleeps. */
+	ev_timer_set(&m->settle_w, m->o.settle_ms / 1000.0, 0);
+	ev_timer_start(m->loop->ev, &m->settle_w);
+}
+
+static void build_reports(struct evr_mcast *m)
+{
+	unsigned i, j, ns = 0;
+
+	for (i = 0; i < m->nnodes; i++)
+		ns += m->nodes[i].acct.nsenders;
+	m->reports = calloc(m->nnodes ? m->nnodes : 1, sizeof(*m->reports));
+	m->sreports = calloc(ns ? ns : 1, sizeof(*m->sreports));
+	if (!m->reports || !m->sreports)
+		return;
+	ns = 0;
+	for (i = 0; i < m->nnodes; i++) {
+		struct evr_mc_node *n = &m->nodes[i];
+		struct evr_mc_qp_report *r = &m->reports[i];
+
+		r->qp = i;
+		r->joined = n->join_ns != 0 || n->go;
+		r->sent = n->sent;
+		r->send_completed = n->send_done;
+		r->received = n->recvd;
+		r->expected = m->o.sender ? 0 : m->o.count;
+		r->join_ns = n->join_ns;
+		r->foreign = n->acct.foreign;
+		r->nsenders = n->acct.nsenders;
+		r->senders = &m->sreports[ns];
+		for (j = 0; j < n->acct.nsenders; j++, ns++) {
+			const struct evr_mc_sender_stats *s =
+				&n->acct.senders[j];
+			struct evr_mc_sender_report *sr = &m->sreports[ns];
+
+			sr->sender = s->sender;
+			sr->count = s->count;
+			sr->unique = s->unique;
+			sr->duplicates = s->duplicates;
+			sr->reordered = s->reordered;
+			sr->lost = evr__mc_sender_lost(s);
+		}
+	}
+}
+
+static void finish_cb(struct ev_loop *l, ev_idle *w, int revents)
+{
+	struct evr_mcast *m = evr__container_of(w, struct evr_mcast, finish_w);
+	unsigned i;
+
+	ev_idle_stop(l, w);
+	ev_timer_stop(l, &m->settle_w);
+	ev_timer_stop(l, &m->deadline_w);
+	if (m->phase_go && !m->have_status && m->cbs.phase && m->o.count)
+		m->cbs.phase(m->ud, EVR_MC_PH_TRANSFER_DONE);
+	build_reports(m);
+	/* Tear down in upstream's order once the report is taken. */
+	for (i = 0; i < m->nnodes; i++)
+		m->x->node_fini(&m->nodes[i]);
+	m->x->engine_fini(m);
+	m->finished = 1;
+	if (m->cbs.done)
+		m->cbs.done(m->ud, m->status, m->reports ? m->nnodes : 0,
+			    m->reports);
+}
+
+static void check_all_done(struct evr_mcast *m)
+{
+	unsigned i;
+
+	for (i = 0; i < m->nnodes; i++)
+		if (!terminal(&m->nodes[i]))
+			return;
+	/* Finish from the loop, not from inside a node's event. */
+	if (!m->finished)
+		ev_idle_start(m->loop->ev, &m->finish_w);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
+			 const struct evr_mcast_opts *o,
+			 const struct evr_mcast_cbs *cbs, void *ud,
+			 const struct evr_mc_xport *x)
+{
+	struct evr_mcast *m = calloc(1, sizeof(*m));
+	unsigned i;
+
+	if (!m)
+		return -ENOMEM;
+	m->loop = loop;
+	m->o = *o;
+	m->x = x;
+	m->cbs = *cbs;
+	m->ud = ud;
+	m->group = dup_or_null(o->group);
+	m->unmapped = dup_or_null(o->unmapped);
+	m->bind_addr = dup_or_null(o->bind_addr);
+	m->o.group = m->group;
+	m->o.unmapped = m->unmapped;
+	m->o.bind_addr = m->bind_addr;
+	if (!m->o.nqps)
+		m->o.nqps = 1;
+	if (!m->o.resolve_ms)
+		m->o.resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
+	if (!m->o.join_ms)
+		m->o.join_ms = EVR_MC_DEFAULT_JOIN_MS;
+	if (!m->o.udp_port)
+		m->o.udp_port = EVR_MC_DEFAULT_UDP_PORT;
+	/* upstream: a zero size means no messages at all */
+	if (!m->o.size)
+		m->o.count = 0;
+	m->nnodes = m->o.nqps;
+	m->nodes = calloc(m->nnodes, sizeof(*m->nodes));
+	if ((o->group && !m->group) || (o->unmapped && !m->unmapped) ||
+	    (o->bind_addr && !m->bind_addr) || !m->nodes) {
+		evr_mcast_free(m);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->nnodes; i++) {
+		m->nodes[i].index = i;
+		m->nodes[i].mc = m;
+		evr__mc_acct_init(&m->nodes[i].acct);
+		ev_init(&m->nodes[i].pace_w, pace_cb);
+		ev_init(&m->nodes[i].step_w, step_cb);
+	}
+	ev_init(&m->settle_w, settle_cb);
+	ev_init(&m->deadline_w, deadline_cb);
+	ev_idle_init(&m->finish_w, finish_cb);
+	*out = m;
+	return 0;
+}
+
+int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
+		  const struct evr_mcast_opts *o,
+		  const struct evr_mcast_cbs *cbs, void *ud)
+{
+	return evr__mcast_new_xport(out, loop, o, cbs, ud,
+				    o->transport == EVR_MC_UDP ?
+				    &evr__mc_udp_xport : &evr__mc_rdma_xport);
+}
+
+void evr_mcast_start(struct evr_mcast *m)
+{
+	unsigned i;
+
+	if (m->started)
+		return;
+	m->started = 1;
+	if (m->x->engine_init(m) < 0) {
+		for (i = 0; i < m->nnodes; i++)
+			set_state(&m->nodes[i], EVR_MC_FAILED);
+		check_all_done(m);
+		return;
+	}
+	for (i = 0; i < m->nnodes; i++) {
+		if (m->x->node_init(&m->nodes[i]) < 0) {
+			unsigned j;
+
+			for (j = 0; j < m->nnodes; j++)
+				set_state(&m->nodes[j], EVR_MC_FAILED);
+			check_all_done(m);
+			return;
+		}
+	}
+	if (m->cbs.phase)
+		m->cbs.phase(m->ud, EVR_MC_PH_STARTING);
+	if (m->x->prepare(m) < 0) {
+		for (i = 0; i < m->nnodes; i++)
+			set_state(&m->nodes[i], EVR_MC_FAILED);
+		check_all_done(m);
+		return;
+	}
+	if (m->cbs.phase)
+		m->cbs.phase(m->ud, EVR_MC_PH_JOINING);
+	for (i = 0; i < m->nnodes && !m->have_status; i++)
+		evr__mc_node_event(&m->nodes[i], EVR_MCE_START, 0);
+}
+
+void evr_mcast_cancel(struct evr_mcast *m)
+{
+	unsigned i;
+
+	if (m->finished)
+		return;
+	if (!m->have_status) {
+		m->status = -EINTR;
+		m->have_status = 1;
+	}
+	for (i = 0; i < m->nnodes; i++) {
+		if (m->nodes[i].state == EVR_MC_IDLE)
+			set_state(&m->nodes[i], EVR_MC_DONE);
+		else
+			evr__mc_node_event(&m->nodes[i], EVR_MCE_CANCEL, 0);
+	}
+	check_all_done(m);
+}
+
+void evr_mcast_free(struct evr_mcast *m)
+{
+	unsigned i;
+
+	if (!m)
+		return;
+	if (m->nodes) {
+		if (m->started && !m->finished) {
+			for (i = 0; i < m->nnodes; i++) {
+				ev_timer_stop(m->loop->ev, &m->nodes[i].pace_w);
+				ev_timer_stop(m->loop->ev, &m->nodes[i].step_w);
+				m->x->node_fini(&m->nodes[i]);
+			}
+			m->x->engine_fini(m);
+		}
+		for (i = 0; i < m->nnodes; i++)
+			evr__mc_acct_fini(&m->nodes[i].acct);
+	}
+	if (m->loop) {
+		ev_timer_stop(m->loop->ev, &m->settle_w);
+		ev_timer_stop(m->loop->ev, &m->deadline_w);
+		ev_idle_stop(m->loop->ev, &m->finish_w);
+	}
+	free(m->nodes);
+	free(m->reports);
+	free(m->sreports);
+	free(m->group);
+	free(m->unmapped);
+	free(m->bind_addr);
+	free(m);
+}

@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The RDMA transport of the multicast engine: RDMA CM ids on one event
+ * channel whose fd is in the loop, UD QPs whose CQs have completion
+ * channels in the loop too.  Messages and statuses follow upstream mckey.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/ib.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "mc.h"
+
+#define GRH_LEN 40
+#define MAX_SLOTS 4096u
+
+struct reng {
+	struct rdma_event_channel *ch;
+	ev_io cm_w;
+	struct sockaddr_storage src, dst;
+	int have_src;
+	uint32_t sender_base;
+};
+
+struct rnode {
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	uint8_t *mem;
+	size_t slot_size;
+	unsigned slots;
+	uint32_t *free_slots;
+	unsigned nfree;
+	uint32_t remote_qpn, remote_qkey;
+	unsigned cq_unacked;
+	ev_io cq_w;
+	struct evr_mc_node *n;
+};
+
+static struct reng *eng(struct evr_mcast *m)
+{
+	return m->xp;
+}
+
+static struct rnode *rn(struct evr_mc_node *n)
+{
+	return n->xp;
+}
+
+static void cm_cb(struct ev_loop *l, ev_io *w, int revents);
+
+static int r_engine_init(struct evr_mcast *m)
+{
+	struct reng *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		evr__mc_fail(m, 0, 1, "mckey: unable to allocate memory", 0,
+			     0, NULL);
+		return -1;
+	}
+	m->xp = e;
+	e->ch = rdma_create_event_channel();
+	if (!e->ch) {
+		/* upstream: both messages, then exit 1 */
+		if (errno == ENODEV)
+			evr__mc_fail(m, 0, 1, "No RDMA devices were detected",
+				     0, 0, NULL);
+		else
+			evr__mc_fail(m, 0, 1,
+				     "failed to create RDMA CM event channel",
+				     errno, 1, NULL);
+		return -1;
+	}
+	evr__fd_set_nonblock(e->ch->fd, 1);
+	evr__fd_set_cloexec(e->ch->fd);
+	ev_io_init(&e->cm_w, cm_cb, e->ch->fd, EV_READ);
+	e->cm_w.data = m;
+	ev_io_start(m->loop->ev, &e->cm_w);
+	if (getrandom(&e->sender_base, sizeof(e->sender_base), 0) < 0)
+		e->sender_base = (uint32_t)getpid() << 12;
+	e->sender_base &= ~0xfffu; /* low bits: the QP index */
+	return 0;
+}
+
+static void r_engine_fini(struct evr_mcast *m)
+{
+	struct reng *e = eng(m);
+
+	if (!e)
+		return;
+	ev_io_stop(m->loop->ev, &e->cm_w);
+	if (e->ch)
+		rdma_destroy_event_channel(e->ch);
+	free(e);
+	m->xp = NULL;
+}
+
+static int r_node_init(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		evr__mc_fail(m, n->index, 1,
+			     "mckey: unable to allocate memory for test nodes",
+			     0, 0, NULL);
+		return -1;
+	}
+	r->n = n;
+	n->xp = r;
+	if (rdma_create_id(eng(m)->ch, &r->id, n,
+			   (enum rdma_port_space)m->o.port_space)) {
+		/* upstream exits 1 here without a message; say why */
+		evr__mc_fail(m, n->index, 1, "mckey: rdma_create_id", errno, 1,
+			     NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static int get_addr(struct evr_mcast *m, const char *host,
+		    struct sockaddr_storage *out)
+{
+	struct addrinfo *res;
+	char d[160];
+	int ret = getaddrinfo(host, NULL, NULL, &res);
+
+	if (ret) {
+		snprintf(d, sizeof(d),
+			 "getaddrinfo failed (%s) - invalid hostname or IP address",
+			 gai_strerror(ret));
+		evr__mc_fail(m, 0, ret, d, 0, 0, NULL);
+		return -1;
+	}
+	memcpy(out, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int r_prepare(struct evr_mcast *m)
+{
+	struct reng *e = eng(m);
+
+	if (m->o.bind_addr) {
+		if (get_addr(m, m->o.bind_addr, &e->src))
+			return -1;
+		e->have_src = 1;
+	}
+	if (m->o.unmapped) {
+		struct sockaddr_ib *sib = (struct sockaddr_ib *)&e->dst;
+
+		memset(sib, 0, sizeof(*sib));
+		sib->sib_family = AF_IB;
+		if (inet_pton(AF_INET6, m->o.unmapped, &sib->sib_addr) != 1) {
+			/* upstream ignores this and joins a zero MGID */
+			char d[160];
+
+			snprintf(d, sizeof(d), "mckey: invalid unmapped "
+				 "multicast address '%s' (an IPv6-style MGID)",
+				 m->o.unmapped);
+			evr__mc_fail(m, 0, -EINVAL, d, 0, 0, NULL);
+			return -1;
+		}
+		return 0;
+	}
+	return get_addr(m, m->o.group, &e->dst);
+}
+
+static int r_resolve(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	struct reng *e = eng(m);
+	struct rnode *r = rn(n);
+
+	if (e->have_src &&
+	    rdma_bind_addr(r->id, (struct sockaddr *)&e->src)) {
+		evr__mc_fail(m, n->index, -1, "mckey: addr bind failure",
+			     errno, 1, NULL);
+		return -1;
+	}
+	if (m->o.unmapped)
+		return 1; /* upstream goes straight to the address handler */
+	if (rdma_resolve_addr(r->id, e->have_src ? (struct sockaddr *)&e->src :
+			      NULL, (struct sockaddr *)&e->dst,
+			      (int)m->o.resolve_ms)) {
+		evr__mc_fail(m, n->index, -1, "mckey: resolve addr failure",
+			     errno, 1, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void cq_cb(struct ev_loop *l, ev_io *w, int revents);
+
+static int post_recv(struct rnode *r, uint32_t slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(r->mem + (size_t)slot * r->slot_size),
+		.length = (uint32_t)r->slot_size,
+		.lkey = r->mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = slot,
+		.sg_list = &sge,
+		.num_sge = 1,
+	}, *bad;
+
+	return ibv_post_recv(r->id->qp, &wr, &bad);
+}
+
+static int r_setup(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	struct ibv_port_attr pa;
+	struct ibv_qp_init_attr qa;
+	struct ibv_device_attr da;
+	unsigned i, count = m->o.count;
+	int ret;
+
+	/* upstream's verify_test_params */
+	if (ibv_query_port(r->id->verbs, r->id->port_num, &pa)) {
+		evr__mc_fail(m, n->index, -1, "mckey: ibv_query_port", errno,
+			     1, NULL);
+		return -1;
+	}
+	if (count && m->o.size > (1u << (pa.active_mtu + 7))) {
+		char d[160];
+
+		snprintf(d, sizeof(d),
+			 "mckey: message_size %u is larger than active mtu %u",
+			 m->o.size, 1u << (pa.active_mtu + 7));
+		evr__mc_fail(m, n->index, -EINVAL, d, 0, 0, NULL);
+		return -1;
+	}
+	r->pd = ibv_alloc_pd(r->id->verbs);
+	if (!r->pd) {
+		evr__mc_fail(m, n->index, -ENOMEM,
+			     "mckey: unable to allocate PD", 0, 0, NULL);
+		return -1;
+	}
+	r->slots = count ? count : 1;
+	if (r->slots > MAX_SLOTS)
+		r->slots = MAX_SLOTS;
+	if (!ibv_query_device(r->id->verbs, &da) && da.max_qp_wr > 0 &&
+	    r->slots > (unsigned)da.max_qp_wr)
+		r->slots = (unsigned)da.max_qp_wr;
+	/* Unlike upstream, the CQ has a completion channel, so the loop
+	 * sleeps until a completion comes instead of polling. */
+	r->cch = ibv_create_comp_channel(r->id->verbs);
+	if (r->cch)
+		r->cq = ibv_create_cq(r->id->verbs, (int)r->slots * 2, n,
+				      r->cch, 0);
+	if (!r->cq) {
+		evr__mc_fail(m, n->index, -ENOMEM, "mckey: unable to create CQ",
+			     0, 0, NULL);
+		return -1;
+	}
+	evr__fd_set_nonblock(r->cch->fd, 1);
+	evr__fd_set_cloexec(r->cch->fd);
+	ev_io_init(&r->cq_w, cq_cb, r->cch->fd, EV_READ);
+	r->cq_w.data = n;
+	ev_io_start(m->loop->ev, &r->cq_w);
+	if (ibv_req_notify_cq(r->cq, 0)) {
+		evr__mc_fail(m, n->index, -1, "mckey: ibv_req_notify_cq", errno,
+			     1, NULL);
+		return -1;
+	}
+
+	memset(&qa, 0, sizeof(qa));
+	qa.cap.max_send_wr = r->slots;
+	qa.cap.max_recv_wr = r->slots;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.qp_context = n;
+	qa.sq_sig_all = 0;
+	qa.qp_type = IBV_QPT_UD;
+	qa.send_cq = r->cq;
+	qa.recv_cq = r->cq;
+	if (m->o.no_loopback) {
+		struct ibv_qp_init_attr_ex qx;
+
+		memset(&qx, 0, sizeof(qx));
+		qx.cap = qa.cap;
+		qx.qp_context = n;
+		qx.qp_type = IBV_QPT_UD;
+		qx.send_cq = r->cq;
+		qx.recv_cq = r->cq;
+		qx.comp_mask = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		qx.pd = r->pd;
+		qx.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		ret = rdma_create_qp_ex(r->id, &qx);
+	} else {
+		ret = rdma_create_qp(r->id, r->pd, &qa);
+	}
+	if (ret) {
+		evr__mc_fail(m, n->index, -1, "mckey: unable to create QP",
+			     errno, 1, NULL);
+		return -1;
+	}
+
+	if (!count)
+		return 0;
+	/* One slot per outstanding message (upstream shares one buffer,
+	 * which is fine when nobody reads the payload; we do). */
+	r->slot_size = m->o.size + GRH_LEN;
+	r->mem = calloc(r->slots, r->slot_size);
+	r->free_slots = calloc(r->slots, sizeof(*r->free_slots));
+	if (!r->mem || !r->free_slots) {
+		evr__mc_fail(m, n->index, -1, "failed message allocation", 0, 0,
+			     NULL);
+		return -1;
+	}
+	r->mr = ibv_reg_mr(r->pd, r->mem, r->slots * r->slot_size,
+			   IBV_ACCESS_LOCAL_WRITE);
+	if (!r->mr) {
+		evr__mc_fail(m, n->index, -1, "failed to reg MR", errno, 1,
+			     NULL);
+		return -1;
+	}
+	if (m->o.sender) {
+		for (i = 0; i < r->slots; i++)
+			r->free_slots[r->nfree++] = r->slots - 1 - i;
+		return 0;
+	}
+	/* The receiver posts its receives before joining, as upstream. */
+	for (i = 0; i < r->slots; i++) {
+		ret = post_recv(r, i);
+		if (ret) {
+			char d[80];
+
+			snprintf(d, sizeof(d), "failed to post receives: %d",
+				 ret);
+			evr__mc_fail(m, n->index, ret, d, 0, 0, NULL);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int r_join(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	struct rdma_cm_join_mc_attr_ex ma;
+
+	memset(&ma, 0, sizeof(ma));
+	ma.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS |
+		       RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	ma.addr = (struct sockaddr *)&eng(m)->dst;
+	ma.join_flags = m->o.sendonly ?
+			RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER :
+			RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	if (rdma_join_multicast_ex(r->id, &ma, n)) {
+		evr__mc_fail(m, n->index, -1, "mckey: failure joining", errno,
+			     1, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static int r_send(struct evr_mc_node *n, uint32_t seq)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	struct evr_mc_hdr h = {
+		.sender = eng(m)->sender_base | n->index,
+		.seq = seq,
+		.count = m->o.count,
+	};
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+	uint32_t slot;
+	int ret;
+
+	if (!r->nfree)
+		return -EAGAIN;
+	slot = r->free_slots[--r->nfree];
+	evr__mc_payload_encode(r->mem + (size_t)slot * r->slot_size,
+			       m->o.size, &h);
+	sge.addr = (uintptr_t)(r->mem + (size_t)slot * r->slot_size);
+	sge.length = m->o.size;
+	sge.lkey = r->mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = slot;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	/* Signalled, unlike upstream: the status of every send is checked
+	 * and the sender drains its sends before it leaves. */
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htonl(r->id->qp->qp_num);
+	wr.wr.ud.ah = r->ah;
+	wr.wr.ud.remote_qpn = r->remote_qpn;
+	wr.wr.ud.remote_qkey = r->remote_qkey;
+	ret = ibv_post_send(r->id->qp, &wr, &bad);
+	if (ret) {
+		char d[80];
+
+		r->free_slots[r->nfree++] = slot;
+		snprintf(d, sizeof(d), "failed to post sends: %d", ret);
+		evr__mc_fail(m, n->index, ret, d, 0, 0, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static int r_leave(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+
+	if (rdma_leave_multicast(r->id, (struct sockaddr *)&eng(m)->dst)) {
+		evr__mc_fail(m, n->index, -1, "mckey: failure leaving", errno,
+			     1, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void r_node_fini(struct evr_mc_node *n)
+{
+	struct rnode *r = rn(n);
+
+	if (!r)
+		return;
+	ev_io_stop(n->mc->loop->ev, &r->cq_w);
+	if (r->ah)
+		ibv_destroy_ah(r->ah);
+	if (r->id && r->id->qp)
+		rdma_destroy_qp(r->id);
+	if (r->cq) {
+		if (r->cq_unacked)
+			ibv_ack_cq_events(r->cq, r->cq_unacked);
+		ibv_destroy_cq(r->cq);
+	}
+	if (r->cch)
+		ibv_destroy_comp_channel(r->cch);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	free(r->mem);
+	free(r->free_slots);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	free(r);
+	n->xp = NULL;
+}
+
+static void handle_wc(struct evr_mc_node *n, const struct ibv_wc *wc)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	char d[160];
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		snprintf(d, sizeof(d), "mckey: %s completion error on QP %u: %s",
+			 (wc->opcode & IBV_WC_RECV) ? "receive" : "send",
+			 n->index, ibv_wc_status_str(wc->status));
+		evr__mc_fail(m, n->index, -EIO, d, 0, 0, NULL);
+		evr__mc_node_event(n, (wc->opcode & IBV_WC_RECV) ?
+				   EVR_MCE_RECV_COMP : EVR_MCE_SEND_COMP, -EIO);
+		return;
+	}
+	if (wc->opcode & IBV_WC_RECV) {
+		uint32_t slot = (uint32_t)wc->wr_id;
+		uint8_t *b = r->mem + (size_t)slot * r->slot_size;
+
+		if (wc->byte_len > GRH_LEN)
+			evr__mc_acct_add(&n->acct, b + GRH_LEN,
+					 wc->byte_len - GRH_LEN);
+		else
+			n->acct.foreign++;
+		/* Keep the slot posted: more messages than -C may come
+		 * (several senders), and they are counted too. */
+		post_recv(r, slot);
+		evr__mc_node_event(n, EVR_MCE_RECV_COMP, 0);
+		return;
+	}
+	r->free_slots[r->nfree++] = (uint32_t)wc->wr_id;
+	evr__mc_node_event(n, EVR_MCE_SEND_COMP, 0);
+}
+
+static void cq_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct evr_mc_node *n = w->data;
+	struct rnode *r = rn(n);
+	struct ibv_cq *cq;
+	struct ibv_wc wc[16];
+	void *ctx;
+	int i, k;
+
+	/* get the event, ack it, re-arm, then poll until empty: a
+	 * completion that lands after the poll raises a new event */
+	while (!ibv_get_cq_event(r->cch, &cq, &ctx)) {
+		if (++r->cq_unacked >= 64) {
+			ibv_ack_cq_events(r->cq, r->cq_unacked);
+			r->cq_unacked = 0;
+		}
+	}
+	ibv_req_notify_cq(r->cq, 0);
+	for (;;) {
+		k = ibv_poll_cq(r->cq, 16, wc);
+		if (k <= 0)
+			break;
+		for (i = 0; i < k; i++) {
+			handle_wc(n, &wc[i]);
+			if (!n->xp || n->state == EVR_MC_DONE ||
+			    n->state == EVR_MC_FAILED)
+				return;
+		}
+	}
+}
+
+static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct evr_mcast *m = w->data;
+	struct rdma_cm_event *ev;
+
+	while (m->xp && !rdma_get_cm_event(eng(m)->ch, &ev)) {
+		struct evr_mc_node *n = ev->id ? ev->id->context : NULL;
+		enum rdma_cm_event_type type = ev->event;
+		int status = ev->status;
+		struct rdma_ud_param ud = ev->param.ud;
+		char d[128];
+
+		rdma_ack_cm_event(ev);
+		if (!n)
+			continue;
+		switch (type) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			evr__mc_node_event(n, EVR_MCE_RESOLVED, 0);
+			break;
+		case RDMA_CM_EVENT_MULTICAST_JOIN: {
+			struct rnode *r = rn(n);
+			struct evr_mc_joined j;
+
+			if (n->state != EVR_MC_JOINING)
+				break;
+			memset(&j, 0, sizeof(j));
+			j.qp = n->index;
+			inet_ntop(AF_INET6, ud.ah_attr.grh.dgid.raw, j.dgid,
+				  sizeof(j.dgid));
+			j.mlid = ud.ah_attr.dlid;
+			j.sl = ud.ah_attr.sl;
+			j.join_ns = evr_now_ns() - n->join_t0;
+			snprintf(n->dgid, sizeof(n->dgid), "%s", j.dgid);
+			if (m->cbs.joined)
+				m->cbs.joined(m->ud, &j);
+			r->remote_qpn = ud.qp_num;
+			r->remote_qkey = ud.qkey;
+			r->ah = ibv_create_ah(r->pd, &ud.ah_attr);
+			if (!r->ah) {
+				evr__mc_fail(m, n->index, -1,
+					     "mckey: failure creating address handle",
+					     0, 0, NULL);
+				evr__mc_node_event(n, EVR_MCE_JOIN_ERR, -1);
+				break;
+			}
+			evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+			break;
+		}
+		case RDMA_CM_EVENT_ADDR_ERROR:
+		case RDMA_CM_EVENT_ROUTE_ERROR:
+		case RDMA_CM_EVENT_MULTICAST_ERROR:
+			if (n->state == EVR_MC_RESOLVING ||
+			    n->state == EVR_MC_JOINING) {
+				snprintf(d, sizeof(d),
+					 "mckey: event: %s, error: %d",
+					 rdma_event_str(type), status);
+				evr__mc_fail(m, n->index, status, d, 0, 0,
+					     NULL);
+				evr__mc_node_event(n, n->state ==
+						   EVR_MC_RESOLVING ?
+						   EVR_MCE_RESOLVE_ERR :
+						   EVR_MCE_JOIN_ERR, status);
+			} else {
+				evr__mc_cm_event(m, n->index,
+						 rdma_event_str(type), status,
+						 1);
+			}
+			break;
+		case RDMA_CM_EVENT_ADDR_CHANGE:
+			evr__mc_cm_event(m, n->index, rdma_event_str(type),
+					 status, 0);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+const struct evr_mc_xport evr__mc_rdma_xport = {
+	.name = "rdma",
+	.engine_init = r_engine_init,
+	.engine_fini = r_engine_fini,
+	.node_init = r_node_init,
+	.prepare = r_prepare,
+	.resolve = r_resolve,
+	.setup = r_setup,
+	.join = r_join,
+	.send = r_send,
+	.leave = r_leave,
+	.node_fini = r_node_fini,
+};
