@@ -1,2 +1,862 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rstream's command line, its result table and its exit statuses.
+ */
+#include "config.h"
+
 #include <check.h>
-int main(void){return 0;}
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/report.h"
+#include "cli/rstream_opts.h"
+#include "evrdma/stream.h"
+
+#define MAX_ARGS 32
+
+static FILE *err_f;
+static char err_text[1024];
+
+/* Parse "rstream" + args (NULL-terminated); the messages written to err
+ * end up in err_text. */
+static int parse_v(struct rstream_cli *cli, const char *const *args)
+{
+	static char *argv[MAX_ARGS + 2];
+	int argc = 0, ret;
+	size_t n;
+
+	memset(argv, 0, sizeof(argv));
+	argv[argc++] = (char *)"rstream";
+	while (args[argc - 1]) {
+		ck_assert_int_lt(argc, MAX_ARGS);
+		argv[argc] = (char *)args[argc - 1];
+		argc++;
+	}
+	err_f = tmpfile();
+	ck_assert_ptr_nonnull(err_f);
+	ret = rstream_parse(argc, argv, cli, err_f);
+	rewind(err_f);
+	n = fread(err_text, 1, sizeof(err_text) - 1, err_f);
+	err_text[n] = 0;
+	fclose(err_f);
+	err_f = NULL;
+	return ret;
+}
+
+#define PARSE(cli, ...) \
+	parse_v((cli), (const char *const[]){ __VA_ARGS__, NULL })
+#define PARSE0(cli) parse_v((cli), (const char *const[]){ NULL })
+
+/* A BAD result has written exactly one line. */
+static void assert_bad(int ret, const char *what)
+{
+	const char *nl = strchr(err_text, '\n');
+
+	ck_assert_msg(ret == RSTREAM_PARSE_BAD, "%s: got %d, not BAD", what,
+		      ret);
+	ck_assert_msg(nl && nl[1] == 0, "%s: not one line: \"%s\"", what,
+		      err_text);
+	ck_assert_msg(!strncmp(err_text, "rstream: ", 9),
+		      "%s: \"%s\" lacks the program name", what, err_text);
+}
+
+#define ASSERT_BAD(...) do { \
+	struct rstream_cli c_; \
+	assert_bad(PARSE(&c_, __VA_ARGS__), #__VA_ARGS__); \
+} while (0)
+
+#define ASSERT_PARSE(want, ...) do { \
+	struct rstream_cli c_; \
+	int r_ = PARSE(&c_, __VA_ARGS__); \
+	ck_assert_msg(r_ == (want), "%s: got %d, want %d", #__VA_ARGS__, \
+		      r_, (want)); \
+} while (0)
+
+/* ---- defaults and basic options ---- */
+
+START_TEST(test_defaults)
+{
+	struct rstream_cli c;
+
+	memset(&c, 0xa5, sizeof(c));
+	ck_assert_int_eq(PARSE0(&c), RSTREAM_PARSE_OK);
+	ck_assert_str_eq(err_text, "");
+	ck_assert_int_eq(c.o.server, 1);
+	ck_assert_ptr_null(c.o.host);
+	ck_assert_ptr_null(c.o.bind_addr);
+	ck_assert_str_eq(c.o.port, "7471");
+	ck_assert_int_eq(c.o.xport, EVR_XPORT_RDMA);
+	ck_assert_int_eq(c.o.io, EVR_IO_NONBLOCK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_NAME);
+	ck_assert_int_eq(c.o.resolve_rdma, 0);
+	ck_assert_int_eq(c.o.verify, 0);
+	ck_assert_int_eq(c.o.fork, 0);
+	ck_assert_int_eq(c.o.buffer_size, 0);
+	ck_assert_int_eq(c.o.inline_size, 64);
+	ck_assert_int_eq(c.o.keepalive, 0);
+	ck_assert_int_eq(c.o.custom, 0);
+	ck_assert_uint_eq(c.o.size, 1000);
+	ck_assert_uint_eq(c.o.count, 1000);
+	ck_assert_uint_eq(c.o.iters, 1);
+	ck_assert_int_eq(c.o.size_all, 0);
+	ck_assert_uint_eq(c.o.stall_ms, 0);
+	ck_assert_int_eq(c.o.once, 0);
+	ck_assert_int_eq(c.o.no_negotiate, 0);
+	ck_assert_int_eq(c.o.force_negotiate, 0);
+	ck_assert_int_eq(c.trace, 0);
+	ck_assert_int_eq(c.async, 0);
+	ck_assert_int_eq(c.blocking, 0);
+}
+END_TEST
+
+START_TEST(test_client)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-s", "10.0.0.1"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.server, 0);
+	ck_assert_str_eq(c.o.host, "10.0.0.1");
+	ck_assert_int_eq(c.o.custom, 0);
+
+	ck_assert_int_eq(PARSE(&c, "-shost", "-b", "1.2.3.4"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.server, 0);
+	ck_assert_str_eq(c.o.host, "host");
+	ck_assert_str_eq(c.o.bind_addr, "1.2.3.4");
+
+	/* -b alone keeps a server */
+	ck_assert_int_eq(PARSE(&c, "-b", "::1"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.server, 1);
+	ck_assert_str_eq(c.o.bind_addr, "::1");
+}
+END_TEST
+
+START_TEST(test_reparse_resets)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "-T", "v", "-T", "s", "-C",
+			       "5", "--once", "-T", "a"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.verify, 1);
+	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
+	ck_assert_int_eq(PARSE0(&c), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_NONBLOCK);
+	ck_assert_int_eq(c.async, 0);
+	ck_assert_int_eq(c.o.server, 1);
+	ck_assert_int_eq(c.o.verify, 0);
+	ck_assert_int_eq(c.o.xport, EVR_XPORT_RDMA);
+	ck_assert_int_eq(c.o.custom, 0);
+	ck_assert_uint_eq(c.o.count, 1000);
+	ck_assert_int_eq(c.o.once, 0);
+}
+END_TEST
+
+/*
+ * getopt keeps its position inside a cluster of option letters between
+ * calls unless optind is set to 0.  After "-Xs" stops at the unknown X,
+ * a later parse must not pick up the stale "s".
+ */
+START_TEST(test_reparse_after_bad_cluster)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-Xs", "stale"), RSTREAM_PARSE_USAGE);
+	ck_assert_int_eq(PARSE(&c, "-p", "7472"), RSTREAM_PARSE_OK);
+	ck_assert_msg(c.o.server == 1 && c.o.host == NULL,
+		      "a stale -s from the previous parse made a client "
+		      "of host \"%s\"", c.o.host ? c.o.host : "(null)");
+	ck_assert_str_eq(c.o.port, "7472");
+}
+END_TEST
+
+/* ---- -T ---- */
+
+struct topt_case {
+	const char *arg;
+	char letter;
+};
+
+static const struct topt_case topt_good[] = {
+	{ "s", 's' }, { "a", 'a' }, { "b", 'b' }, { "f", 'f' }, { "n", 'n' },
+	{ "r", 'r' }, { "v", 'v' },
+	{ "socket", 's' }, { "sockets", 's' }, { "SOCKETS", 's' },
+	{ "Socket", 's' }, { "async", 'a' }, { "ASYNC", 'a' },
+	{ "asynchronous", 'a' }, { "block", 'b' }, { "blocking", 'b' },
+	{ "Blocking", 'b' }, { "nonblock", 'n' }, { "nonblocking", 'n' },
+	{ "NonBlocking", 'n' }, { "resolve", 'r' }, { "RESOLVE", 'r' },
+	{ "verify", 'v' }, { "Verify", 'v' }, { "fork", 'f' },
+	{ "FORK", 'f' },
+};
+
+static void check_letter_effect(const struct rstream_cli *c, char letter,
+				const char *arg)
+{
+	const struct evr_stream_opts *o = &c->o;
+
+	switch (letter) {
+	case 's':
+		ck_assert_msg(o->xport == EVR_XPORT_TCP, "-T %s", arg);
+		ck_assert_int_eq(o->io, EVR_IO_NONBLOCK);
+		break;
+	case 'a':
+		ck_assert_msg(o->io == EVR_IO_ASYNC, "-T %s", arg);
+		ck_assert_int_eq(o->xport, EVR_XPORT_RDMA);
+		break;
+	case 'b':
+		ck_assert_msg(o->io == EVR_IO_BLOCK, "-T %s", arg);
+		break;
+	case 'n':
+		ck_assert_msg(o->io == EVR_IO_NONBLOCK, "-T %s", arg);
+		ck_assert_int_eq(o->xport, EVR_XPORT_RDMA);
+		break;
+	case 'f':
+		ck_assert_msg(o->fork == 1, "-T %s", arg);
+		ck_assert_msg(o->xport == EVR_XPORT_TCP, "-T %s", arg);
+		break;
+	case 'r':
+		ck_assert_msg(o->resolve_rdma == 1, "-T %s", arg);
+		break;
+	case 'v':
+		ck_assert_msg(o->verify == 1, "-T %s", arg);
+		ck_assert_int_eq(o->xport, EVR_XPORT_RDMA);
+		break;
+	default:
+		ck_abort_msg("bad letter");
+	}
+	if (letter != 'f')
+		ck_assert_int_eq(o->fork, 0);
+	if (letter != 'v')
+		ck_assert_int_eq(o->verify, 0);
+	if (letter != 'r')
+		ck_assert_int_eq(o->resolve_rdma, 0);
+}
+
+START_TEST(test_topt_letters_and_words)
+{
+	struct rstream_cli c;
+	size_t i;
+
+	for (i = 0; i < sizeof(topt_good) / sizeof(topt_good[0]); i++) {
+		int r = PARSE(&c, "-T", topt_good[i].arg);
+
+		ck_assert_msg(r == RSTREAM_PARSE_OK, "-T %s: %d",
+			      topt_good[i].arg, r);
+		check_letter_effect(&c, topt_good[i].letter, topt_good[i].arg);
+	}
+}
+END_TEST
+
+START_TEST(test_topt_direct)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE0(&c), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(rstream_test_opt(&c, "v"), 0);
+	ck_assert_int_eq(c.o.verify, 1);
+	ck_assert_int_eq(rstream_test_opt(&c, "Sockets"), 0);
+	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	/* a and b are flags; the I/O mode is settled after parsing */
+	ck_assert_int_eq(rstream_test_opt(&c, "a"), 0);
+	ck_assert_int_eq(c.async, 1);
+	ck_assert_int_eq(rstream_test_opt(&c, "blocking"), 0);
+	ck_assert_int_eq(c.blocking, 1);
+	ck_assert_int_eq(rstream_test_opt(&c, "n"), 0);
+	ck_assert_int_eq(c.blocking, 0);
+	ck_assert_int_eq(c.async, 1);
+	ck_assert_int_eq(rstream_test_opt(&c, "bl"), -1);
+	ck_assert_int_eq(rstream_test_opt(&c, "x"), -1);
+	ck_assert_int_eq(rstream_test_opt(&c, ""), -1);
+}
+END_TEST
+
+START_TEST(test_topt_invalid)
+{
+	static const char *const badargs[] = {
+		"bl", "x", "", "S", "V", "sock", "asyn", "nonbl", "resolv",
+		"verif", "for", "q", "xsocket",
+	};
+	struct rstream_cli c;
+	size_t i;
+
+	for (i = 0; i < sizeof(badargs) / sizeof(badargs[0]); i++) {
+		int r = PARSE(&c, "-T", badargs[i]);
+
+		ck_assert_msg(r == RSTREAM_PARSE_USAGE, "-T '%s': %d",
+			      badargs[i], r);
+	}
+	/* a bad one after good ones still fails */
+	ck_assert_int_eq(PARSE(&c, "-T", "s", "-T", "bl"), RSTREAM_PARSE_USAGE);
+}
+END_TEST
+
+START_TEST(test_topt_combinations)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-T", "b", "-T", "n"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_NONBLOCK);
+	ck_assert_int_eq(PARSE(&c, "-T", "blocking"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_BLOCK);
+	ck_assert_int_eq(PARSE(&c, "-T", "n", "-T", "b"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_BLOCK);
+	ck_assert_int_eq(PARSE(&c, "-T", "b", "-T", "n", "-T", "b"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_BLOCK);
+	/* upstream's a + b sleeps in poll, then calls: async, either order */
+	ck_assert_int_eq(PARSE(&c, "-T", "a", "-T", "b"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
+	ck_assert_int_eq(PARSE(&c, "-T", "b", "-T", "a"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
+	ck_assert_int_eq(PARSE(&c, "-T", "a", "-T", "n"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
+	/* effects add up */
+	ck_assert_int_eq(PARSE(&c, "-T", "s", "-T", "v", "-T", "a", "-T",
+			       "r"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c.o.verify, 1);
+	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
+	ck_assert_int_eq(c.o.resolve_rdma, 1);
+}
+END_TEST
+
+START_TEST(test_topt_fork)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-T", "f"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.server, 1);
+	ck_assert_int_eq(c.o.fork, 1);
+	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	/* a client ignores fork but keeps kernel sockets, as upstream */
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "-T", "fork"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.fork, 0);
+	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+}
+END_TEST
+
+/* ---- sizes and counts ---- */
+
+START_TEST(test_size_all)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-S", "all"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.size_all, 1);
+	ck_assert_int_eq(c.o.custom, 0);
+	ck_assert_uint_eq(c.o.size, 1000);
+	ck_assert_int_eq(PARSE(&c, "-S", "ALL"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.size_all, 1);
+	ck_assert_int_eq(c.o.custom, 0);
+	/* -S all with -C is a custom test of the default size */
+	ck_assert_int_eq(PARSE(&c, "-S", "all", "-C", "10"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.size_all, 0);
+	ck_assert_int_eq(c.o.custom, 1);
+	ck_assert_uint_eq(c.o.size, 1000);
+	ck_assert_uint_eq(c.o.count, 10);
+	ck_assert_int_eq(PARSE(&c, "-I", "3", "-S", "all"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.size_all, 0);
+	ck_assert_int_eq(c.o.custom, 1);
+	ck_assert_uint_eq(c.o.iters, 3);
+}
+END_TEST
+
+START_TEST(test_size_numeric)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-S", "4k"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.size, 4096);
+	ck_assert_int_eq(c.o.custom, 1);
+	ck_assert_int_eq(c.o.size_all, 0);
+	ck_assert_uint_eq(c.o.count, 1000);
+	ck_assert_uint_eq(c.o.iters, 1);
+	ck_assert_int_eq(PARSE(&c, "-S", "4K"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.size, 4096);
+	ck_assert_int_eq(PARSE(&c, "-S", "64"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.size, 64);
+	ck_assert_int_eq(PARSE(&c, "-S", "1"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.size, 1);
+	ck_assert_int_eq(PARSE(&c, "-S", "3m"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.size, 3u << 20);
+	ck_assert_int_eq(PARSE(&c, "-S", "1g"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.size, 1u << 30);
+}
+END_TEST
+
+START_TEST(test_size_bad)
+{
+	ASSERT_BAD("-S", "0");
+	ASSERT_BAD("-S", "-1");
+	ASSERT_BAD("-S", "2g");
+	ASSERT_BAD("-S", "1073741825");
+	ASSERT_BAD("-S", "abc");
+	ASSERT_BAD("-S", "");
+	ASSERT_BAD("-S", "4x");
+	ASSERT_BAD("-S", "4kk");
+	ASSERT_BAD("-S", "k");
+	ASSERT_BAD("-S", "99999999999999999999");
+}
+END_TEST
+
+/*
+ * A suffix multiplies the number: one that overflows a long long must be
+ * refused, not wrapped round into range (2^34 + 1 GiB is 2^64 + 1 GiB).
+ */
+START_TEST(test_suffix_overflow)
+{
+	ASSERT_BAD("-S", "17179869185g");          /* wraps to 1g */
+	ASSERT_BAD("-S", "18014398509481985k");    /* wraps to 1k */
+	ASSERT_BAD("-S", "9223372036854775807k");
+	ASSERT_BAD("-B", "17179869185g");
+	ASSERT_BAD("-i", "18014398509481985k");
+}
+END_TEST
+
+START_TEST(test_iters_count)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-I", "5"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.iters, 5);
+	ck_assert_uint_eq(c.o.count, 1000);
+	ck_assert_uint_eq(c.o.size, 1000);
+	ck_assert_int_eq(c.o.custom, 1);
+	ck_assert_int_eq(PARSE(&c, "-C", "7"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.count, 7);
+	ck_assert_uint_eq(c.o.iters, 1);
+	ck_assert_int_eq(c.o.custom, 1);
+	ck_assert_int_eq(PARSE(&c, "-C", "1000000000", "-I", "1000000000"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.count, 1000000000u);
+	ck_assert_uint_eq(c.o.iters, 1000000000u);
+	ck_assert_int_eq(PARSE(&c, "-C", "1", "-I", "1", "-S", "100"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.count, 1);
+	ck_assert_uint_eq(c.o.iters, 1);
+	ck_assert_uint_eq(c.o.size, 100);
+}
+END_TEST
+
+START_TEST(test_iters_count_bad)
+{
+	ASSERT_BAD("-I", "0");
+	ASSERT_BAD("-I", "-1");
+	ASSERT_BAD("-I", "1000000001");
+	ASSERT_BAD("-I", "abc");
+	ASSERT_BAD("-I", "1k");   /* counts take no suffix */
+	ASSERT_BAD("-C", "0");
+	ASSERT_BAD("-C", "-5");
+	ASSERT_BAD("-C", "1000000001");
+	ASSERT_BAD("-C", "");
+	ASSERT_BAD("-C", "10x");
+}
+END_TEST
+
+/* ---- port, keepalive, format, buffers ---- */
+
+START_TEST(test_port)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-p", "7471"), RSTREAM_PARSE_OK);
+	ck_assert_str_eq(c.o.port, "7471");
+	ck_assert_int_eq(PARSE(&c, "-p", "1"), RSTREAM_PARSE_OK);
+	ck_assert_str_eq(c.o.port, "1");
+	ck_assert_int_eq(PARSE(&c, "-p", "65535"), RSTREAM_PARSE_OK);
+	ck_assert_str_eq(c.o.port, "65535");
+	ck_assert_int_eq(PARSE(&c, "-p", "http"), RSTREAM_PARSE_OK);
+	ck_assert_str_eq(c.o.port, "http");
+	ASSERT_BAD("-p", "0");
+	ASSERT_BAD("-p", "65536");
+	ASSERT_BAD("-p", "");
+	ASSERT_BAD("-p", "99999999999999999999999");
+}
+END_TEST
+
+START_TEST(test_keepalive)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-k", "0"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.keepalive, 0);
+	ck_assert_int_eq(PARSE(&c, "-k", "60"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.keepalive, 60);
+	ck_assert_int_eq(PARSE(&c, "-k", "32767"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.keepalive, 32767);
+	ASSERT_BAD("-k", "32768");
+	ASSERT_BAD("-k", "-1");
+	ASSERT_BAD("-k", "abc");
+	ASSERT_BAD("-k", "1k");
+}
+END_TEST
+
+START_TEST(test_addr_format)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-f", "name"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_NAME);
+	ck_assert_int_eq(c.o.resolve_rdma, 0);
+	ck_assert_int_eq(PARSE(&c, "-f", "ip"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_IP);
+	ck_assert_int_eq(PARSE(&c, "-f", "IP"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_IP);
+	ck_assert_int_eq(PARSE(&c, "-f", "ipv6"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_IPV6);
+	ck_assert_int_eq(c.o.resolve_rdma, 0);
+	ck_assert_int_eq(PARSE(&c, "-f", "gid"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_GID);
+	ck_assert_int_eq(c.o.resolve_rdma, 1);
+	ASSERT_BAD("-f", "xyz");
+	ASSERT_BAD("-f", "");
+}
+END_TEST
+
+START_TEST(test_buffer_inline)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-B", "0", "-i", "0"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.buffer_size, 0);
+	ck_assert_int_eq(c.o.inline_size, 0);
+	ck_assert_int_eq(PARSE(&c, "-B", "64k", "-i", "256"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.buffer_size, 65536);
+	ck_assert_int_eq(c.o.inline_size, 256);
+	ck_assert_int_eq(c.o.custom, 0);
+	ASSERT_BAD("-B", "-1");
+	ASSERT_BAD("-B", "2g");
+	ASSERT_BAD("-i", "65537");
+}
+END_TEST
+
+/* ---- evrdma's long options ---- */
+
+START_TEST(test_stall_timeout)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "--stall-timeout", "2.5"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.stall_ms, 2500);
+	ck_assert_int_eq(PARSE(&c, "--stall-timeout=3"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.stall_ms, 3000);
+	ck_assert_int_eq(PARSE(&c, "--stall-timeout", "0.01"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.stall_ms, 10);
+	ck_assert_int_eq(PARSE(&c, "--stall-timeout", "86400"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.stall_ms, 86400000u);
+	ASSERT_BAD("--stall-timeout", "0");
+	ASSERT_BAD("--stall-timeout", "abc");
+	ASSERT_BAD("--stall-timeout", "-1");
+	ASSERT_BAD("--stall-timeout", "");
+	ASSERT_BAD("--stall-timeout", "2.5s");
+	ASSERT_BAD("--stall-timeout", "86401");
+	ASSERT_BAD("--stall-timeout", "nan");
+}
+END_TEST
+
+START_TEST(test_flags)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "--once"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.once, 1);
+	ck_assert_int_eq(c.o.no_negotiate, 0);
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--no-negotiate"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.no_negotiate, 1);
+	ck_assert_int_eq(c.o.once, 0);
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "-T", "v", "--negotiate"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.force_negotiate, 1);
+	ck_assert_int_eq(c.o.no_negotiate, 0);
+	ASSERT_BAD("-s", "h", "--negotiate", "--no-negotiate");
+	ASSERT_BAD("--no-negotiate", "--negotiate");
+	ck_assert_int_eq(PARSE(&c, "--trace"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.trace, 1);
+	ASSERT_PARSE(RSTREAM_PARSE_HELP, "--help");
+	ASSERT_PARSE(RSTREAM_PARSE_VERSION, "--version");
+}
+END_TEST
+
+START_TEST(test_unknown_and_missing)
+{
+	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "-x");
+	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "-h");
+	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "--bogus");
+	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "-s");       /* missing argument */
+	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "-C", "5", "-T");
+	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "--once=1");
+}
+END_TEST
+
+START_TEST(test_positional)
+{
+	struct rstream_cli c;
+	int r;
+
+	ASSERT_BAD("extra");
+	ASSERT_BAD("-s", "h", "extra");
+	ASSERT_BAD("extra", "-s", "h");
+	r = PARSE(&c, "-s", "h", "more");
+	ck_assert_int_eq(r, RSTREAM_PARSE_BAD);
+	ck_assert_ptr_nonnull(strstr(err_text, "more"));
+}
+END_TEST
+
+/* ---- the table ---- */
+
+START_TEST(test_header)
+{
+	const char *h = rstream_header();
+
+	ck_assert_str_eq(h, "name      bytes   xfers   iters   total       "
+			    "time     Gb/sec    usec/xfer\n");
+	ck_assert_uint_eq(strlen(h), 75); /* 74 columns + newline */
+	ck_assert_str_eq(rstream_header(), h);
+}
+END_TEST
+
+static const char *row(const char *name, uint32_t size, uint32_t count,
+		       uint32_t iters, uint64_t bytes, uint64_t ns)
+{
+	static char buf[256];
+	struct evr_result r;
+
+	memset(&r, 0, sizeof(r));
+	r.name = name;
+	r.size = size;
+	r.count = count;
+	r.iters = iters;
+	r.bytes = bytes;
+	r.elapsed_ns = ns;
+	memset(buf, 'X', sizeof(buf));
+	rstream_format_row(buf, sizeof(buf), &r);
+	return buf;
+}
+
+START_TEST(test_row_latency)
+{
+	/* upstream [obs]: 12800000 bytes in 1.18 s: 0.0868 Gb/s and
+	 * 1180000 us / 100000 / 2 = 5.90 us per transfer */
+	const char *s = row("64_lat", 64, 1, 100000, 12800000, 1180000000ULL);
+
+	ck_assert_str_eq(s, "64_lat    64      1       100k    12m         "
+			    "1.18s      0.09       5.90\n");
+	ck_assert_uint_eq(strlen(s), 73); /* 72 columns + newline */
+}
+END_TEST
+
+START_TEST(test_row_bandwidth)
+{
+	/* 1m_bw: 100 x 1 MiB each way = 200 MiB in 0.06 s:
+	 * 209715200*8/(1000*60000) = 27.96 Gb/s, 60000/1/200 = 300.00 us */
+	ck_assert_str_eq(row("1m_bw", 1048576, 100, 1, 209715200, 60000000ULL),
+			 "1m_bw     1m      100     1       200m        "
+			 "0.06s     27.96     300.00\n");
+}
+END_TEST
+
+START_TEST(test_row_custom)
+{
+	/* 4k x 100, 1 iteration: 819200 bytes in 24 ms:
+	 * 819200*8/(1000*24000) = 0.273, 24000/1/200 = 120.00 */
+	ck_assert_str_eq(row("custom", 4096, 100, 1, 819200, 24000000ULL),
+			 "custom    4k      100     1       800k        "
+			 "0.02s      0.27     120.00\n");
+	/* 1000 x 1000: 2000000 bytes ("1.9m") in 123.456 ms:
+	 * 16e6/123456000 = 0.1296, 123456/2000 = 61.728 */
+	ck_assert_str_eq(row("custom", 1000, 1000, 1, 2000000, 123456000ULL),
+			 "custom    1000    1k      1       1.9m        "
+			 "0.12s      0.13      61.73\n");
+}
+END_TEST
+
+START_TEST(test_row_truncated_buffer)
+{
+	char buf[12];
+	struct evr_result r;
+
+	memset(&r, 0, sizeof(r));
+	r.name = "64_lat";
+	r.size = 64;
+	r.count = 1;
+	r.iters = 100000;
+	r.bytes = 12800000;
+	r.elapsed_ns = 1180000000ULL;
+	rstream_format_row(buf, sizeof(buf), &r);
+	ck_assert_str_eq(buf, "64_lat    6");
+}
+END_TEST
+
+/* ---- exit statuses ---- */
+
+static struct evr_failure mkfail(int err, enum evr_phase ph)
+{
+	struct evr_failure f;
+
+	memset(&f, 0, sizeof(f));
+	f.err = err;
+	f.phase = ph;
+	return f;
+}
+
+START_TEST(test_exit_status)
+{
+	struct evr_failure f;
+
+	ck_assert_int_eq(rstream_exit_status(NULL), 0);
+	f = mkfail(0, EVR_PH_SEND);
+	ck_assert_int_eq(rstream_exit_status(&f), 0);
+	f = mkfail(-EVR_E_RESOLVE, EVR_PH_SETUP);
+	ck_assert_int_eq(rstream_exit_status(&f), 2);
+	f = mkfail(-EVR_E_RESOLVE, EVR_PH_CONNECT);
+	ck_assert_int_eq(rstream_exit_status(&f), 2);
+	f = mkfail(-ECONNREFUSED, EVR_PH_CONNECT);
+	ck_assert_int_eq(rstream_exit_status(&f), 3);
+	f = mkfail(-ETIMEDOUT, EVR_PH_CONNECT);
+	ck_assert_int_eq(rstream_exit_status(&f), 3);
+	f = mkfail(-EVR_E_EOF, EVR_PH_SEND);
+	ck_assert_int_eq(rstream_exit_status(&f), 4);
+	f = mkfail(-EVR_E_VERIFY, EVR_PH_RECV);
+	ck_assert_int_eq(rstream_exit_status(&f), 4);
+	f = mkfail(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
+	ck_assert_int_eq(rstream_exit_status(&f), 4);
+	f = mkfail(-EVR_E_STALL, EVR_PH_SYNC);
+	ck_assert_int_eq(rstream_exit_status(&f), 4);
+	f = mkfail(-ECONNRESET, EVR_PH_CLOSE);
+	ck_assert_int_eq(rstream_exit_status(&f), 4);
+	f = mkfail(-EADDRINUSE, EVR_PH_SETUP);
+	ck_assert_int_eq(rstream_exit_status(&f), 5);
+	f = mkfail(-EVR_E_NOTSUP, EVR_PH_SETUP);
+	ck_assert_int_eq(rstream_exit_status(&f), 6);
+	f = mkfail(-EVR_E_CANCELLED, EVR_PH_RECV);
+	ck_assert_int_eq(rstream_exit_status(&f), 130);
+	f = mkfail(-EVR_E_NODEV, EVR_PH_SETUP);
+	ck_assert_int_eq(rstream_exit_status(&f), 255);
+	ck_assert_int_eq(RSTREAM_EXIT_USAGE, 1);
+}
+END_TEST
+
+/* ---- failure text ---- */
+
+START_TEST(test_failure_str_eof)
+{
+	struct evr_failure f;
+	char buf[512];
+
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_EOF;
+	f.phase = EVR_PH_RECV;
+	strcpy(f.test, "64k_lat");
+	f.test_index = 2;
+	f.test_total = 4;
+	f.iters_done = 10;
+	f.iters_total = 1000;
+	f.xfers_total = 1;
+	strcpy(f.peer, "10.0.0.2:7471");
+	f.where = "recv";
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "64k_lat"));
+	ck_assert_ptr_nonnull(strstr(buf, "peer closed the connection"));
+	ck_assert_ptr_nonnull(strstr(buf, "10.0.0.2:7471"));
+	ck_assert_ptr_nonnull(strstr(buf, "3 of 4"));
+	ck_assert_ptr_nonnull(strstr(buf, "11 of 1000"));
+	ck_assert_ptr_null(strchr(buf, '\n'));
+}
+END_TEST
+
+START_TEST(test_failure_str_other)
+{
+	struct evr_failure f;
+	char buf[512];
+
+	memset(&f, 0, sizeof(f));
+	f.err = -ECONNREFUSED;
+	f.phase = EVR_PH_CONNECT;
+	f.where = "connect";
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, strerror(ECONNREFUSED)));
+	ck_assert_ptr_nonnull(strstr(buf, "connect"));
+	ck_assert_ptr_null(strchr(buf, '\n'));
+
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_REJECTED;
+	f.detail = 3; /* EVR_PLAN_E_SIZE */
+	f.phase = EVR_PH_NEGOTIATE;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "rejected"));
+	ck_assert_ptr_nonnull(strstr(buf, "transfer size"));
+
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_VERIFY;
+	f.phase = EVR_PH_RECV;
+	f.bytes_done = 307;
+	strcpy(f.test, "custom");
+	f.test_total = 1;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "data verification failed byte 307"));
+
+	/* a short buffer is cut, still terminated */
+	memset(buf, 'X', sizeof(buf));
+	evr_failure_str(&f, buf, 8);
+	ck_assert_uint_eq(strlen(buf), 7);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *tc;
+
+	tc = tcase_create("parse");
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_client);
+	tcase_add_test(tc, test_reparse_resets);
+	tcase_add_test(tc, test_topt_letters_and_words);
+	tcase_add_test(tc, test_topt_direct);
+	tcase_add_test(tc, test_topt_invalid);
+	tcase_add_test(tc, test_topt_combinations);
+	tcase_add_test(tc, test_topt_fork);
+	tcase_add_test(tc, test_size_all);
+	tcase_add_test(tc, test_size_numeric);
+	tcase_add_test(tc, test_size_bad);
+	tcase_add_test(tc, test_suffix_overflow);
+	tcase_add_test(tc, test_iters_count);
+	tcase_add_test(tc, test_iters_count_bad);
+	tcase_add_test(tc, test_port);
+	tcase_add_test(tc, test_keepalive);
+	tcase_add_test(tc, test_addr_format);
+	tcase_add_test(tc, test_buffer_inline);
+	tcase_add_test(tc, test_stall_timeout);
+	tcase_add_test(tc, test_flags);
+	tcase_add_test(tc, test_unknown_and_missing);
+	tcase_add_test(tc, test_positional);
+	/* last: when it fails without fork it leaves getopt's state behind */
+	tcase_add_test(tc, test_reparse_after_bad_cluster);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("report");
+	tcase_add_test(tc, test_header);
+	tcase_add_test(tc, test_row_latency);
+	tcase_add_test(tc, test_row_bandwidth);
+	tcase_add_test(tc, test_row_custom);
+	tcase_add_test(tc, test_row_truncated_buffer);
+	tcase_add_test(tc, test_exit_status);
+	tcase_add_test(tc, test_failure_str_eof);
+	tcase_add_test(tc, test_failure_str_other);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cli_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

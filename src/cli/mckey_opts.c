@@ -110,7 +110,7 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	o->settle_ms = EVR_MC_DEFAULT_SETTLE_MS;
 	o->deadline_ms = EVR_MC_DEFAULT_DEADLINE_MS;
 	o->udp_port = EVR_MC_DEFAULT_UDP_PORT;
-	optind = 1;
+	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
 	opterr = 1;
 	while ((op = getopt_long(argc, argv, "m:M:sb:c:C:S:p:ol", longopts,
 				 NULL)) != -1) {

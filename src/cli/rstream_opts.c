@@ -120,19 +120,23 @@ static int parse_num(const char *s, long long min, long long max,
 	if (end == s || errno)
 		return -1;
 	if (allow_suffix && *end) {
+		long long mul;
+
 		switch (*end) {
 		case 'k': case 'K':
-			v *= 1024;
+			mul = 1024;
 			break;
 		case 'm': case 'M':
-			v *= 1024 * 1024;
+			mul = 1024 * 1024;
 			break;
 		case 'g': case 'G':
-			v *= 1024LL * 1024 * 1024;
+			mul = 1024LL * 1024 * 1024;
 			break;
 		default:
 			return -1;
 		}
+		if (__builtin_mul_overflow(v, mul, &v))
+			return -1;
 		end++;
 	}
 	if (*end || v < min || v > max)
@@ -178,7 +182,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	o->count = 1000;
 	o->iters = 1;
 	o->server = 1;
-	optind = 1;
+	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
 	opterr = 1;
 	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:",
 				 longopts, NULL)) != -1) {

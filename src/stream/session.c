@@ -211,6 +211,8 @@ static void encode_plan(struct evr_sess *s)
 		.ntests = (uint16_t)s->plan.ntests,
 		.conn_index = (uint16_t)s->conn_index,
 		.conn_total = (uint16_t)s->conn_total,
+		.pat_send = s->spat.next,
+		.pat_recv = s->rpat.next,
 	};
 	unsigned i;
 
@@ -256,7 +258,13 @@ static void plan_received(struct evr_sess *s)
 		return;
 	}
 	s->plan = np;
+	/* The server follows the client's plan, verification included; the
+	 * client's send counter is where our receive counter starts. */
 	s->verify = !!(h.flags & EVR_PLAN_F_VERIFY);
+	if (s->verify) {
+		s->rpat.next = h.pat_send;
+		s->spat.next = h.pat_recv;
+	}
 	s->conn_index = h.conn_index;
 	s->conn_total = h.conn_total;
 	reply(s, EVR_PLAN_OK);

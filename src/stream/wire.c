@@ -55,6 +55,8 @@ void evr__plan_hdr_encode(uint8_t *out, const struct evr_plan_hdr *h)
 	put16(out + 8, h->ntests);
 	put16(out + 10, h->conn_index);
 	put16(out + 12, h->conn_total);
+	out[14] = h->pat_send;
+	out[15] = h->pat_recv;
 }
 
 int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h)
@@ -66,6 +68,8 @@ int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h)
 	h->ntests = get16(in + 8);
 	h->conn_index = get16(in + 10);
 	h->conn_total = get16(in + 12);
+	h->pat_send = in[14];
+	h->pat_recv = in[15];
 	if (h->version != EVR_WIRE_VERSION)
 		return EVR_PLAN_E_VERSION;
 	if (!h->ntests || h->ntests > EVR_PLAN_MAX_TESTS)

@@ -9,6 +9,10 @@
  *   server -> client  ACK   (16 bytes) -- an upstream server sends its own
  *                     16 bytes instead, and the exchange counts as the sync
  *   client -> server  PLAN header (16) + one 16-byte entry per test
+ *                     header: "EVPL", u16 version, u16 flags, u16 ntests,
+ *                     u16 conn_index, u16 conn_total, u8 pattern send
+ *                     counter, u8 pattern receive counter
+ *                     entry: u32 size, u32 count, u32 iters, u8 kind, 0 0 0
  *   server -> client  PLAN reply (16): accepted, or why not
  *
  * All integers are big-endian.
@@ -46,6 +50,9 @@ struct evr_plan_hdr {
 	uint16_t ntests;
 	uint16_t conn_index;      /* this connection's place in the run */
 	uint16_t conn_total;
+	/* With EVR_PLAN_F_VERIFY: where the client's pattern counters stand
+	 * (they run on across its connections). */
+	uint8_t pat_send, pat_recv;
 };
 
 extern const uint8_t evr__hello_msg[EVR_SYNC_LEN];
