@@ -70,6 +70,7 @@ struct evr_mc_sender_report {
 struct evr_mc_qp_report {
 	unsigned qp;
 	int joined;
+	int timed_out;            /* still transferring at the deadline */
 	uint64_t sent, send_completed, received, expected;
 	uint64_t join_ns;
 	uint64_t foreign;         /* messages without an evrdma header */

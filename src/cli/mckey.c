@@ -95,7 +95,7 @@ static void report(struct app *a, unsigned n,
 	int short_of = 0;
 
 	for (i = 0; i < n; i++)
-		if (!a->cli.o.sender && q[i].received < q[i].expected)
+		if (q[i].timed_out)
 			short_of = 1;
 	if (!a->cli.stats && !short_of)
 		return;

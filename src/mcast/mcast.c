@@ -355,6 +355,7 @@ static void build_reports(struct evr_mcast *m)
 
 		r->qp = i;
 		r->joined = n->join_ns != 0 || n->go;
+		r->timed_out = n->timed_out;
 		r->sent = n->sent;
 		r->send_completed = n->send_done;
 		r->received = n->recvd;

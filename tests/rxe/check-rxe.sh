@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# The RDMA suite: boot the Soft-RoCE guest once (tests/rxe/vm.sh), copy in
+# the freshly built programs and these scripts, and run every guest-*.sh
+# there.  Usage: tests/rxe/check-rxe.sh BUILDDIR.  Exit 0 all passed, 1 a
+# failure, 77 (automake's SKIP) when this machine cannot run the guest --
+# said loudly, never a silent pass.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+log=$build/tests/rxe-guest.log
+mkdir -p "$build/tests"
+
+skip() {
+	echo "=================================================================="
+	echo "SKIP: the Soft-RoCE suite cannot run here: $*"
+	echo "=================================================================="
+	exit 77
+}
+
+[ -x "$build/rstream" ] && [ -x "$build/mckey" ] || { echo "check-rxe: build first"; exit 1; }
+if ! "$here/vm.sh" --prepare; then
+	skip "preparing the guest failed (packages or kernel download)"
+fi
+"$here/vm.sh" --check || skip "qemu-system-x86_64 is not available"
+
+runner=$(mktemp)
+trap 'rm -f "$runner"' EXIT
+cat >"$runner" <<'GUEST'
+#!/bin/bash
+export EVR_BIN=/opt/evr
+rc=0
+for t in /opt/evr/tests/guest-*.sh; do
+	echo "=== ${t##*/}"
+	bash "$t" || rc=1
+done
+exit $rc
+GUEST
+"$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-1200}" --log "$log" \
+	--add "$build/rstream=/opt/evr/rstream" \
+	--add "$build/mckey=/opt/evr/mckey" \
+	--add "$here=/opt/evr/tests" \
+	"$runner" >/dev/null 2>&1
+rc=$?
+grep -a -E '^(PASS|FAIL|SKIP)|passed, [0-9]+ failed|^=== ' "$log" || true
+case $rc in
+0) echo "check-rxe: all passed (log: $log)" ;;
+124) echo "check-rxe: TIMEOUT (log: $log)"; rc=1 ;;
+125) echo "check-rxe: the guest did not boot (log: $log)"; rc=1 ;;
+*) echo "check-rxe: FAILED (log: $log)"; rc=1 ;;
+esac
+exit $rc

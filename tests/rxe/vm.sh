@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# vm.sh -- run a script inside a throw-away qemu guest with Soft-RoCE.
+#
+# This machine's kernel has no RDMA.  The guest is Debian's own kernel
+# (fetched with apt-get download, unpacked with dpkg -x, never installed
+# here), booted under qemu TCG from a busybox initramfs.  It has NO network
+# device to the outside (-nic none); inside it, a veth pair carries two rxe
+# devices:
+#     veth0 198.18.0.1/24 -- rxe0        veth1 198.18.0.2/24 -- rxe1
+# rdma-core's userspace (upstream rstream/mckey included) comes from this
+# host's packages, so binaries built here run there unchanged.
+#
+# usage: tests/rxe/vm.sh [--add SRC[=DEST]]... [--timeout SEC] [--mtu N]
+#                        [--log FILE] SCRIPT [ARGS...]
+#        tests/rxe/vm.sh --prepare        (install, download, build; cached)
+#        tests/rxe/vm.sh --check          (exit 0 if qemu can run here)
+# exit: the guest script's status; 124 timeout; 125 the guest never
+#       reported (boot failure); 2 usage.
+# cache: $EVR_RXE_CACHE (default /var/tmp/evrdma-rxe)
+set -euo pipefail
+
+PROG=${0##*/}
+CACHE=${EVR_RXE_CACHE:-/var/tmp/evrdma-rxe}
+LAYOUT=4                    # bump when the base image changes
+TIMEOUT=900
+MTU=1500
+LOG=
+ADDS=()
+MODE=run
+PKGS=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-providers
+      rdmacm-utils ibverbs-utils iproute2)
+MODULES=(configfs crc32_generic veth rdma_rxe rdma_ucm ib_umad)
+
+say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { say "error: $*"; exit 2; }
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--add) ADDS+=("$2"); shift 2 ;;
+	--timeout) TIMEOUT=$2; shift 2 ;;
+	--mtu) MTU=$2; shift 2 ;;
+	--log) LOG=$2; shift 2 ;;
+	--prepare) MODE=prepare; shift ;;
+	--check) MODE=check; shift ;;
+	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) die "unknown option $1" ;;
+	*) break ;;
+	esac
+done
+if [ "$MODE" = run ]; then
+	[ $# -ge 1 ] || die "no script (see --help)"
+	SCRIPT=$1; shift
+	[ -f "$SCRIPT" ] || die "no such script: $SCRIPT"
+fi
+
+t0=$(date +%s.%N)
+elapsed() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
+
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
+
+install_pkgs() {
+	local miss=() p
+	for p in "${PKGS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || miss+=("$p")
+	done
+	[ ${#miss[@]} -eq 0 ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing packages (need root): ${miss[*]}"
+	say "installing ${miss[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "${miss[@]}" >"$CACHE/apt.log" 2>&1 ||
+		{ apt-get update -qq >>"$CACHE/apt.log" 2>&1;
+		  apt-get install -y -qq --no-install-recommends "${miss[@]}" >>"$CACHE/apt.log" 2>&1; } ||
+		die "apt-get install failed (see $CACHE/apt.log)"
+}
+
+fetch_kernel() {
+	local pkg
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	if [ -z "$pkg" ]; then
+		apt-get update -qq >/dev/null 2>&1 || true
+		pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+			awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	fi
+	[ -n "$pkg" ] || die "cannot find Debian's kernel package"
+	KROOT=$CACHE/kernel/$pkg
+	if [ ! -e "$KROOT/.done" ]; then
+		say "fetching $pkg"
+		rm -rf "$KROOT"; mkdir -p "$KROOT/deb"
+		(cd "$KROOT/deb" && apt-get download "$pkg" >/dev/null 2>&1) ||
+			die "apt-get download $pkg failed"
+		dpkg -x "$KROOT"/deb/*.deb "$KROOT/root"
+		rm -rf "$KROOT/deb"
+		KVER=$(ls "$KROOT/root/lib/modules")
+		depmod -b "$KROOT/root" "$KVER"
+		touch "$KROOT/.done"
+	fi
+	KVER=$(ls "$KROOT/root/lib/modules")
+	KPKG=$pkg
+}
+
+# put SRC into the tree STAGE at DEST; ELF files bring their libraries
+put() {
+	local stage=$1 src=$2 dest=${3:-$2} lib
+	mkdir -p "$stage/$(dirname "$dest")"
+	cp -L --remove-destination "$src" "$stage/$dest"
+	if head -c 4 "$src" | grep -q ELF && ldd "$src" >/dev/null 2>&1; then
+		for lib in $(ldd "$src" | awk '/=> \//{print $3} /^[[:space:]]*\/.*ld-linux/{print $1}'); do
+			[ -e "$stage/$lib" ] || put "$stage" "$lib"
+		done
+	fi
+}
+
+# Debian's merged /usr: both archives carry the same links, so the second
+# never replaces one of them with a directory.
+skeleton() {
+	mkdir -p "$1"/usr/{bin,sbin,lib,lib64}
+	ln -s usr/bin "$1/bin"; ln -s usr/sbin "$1/sbin"
+	ln -s usr/lib "$1/lib"; ln -s usr/lib64 "$1/lib64"
+}
+
+cpio_gz() {
+	(cd "$1" && find . -mindepth 1 -printf '%P\0' | LC_ALL=C sort -z |
+		cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 >"$2"
+}
+
+write_init() {
+	cat >"$1" <<'INIT'
+#!/bin/bash
+export PATH=/usr/local/bin:/usr/bin:/usr/sbin HOME=/root
+mount -t proc proc /proc; mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+mkdir -p /dev/pts /dev/shm /tmp /run /root; chmod 1777 /tmp
+mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /run
+. /evr/config
+bye() { echo "[evr-vm] EXIT-STATUS=$1"; sync; poweroff -f; sleep 5; echo o >/proc/sysrq-trigger; }
+oops() { echo "[evr-vm] setup failed: $*"; dmesg | tail -30; bye 125; }
+dmesg -n 1
+for m in $MODULES; do modprobe "$m" || oops "modprobe $m"; done
+mount -t configfs configfs /sys/kernel/config 2>/dev/null
+ip link set lo up
+for n in /sys/class/net/*; do   # safety: no device-backed NIC, ever
+	[ -e "$n/device" ] && oops "unexpected network device ${n##*/}"
+done
+ip link add veth0 type veth peer name veth1 || oops veth
+for i in 0 1; do
+	ip link set veth$i mtu "$MTU" up
+	ip addr add 198.18.0.$((i + 1))/24 dev veth$i
+done
+# both ends are local addresses: accept them, and no reverse-path filter
+for c in all default veth0 veth1; do
+	echo 0 >/proc/sys/net/ipv4/conf/$c/rp_filter
+	echo 1 >/proc/sys/net/ipv4/conf/$c/accept_local
+done
+rdma link add rxe0 type rxe netdev veth0 || oops rxe0
+rdma link add rxe1 type rxe netdev veth1 || oops rxe1
+for _ in $(seq 100); do
+	[ "$(rdma link show | grep -c 'state ACTIVE')" -ge 2 ] && break
+	sleep 0.1
+done
+export RXE_ADDR1=198.18.0.1 RXE_ADDR2=198.18.0.2 RXE_DEV1=rxe0 RXE_DEV2=rxe1
+export RXE_NETDEV1=veth0 RXE_NETDEV2=veth1 RXE_MCAST=239.1.1.1 EVR_VM=1
+echo "[evr-vm] ready at $(cut -d' ' -f1 /proc/uptime)s"
+cd /root
+timeout -k 5 "$GUEST_TIMEOUT" /evr/run
+rc=$?
+[ $rc = 124 ] && { echo "[evr-vm] guest script timed out"; ps; }
+bye $rc
+INIT
+	chmod 755 "$1"
+}
+
+build_base() {
+	BASE=$CACHE/base-$KPKG-$LAYOUT.cpio.gz
+	[ -s "$BASE" ] && return 0
+	say "building the base image for $KVER"
+	local st m f b
+	st=$(mktemp -d "$CACHE/stage.XXXXXX")
+	skeleton "$st"
+	mkdir -p "$st"/{etc,proc,sys,dev,tmp,run,root,evr}
+	for f in $(for m in "${MODULES[@]}"; do
+			modprobe -d "$KROOT/root" -S "$KVER" --show-depends "$m"
+		done | awk '$1 == "insmod" {print $2}' | sort -u); do
+		put "$st" "$f" "/lib/modules/$KVER/${f#*/lib/modules/$KVER/}"
+	done
+	cp "$KROOT/root/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} \
+		"$st/lib/modules/$KVER/"
+	depmod -b "$st" "$KVER"
+	for b in /usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/timeout \
+		/usr/bin/env $(dpkg -L rdmacm-utils ibverbs-utils | grep '^/usr/bin/'); do
+		[ -e "$b" ] && put "$st" "$b"
+	done
+	for f in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so; do
+		put "$st" "$f"
+	done
+	mkdir -p "$st/etc/libibverbs.d"
+	cp /etc/libibverbs.d/rxe.driver "$st/etc/libibverbs.d/"
+	put "$st" /bin/busybox /usr/bin/busybox
+	ln -s bash "$st/usr/bin/sh"   # busybox ash would prefer its own 'ip'
+	for b in $(/bin/busybox --list); do
+		[ -e "$st/usr/bin/$b" ] || [ -e "$st/usr/sbin/$b" ] ||
+			ln -s busybox "$st/usr/bin/$b"
+	done
+	ln -sf ../bin/busybox "$st/usr/sbin/modprobe"
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$st/etc/passwd"
+	echo 'root:x:0:' >"$st/etc/group"
+	printf '127.0.0.1 localhost\n198.18.0.1 rxe-a\n198.18.0.2 rxe-b\n' >"$st/etc/hosts"
+	echo 'hosts: files' >"$st/etc/nsswitch.conf"
+	write_init "$st/init"
+	cpio_gz "$st" "$BASE.tmp" && mv "$BASE.tmp" "$BASE"
+	rm -rf "$st"
+}
+
+if [ "$MODE" = check ]; then
+	command -v qemu-system-x86_64 >/dev/null || { say "qemu-system-x86_64 missing"; exit 1; }
+	exit 0
+fi
+install_pkgs
+fetch_kernel
+build_base
+if [ "$MODE" = prepare ]; then
+	say "ready: kernel $KVER, base $(du -h "$BASE" | cut -f1) ($(elapsed)s)"
+	exit 0
+fi
+flock -u 9
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/evr-vm.XXXXXX")
+QPID=
+trap '[ -n "$QPID" ] && kill "$QPID" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+st=$WORK/stage
+skeleton "$st"
+mkdir -p "$st/evr"
+cp "$SCRIPT" "$st/evr/script"
+chmod 755 "$st/evr/script"
+{
+	echo '#!/bin/bash'
+	printf 'exec /bin/bash /evr/script'
+	for a in "$@"; do printf ' %q' "$a"; done
+	echo
+} >"$st/evr/run"
+chmod 755 "$st/evr/run"
+{
+	printf 'MODULES=%q\nMTU=%q\nGUEST_TIMEOUT=%q\n' "${MODULES[*]}" "$MTU" \
+		"$((TIMEOUT > 120 ? TIMEOUT - 30 : TIMEOUT * 3 / 4))"
+} >"$st/evr/config"
+for a in ${ADDS[@]+"${ADDS[@]}"}; do
+	src=${a%%=*}; dest=${a#*=}
+	[ "$a" = "$src" ] && dest=$(realpath -s "$src")
+	[ -e "$src" ] || die "--add: no such file: $src"
+	if [ -d "$src" ]; then
+		while IFS= read -r -d '' f; do
+			put "$st" "$f" "$dest/${f#"$src"/}"
+		done < <(find "$src" -type f -print0)
+	else
+		put "$st" "$src" "$dest"
+	fi
+done
+cpio_gz "$st" "$WORK/run.cpio.gz"
+cat "$BASE" "$WORK/run.cpio.gz" >"$WORK/initrd.gz"
+
+console=$WORK/console.log
+say "booting $KVER under qemu TCG (timeout ${TIMEOUT}s)"
+set +e
+timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config \
+	-nic none -display none -monitor none -serial stdio -no-reboot \
+	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
+	-kernel "$KROOT/root/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
+	-append "console=ttyS0,115200 panic=-1 oops=panic rdinit=/init nokaslr mitigations=off tsc=reliable quiet loglevel=1" \
+	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$console" ${LOG:+"$LOG"} &
+QPID=$!
+wait "$QPID"
+QPID=
+set -e
+status=$(grep -a -o 'EXIT-STATUS=[0-9]*' "$console" | tail -1 | cut -d= -f2 || true)
+if [ -n "$status" ]; then
+	say "guest exit status $status ($(elapsed)s)"
+	exit "$status"
+fi
+if ! grep -aq 'evr-vm\] ready' "$console"; then
+	say "the guest never came up ($(elapsed)s)"
+	exit 125
+fi
+say "timeout: the guest did not finish within ${TIMEOUT}s"
+exit 124
