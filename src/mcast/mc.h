@@ -120,6 +120,10 @@ void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
 void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
 		      int status, int is_error);
 
+/* A random sender id base for payload headers; the low 12 bits are left
+ * for the QP index. */
+uint32_t evr__mc_sender_base(void);
+
 /* For tests: an engine on a given transport. */
 int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 			 const struct evr_mcast_opts *o,

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "mc.h"
 
@@ -410,6 +412,15 @@ static void check_all_done(struct evr_mcast *m)
 	/* Finish from the loop, not from inside a node's event. */
 	if (!m->finished)
 		ev_idle_start(m->loop->ev, &m->finish_w);
+}
+
+uint32_t evr__mc_sender_base(void)
+{
+	uint32_t b;
+
+	if (getrandom(&b, sizeof(b), 0) != sizeof(b))
+		b = (uint32_t)getpid() << 12 ^ (uint32_t)evr_now_ns();
+	return b & ~0xfffu;
 }
 
 static char *dup_or_null(const char *s)

@@ -4,23 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../loop/bytes.h"
+
 #include "payload.h"
 
 static const uint8_t magic[4] = { 'E', 'V', 'M', 'K' };
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
 
 int evr__mc_payload_encode(uint8_t *buf, size_t len,
 			   const struct evr_mc_hdr *h)
@@ -36,10 +24,10 @@ int evr__mc_payload_encode(uint8_t *buf, size_t len,
 	buf[4] = 1;
 	buf[5] = 0;
 	buf[6] = buf[7] = 0;
-	put32(buf + 8, h->sender);
-	put32(buf + 12, h->seq);
-	put32(buf + 16, h->count);
-	put32(buf + 20, 0);
+	evr__put32(buf + 8, h->sender);
+	evr__put32(buf + 12, h->seq);
+	evr__put32(buf + 16, h->count);
+	evr__put32(buf + 20, 0);
 	return 1;
 }
 
@@ -48,9 +36,9 @@ int evr__mc_payload_decode(const uint8_t *buf, size_t len,
 {
 	if (len < EVR_MC_HDR_LEN || memcmp(buf, magic, 4) || buf[4] != 1)
 		return 0;
-	h->sender = get32(buf + 8);
-	h->seq = get32(buf + 12);
-	h->count = get32(buf + 16);
+	h->sender = evr__get32(buf + 8);
+	h->seq = evr__get32(buf + 12);
+	h->count = evr__get32(buf + 16);
 	return 1;
 }
 

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "mc.h"
@@ -89,9 +88,7 @@ static int r_engine_init(struct evr_mcast *m)
 	ev_io_init(&e->cm_w, cm_cb, e->ch->fd, EV_READ);
 	e->cm_w.data = m;
 	ev_io_start(m->loop->ev, &e->cm_w);
-	if (getrandom(&e->sender_base, sizeof(e->sender_base), 0) < 0)
-		e->sender_base = (uint32_t)getpid() << 12;
-	e->sender_base &= ~0xfffu; /* low bits: the QP index */
+	e->sender_base = evr__mc_sender_base();
 	return 0;
 }
 

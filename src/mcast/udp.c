@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -63,9 +62,7 @@ static int u_engine_init(struct evr_mcast *m)
 		return -1;
 	}
 	m->xp = e;
-	if (getrandom(&e->sender_base, sizeof(e->sender_base), 0) < 0)
-		e->sender_base = (uint32_t)getpid() << 12;
-	e->sender_base &= ~0xfffu;
+	e->sender_base = evr__mc_sender_base();
 	return 0;
 }
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "../loop/bytes.h"
+
 #include "wire.h"
 
 /* Printable, so that a packet capture shows what they are. */
@@ -10,31 +12,6 @@ const uint8_t evr__hello_msg[EVR_SYNC_LEN] = "evrdma:hello:v1\n";
 const uint8_t evr__ack_msg[EVR_SYNC_LEN] = "evrdma:ack---v1\n";
 static const uint8_t plan_magic[4] = { 'E', 'V', 'P', 'L' };
 static const uint8_t reply_magic[4] = { 'E', 'V', 'P', 'R' };
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
 
 int evr__is_hello(const uint8_t *b)
 {
@@ -50,11 +27,11 @@ void evr__plan_hdr_encode(uint8_t *out, const struct evr_plan_hdr *h)
 {
 	memset(out, 0, EVR_PLAN_HDR_LEN);
 	memcpy(out, plan_magic, 4);
-	put16(out + 4, h->version);
-	put16(out + 6, h->flags);
-	put16(out + 8, h->ntests);
-	put16(out + 10, h->conn_index);
-	put16(out + 12, h->conn_total);
+	evr__put16(out + 4, h->version);
+	evr__put16(out + 6, h->flags);
+	evr__put16(out + 8, h->ntests);
+	evr__put16(out + 10, h->conn_index);
+	evr__put16(out + 12, h->conn_total);
 	out[14] = h->pat_send;
 	out[15] = h->pat_recv;
 }
@@ -63,11 +40,11 @@ int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h)
 {
 	if (memcmp(in, plan_magic, 4))
 		return -1;
-	h->version = get16(in + 4);
-	h->flags = get16(in + 6);
-	h->ntests = get16(in + 8);
-	h->conn_index = get16(in + 10);
-	h->conn_total = get16(in + 12);
+	h->version = evr__get16(in + 4);
+	h->flags = evr__get16(in + 6);
+	h->ntests = evr__get16(in + 8);
+	h->conn_index = evr__get16(in + 10);
+	h->conn_total = evr__get16(in + 12);
 	h->pat_send = in[14];
 	h->pat_recv = in[15];
 	if (h->version != EVR_WIRE_VERSION)
@@ -80,16 +57,16 @@ int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h)
 void evr__plan_entry_encode(uint8_t *out, const struct evr_test *t)
 {
 	memset(out, 0, EVR_PLAN_ENTRY_LEN);
-	put32(out, t->size);
-	put32(out + 4, t->count);
-	put32(out + 8, t->iters);
+	evr__put32(out, t->size);
+	evr__put32(out + 4, t->count);
+	evr__put32(out + 8, t->iters);
 	out[12] = t->kind;
 }
 
 int evr__plan_entry_decode(const uint8_t *in, struct evr_test *t,
 			   uint32_t max_size)
 {
-	uint32_t size = get32(in), count = get32(in + 4), iters = get32(in + 8);
+	uint32_t size = evr__get32(in), count = evr__get32(in + 4), iters = evr__get32(in + 8);
 	uint8_t kind = in[12];
 
 	if (kind > EVR_TEST_BW)
@@ -109,8 +86,8 @@ void evr__plan_reply_encode(uint8_t *out, int status, uint32_t limit)
 {
 	memset(out, 0, EVR_PLAN_REPLY_LEN);
 	memcpy(out, reply_magic, 4);
-	put32(out + 4, (uint32_t)status);
-	put32(out + 8, limit);
+	evr__put32(out + 4, (uint32_t)status);
+	evr__put32(out + 8, limit);
 }
 
 int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit)
@@ -119,9 +96,9 @@ int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit)
 
 	if (memcmp(in, reply_magic, 4))
 		return -1;
-	st = get32(in + 4);
+	st = evr__get32(in + 4);
 	if (limit)
-		*limit = get32(in + 8);
+		*limit = evr__get32(in + 8);
 	return st > 0x7fffffff ? -1 : (int)st;
 }
 
