@@ -9,6 +9,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top/build"
 status=0
 make -j2 check || status=$?
+# The RDMA suite in the Soft-RoCE guest (skips loudly where qemu cannot run)
+rxe=0
+"$top/tests/rxe/check-rxe.sh" "$top/build" || rxe=$?
 echo
 echo "== Check unit tests"
 grep -h -E '^[0-9]+%: Checks: ' tests/check_*.log || true
@@ -22,7 +25,17 @@ if [ "$status" -ne 0 ]; then
 		tail -n 40 "$log"
 	done
 fi
+
+echo "== Soft-RoCE suite (check-rxe)"
+grep -a -h -E 'passed, [0-9]+ failed' tests/rxe-guest.log 2>/dev/null || true
+case $rxe in
+0) echo "check-rxe: passed" ;;
+77) echo "check-rxe: SKIPPED (see above)" ;;
+*) echo "check-rxe: FAILED"; status=1 ;;
+esac
 pass=$(grep -l '^:test-result: PASS' tests/*.trs tests/e2e/*.trs 2>/dev/null | wc -l)
 fail=$(grep -l -E '^:test-result: (FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null | wc -l)
+[ "$rxe" = 0 ] && pass=$((pass + 1))
+[ "$rxe" = 0 ] || [ "$rxe" = 77 ] || fail=$((fail + 1))
 echo "$pass passed, $fail failed"
 exit "$status"

@@ -103,7 +103,7 @@ struct evr_mcast {
 	int finished;
 	int started;
 	ev_timer settle_w, deadline_w;
-	ev_idle finish_w;
+	ev_timer finish_w;
 	struct evr_mc_qp_report *reports;
 	struct evr_mc_sender_report *sreports;
 };

@@ -89,11 +89,17 @@ static void finish_node(struct evr_mc_node *n, enum evr_mc_state st)
 	check_all_done(m);
 }
 
-static void node_failed(struct evr_mc_node *n)
+static void node_failed(struct evr_mc_node *n, int status)
 {
 	struct evr_mcast *m = n->mc;
 	unsigned i;
 
+	/* Transports record their failure (with upstream's text) first;
+	 * should one not, the run must still not end with status 0. */
+	if (!m->have_status) {
+		m->status = status ? status : -EIO;
+		m->have_status = 1;
+	}
 	n->failed = 1;
 	finish_node(n, EVR_MC_FAILED);
 	/* Before the transfer phase one failure ends the run, as upstream's
@@ -116,7 +122,7 @@ static void pump(struct evr_mc_node *n)
 		if (r == -EAGAIN)
 			return;
 		if (r < 0) {
-			node_failed(n);
+			node_failed(n, r);
 			return;
 		}
 		n->sent++;
@@ -179,7 +185,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		step_timer(n, m->o.resolve_ms + 1000);
 		r = m->x->resolve(n);
 		if (r < 0) {
-			node_failed(n);
+			node_failed(n, r);
 			return;
 		}
 		if (r == 1)
@@ -188,8 +194,9 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 	case EVR_MCE_RESOLVED:
 		if (n->state != EVR_MC_RESOLVING)
 			return;
-		if (m->x->setup(n) < 0) {
-			node_failed(n);
+		r = m->x->setup(n);
+		if (r < 0) {
+			node_failed(n, r);
 			return;
 		}
 		set_state(n, EVR_MC_JOINING);
@@ -197,7 +204,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		n->join_t0 = evr_now_ns();
 		r = m->x->join(n);
 		if (r < 0) {
-			node_failed(n);
+			node_failed(n, r);
 			return;
 		}
 		if (r == 1)
@@ -205,7 +212,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		return;
 	case EVR_MCE_RESOLVE_ERR:
 	case EVR_MCE_JOIN_ERR:
-		node_failed(n);
+		node_failed(n, arg);
 		return;
 	case EVR_MCE_JOINED:
 		if (n->state != EVR_MC_JOINING)
@@ -243,7 +250,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		return;
 	case EVR_MCE_SEND_COMP:
 		if (arg) {
-			node_failed(n);
+			node_failed(n, arg);
 			return;
 		}
 		n->send_done++;
@@ -253,7 +260,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		return;
 	case EVR_MCE_RECV_COMP:
 		if (arg) {
-			node_failed(n);
+			node_failed(n, arg);
 			return;
 		}
 		n->recvd++;
@@ -280,7 +287,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 				     NULL);
 		else
 			return;
-		node_failed(n);
+		node_failed(n, -ETIMEDOUT);
 		return;
 	}
 }
@@ -381,12 +388,12 @@ static void build_reports(struct evr_mcast *m)
 	}
 }
 
-static void finish_cb(struct ev_loop *l, ev_idle *w, int revents)
+static void finish_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
 	struct evr_mcast *m = evr__container_of(w, struct evr_mcast, finish_w);
 	unsigned i;
 
-	ev_idle_stop(l, w);
+	ev_timer_stop(l, w);
 	ev_timer_stop(l, &m->settle_w);
 	ev_timer_stop(l, &m->deadline_w);
 	if (m->phase_go && !m->have_status && m->cbs.phase && m->o.count)
@@ -409,9 +416,14 @@ static void check_all_done(struct evr_mcast *m)
 	for (i = 0; i < m->nnodes; i++)
 		if (!terminal(&m->nodes[i]))
 			return;
-	/* Finish from the loop, not from inside a node's event. */
-	if (!m->finished)
-		ev_idle_start(m->loop->ev, &m->finish_w);
+	/* Everyone is done: a settle still running must not announce a
+	 * transfer phase that will never happen. */
+	ev_timer_stop(m->loop->ev, &m->settle_w);
+	ev_timer_stop(m->loop->ev, &m->deadline_w);
+	/* Finish from the loop, not from inside a node's event; a timer
+	 * rather than an idle watcher, which busy fds would starve. */
+	if (!m->finished && !ev_is_active(&m->finish_w))
+		ev_timer_start(m->loop->ev, &m->finish_w);
 }
 
 uint32_t evr__mc_sender_base(void)
@@ -476,7 +488,7 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	}
 	ev_init(&m->settle_w, settle_cb);
 	ev_init(&m->deadline_w, deadline_cb);
-	ev_idle_init(&m->finish_w, finish_cb);
+	ev_timer_init(&m->finish_w, finish_cb, 0, 0);
 	*out = m;
 	return 0;
 }
@@ -567,7 +579,7 @@ void evr_mcast_free(struct evr_mcast *m)
 	if (m->loop) {
 		ev_timer_stop(m->loop->ev, &m->settle_w);
 		ev_timer_stop(m->loop->ev, &m->deadline_w);
-		ev_idle_stop(m->loop->ev, &m->finish_w);
+		ev_timer_stop(m->loop->ev, &m->finish_w);
 	}
 	free(m->nodes);
 	free(m->reports);

@@ -179,6 +179,12 @@ static int u_prepare(struct evr_mcast *m)
 		}
 		if (e->have_src)
 			e->ifindex = ifindex_of(&e->src);
+		/* Link- and interface-local groups need their interface named
+		 * in the address itself, for bind() and sendto() alike. */
+		if ((IN6_IS_ADDR_MC_LINKLOCAL(&in6->sin6_addr) ||
+		     IN6_IS_ADDR_MC_NODELOCAL(&in6->sin6_addr)) &&
+		    !in6->sin6_scope_id)
+			in6->sin6_scope_id = e->ifindex;
 	}
 	if (e->have_src && e->src.ss_family != e->dst.ss_family) {
 		evr__mc_fail(m, 0, -EINVAL, "mckey: addr bind failure",
@@ -389,6 +395,12 @@ static void io_cb(struct ev_loop *l, ev_io *w, int revents)
 	if (revents & EV_WRITE) {
 		ev_io_stop(l, w);
 		evr__mc_node_event(n, EVR_MCE_SEND_SLOT, 0);
+		return;
+	}
+	if (n->state == EVR_MC_DONE || n->state == EVR_MC_FAILED) {
+		/* Done with this QP: more datagrams may keep coming, and a
+		 * readable socket nobody reads would spin the loop. */
+		ev_io_stop(l, w);
 		return;
 	}
 	while (budget-- && n->xp && n->state != EVR_MC_DONE &&
