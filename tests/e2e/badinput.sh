@@ -1,2 +1,225 @@
-#!/bin/sh
-exit 0
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Bad options and values, unresolvable names, refused connections, a port
+# in use, and no RDMA device: the documented exit status and message, at
+# once, never a hang.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+R=$RSTREAM
+H=127.0.0.1
+T=$E2E_TMP
+n=0
+
+# ---- unknown option / bad -T: upstream's usage on stdout, exit 1
+if [ -x "$UPSTREAM" ]; then
+	timeout 5 "$UPSTREAM" -x 2>/dev/null | sed 1d >"$T/up_usage"
+else
+	: >"$T/up_usage"
+fi
+for args in "-x" "-T zz" "-T bl" "-T" "-T s -T sock" "--bogus"; do
+	n=$((n + 1))
+	# shellcheck disable=SC2086
+	run_cmd "use$n" 10 "$R" $args
+	assert_exit "'rstream $args': exit 1" 1 "$RC" "$T/use$n.out" "$T/use$n.err"
+	assert_eq "'rstream $args': usage on stdout" "usage: $R" "$(head -1 "$T/use$n.out")"
+	assert_match "'rstream $args': usage lists the -T options" \
+		'^	    v\|verify - verify data$' "$T/use$n.out"
+	if [ -s "$T/up_usage" ]; then
+		if sed 1d "$T/use$n.out" | cmp -s - "$T/up_usage"; then
+			ok "'rstream $args': usage text is upstream's, line for line"
+		else
+			not_ok "'rstream $args': usage text is upstream's, line for line" \
+				"$(sed 1d "$T/use$n.out" | diff - "$T/up_usage" | head -5 | tr '\n' '|')"
+		fi
+	fi
+done
+
+# ---- bad values: one line on stderr naming the option, nothing on stdout
+bad_value() { # OPTION-NAME-IN-MESSAGE ARGS...
+	local opt=$1 d
+	shift
+	n=$((n + 1))
+	d="'rstream $*'"
+	run_cmd "bad$n" 10 "$R" "$@"
+	assert_exit "$d: exit 1" 1 "$RC" "$T/bad$n.out" "$T/bad$n.err"
+	assert_empty "$d: nothing on stdout" "$T/bad$n.out"
+	assert_lines "$d: one line on stderr" 1 "$T/bad$n.err"
+	assert_match "$d: the line names $opt" "^rstream: .*$(ere_quote "$opt")" \
+		"$T/bad$n.err"
+}
+bad_value "-S" -T s -S 0
+bad_value "-S" -T s -s $H -S -5
+bad_value "-S" -T s -s $H -S 99999999999
+bad_value "-S" -T s -S 2g
+bad_value "-C" -T s -s $H -C 0
+bad_value "-C" -T s -C abc
+bad_value "-I" -T s -s $H -I 0
+bad_value "-I" -T s -I abc
+bad_value "-I" -T s -I 10x
+bad_value "-p" -T s -p 70000
+bad_value "-p" -T s -s $H -p 0
+bad_value "-k" -T s -k -1
+bad_value "-f" -T s -f xyz
+bad_value "-B" -T s -B -1
+bad_value "--stall-timeout" -T s --stall-timeout 0
+bad_value "--stall-timeout" -T s -s $H --stall-timeout abc
+bad_value "--negotiate" -T s -s $H --negotiate --no-negotiate
+bad_value "extra" -T s -s $H extra
+
+# ---- the long -T words are compared on their leading characters, as
+# upstream's: these parse (and then find nobody listening: exit 3)
+P=$(e2e_port)
+run_cmd words 10 "$R" -T SOCKETS -T Async -T verify -T nonblocking -s $H -p "$P"
+assert_exit "-T SOCKETS -T Async -T verify -T nonblocking parse" 3 "$RC" \
+	"$T/words.out" "$T/words.err"
+
+# ---- --help and --version
+run_cmd help 10 "$R" --help
+assert_exit "--help: exit 0" 0 "$RC"
+assert_eq "--help: usage first" "usage: $R" "$(head -1 "$T/help.out")"
+assert_match "--help: lists --stall-timeout" '--stall-timeout' "$T/help.out"
+run_cmd version 10 "$R" --version
+assert_exit "--version: exit 0" 0 "$RC"
+assert_match "--version: names evrdma" '^rstream \(evrdma\) [0-9]' "$T/version.out"
+
+# ---- unresolvable host: exit 2, one line with the resolver's own reason
+run_cmd noname 20 "$R" -T s -s nonexistent.invalid -p 7471
+gai=$(python3 -c '
+import socket, sys
+try:
+    socket.getaddrinfo("nonexistent.invalid", 7471, type=socket.SOCK_STREAM)
+    print("resolved?")
+except socket.gaierror as e:
+    print(e.strerror)' 2>/dev/null)
+assert_exit "unresolvable host: exit 2" 2 "$RC" "$T/noname.out" "$T/noname.err"
+assert_le "unresolvable host: fails quickly (ms)" "$ELAPSED_MS" 10000
+assert_lines "unresolvable host: one line on stderr" 1 "$T/noname.err"
+assert_match "unresolvable host: names the host and the resolver's reason ($gai)" \
+	"^rstream: .*nonexistent\\.invalid.*: $(ere_quote "$gai")\$" "$T/noname.err"
+assert_no_match "unresolvable host: no stray errno text" \
+	'No such file or directory' "$T/noname.err"
+run_cmd nobind 20 "$R" -T s -s $H -p 7471 -b nonexistent.invalid
+assert_exit "unresolvable client -b: exit 2" 2 "$RC" "$T/nobind.err"
+assert_lines "unresolvable client -b: one line" 1 "$T/nobind.err"
+P=$(e2e_port)
+run_cmd nosrvb 20 "$R" -T s -p "$P" -b nonexistent.invalid
+assert_exit "unresolvable server -b: exit 2" 2 "$RC" "$T/nosrvb.err"
+assert_empty "unresolvable server -b: no header" "$T/nosrvb.out"
+
+# ---- connection refused: exit 3 at once
+P=$(e2e_port)
+run_cmd refused 10 "$R" -T s -s $H -p "$P"
+assert_exit "connection refused: exit 3" 3 "$RC" "$T/refused.out" "$T/refused.err"
+assert_le "connection refused: fails within 2 s (ms)" "$ELAPSED_MS" 2000
+assert_lines "connection refused: one line on stderr" 1 "$T/refused.err"
+assert_match "connection refused: says so" '^rstream: .*Connection refused$' \
+	"$T/refused.err"
+for m in a b ab; do
+	case $m in a) f="-T a" ;; b) f="-T b" ;; ab) f="-T a -T b" ;; esac
+	# shellcheck disable=SC2086
+	run_cmd "refused_$m" 10 "$R" -T s $f -s $H -p "$P"
+	assert_exit "connection refused with $f: exit 3" 3 "$RC" "$T/refused_$m.err"
+	assert_le "connection refused with $f: within 2 s (ms)" "$ELAPSED_MS" 2000
+done
+run_cmd refused6 10 "$R" -T s -s ::1 -p "$P"
+assert_exit "connection refused on ::1: exit 3" 3 "$RC" "$T/refused6.err"
+
+# ---- a connect that gets no answer (the listener's accept queue is full,
+# so the kernel drops our SYN): exit 3 after the stall timeout
+P=$(e2e_port)
+cat >"$T/full.py" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", port))
+ls.listen(0)
+cs = []
+for i in range(3):
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    cs.append(c)
+time.sleep(0.3)
+print("full", flush=True)
+time.sleep(float(sys.argv[2]))
+PYEOF
+bg_start full 30 python3 "$T/full.py" "$P" 15
+if wait_match "$T/full.out" full 5; then
+	run_cmd noanswer 15 "$R" -T s -s $H -p "$P" --stall-timeout 2 -S 100 -C 10
+	assert_exit "connect without an answer: exit 3" 3 "$RC" "$T/noanswer.err"
+	assert_le "connect without an answer: after about the stall timeout (ms)" \
+		"$ELAPSED_MS" 4000
+	assert_le "connect without an answer: not before the stall timeout (ms)" \
+		1900 "$ELAPSED_MS"
+	assert_lines "connect without an answer: one line" 1 "$T/noanswer.err"
+	assert_match "connect without an answer: says so" \
+		'^rstream: connect: .*stall timeout' "$T/noanswer.err"
+else
+	not_ok "connect without an answer: the full listener is ready"
+fi
+bg_kill full
+
+# ---- port in use: the server exits 5 (the first server is unharmed)
+P=$(e2e_port)
+if start_server holder "$P" "$R" -T s -p "$P"; then
+	run_cmd inuse 10 "$R" -T s -p "$P"
+	assert_exit "port in use: server exit 5" 5 "$RC" "$T/inuse.out" "$T/inuse.err"
+	assert_le "port in use: at once (ms)" "$ELAPSED_MS" 3000
+	assert_lines "port in use: one line on stderr" 1 "$T/inuse.err"
+	assert_match "port in use: names bind and the reason" \
+		'^rstream: .*bind.*Address already in use$' "$T/inuse.err"
+	assert_empty "port in use: no header (never listened)" "$T/inuse.out"
+	run_cmd inuse_c 20 "$R" -T s -s $H -p "$P" -S 100 -C 10
+	assert_exit "port in use: the first server still serves" 0 "$RC" "$T/inuse_c.err"
+	bg_stop holder 5
+	assert_exit "port in use: first server SIGTERM" 0 "$RC"
+fi
+
+# ---- an address that is not ours to bind: a local error, exit 5
+# (192.0.2.1 is TEST-NET-1; bind fails before anything is sent)
+P=$(e2e_port)
+run_cmd nobindc 10 "$R" -T s -s $H -p "$P" -b 192.0.2.1
+assert_exit "client -b with a foreign address: exit 5" 5 "$RC" "$T/nobindc.err"
+assert_match "client -b with a foreign address: names bind" \
+	'^rstream: .*bind.*Cannot assign requested address$' "$T/nobindc.err"
+run_cmd nobinds 10 "$R" -T s -p "$P" -b 192.0.2.1
+assert_exit "server -b with a foreign address: exit 5" 5 "$RC" "$T/nobinds.err"
+assert_lines "server -b with a foreign address: one line" 1 "$T/nobinds.err"
+assert_empty "server -b with a foreign address: no header" "$T/nobinds.out"
+
+# ---- -f gid over TCP: not supported, exit 6
+run_cmd gid 10 "$R" -T s -f gid -s fe80::1 -p 7471
+assert_exit "-T s -f gid: exit 6 (not supported)" 6 "$RC" "$T/gid.err"
+assert_lines "-T s -f gid: one line" 1 "$T/gid.err"
+assert_match "-T s -f gid: says not supported" '^rstream: .*not supported' "$T/gid.err"
+
+# ---- no -T s on a host without RDMA: upstream's message and status
+if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+	skip "no RDMA device cases: this host has RDMA devices"
+else
+	P=$(e2e_port)
+	for args in "-s $H -p $P" "-p $P" "-s $H -p $P -S 100 -T v" "-T a -p $P"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086
+		run_cmd "nodev$n" 10 "$R" $args
+		assert_exit "'rstream $args' without RDMA: exit 255" 255 "$RC" \
+			"$T/nodev$n.out" "$T/nodev$n.err"
+		assert_eq "'rstream $args' without RDMA: the message" \
+			"No RDMA devices were detected" "$(cat "$T/nodev$n.err")"
+		assert_le "'rstream $args' without RDMA: at once (ms)" "$ELAPSED_MS" 3000
+	done
+	assert_empty "no RDMA: the server printed no header" "$T/nodev2.out"
+	if listening "$P"; then
+		not_ok "no RDMA: nothing listens"
+	else
+		ok "no RDMA: nothing listens"
+	fi
+fi
+
+e2e_done
