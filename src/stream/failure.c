@@ -97,7 +97,9 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 			 (unsigned long long)f->xfers_done + 1,
 			 (unsigned long long)f->xfers_total);
 		hint = f->err == -EVR_E_STALL && !f->negotiated;
-	} else if (f->phase != EVR_PH_SETUP) {
+	} else if (f->phase != EVR_PH_SETUP &&
+		   !(f->where && !strcmp(f->where, phase_name(f->phase)))) {
+		/* "connect: connect: ..." says the same thing twice */
 		snprintf(ctx, sizeof(ctx), "%s: ", phase_name(f->phase));
 	}
 	if (f->err == -EVR_E_EXTRA && !f->negotiated)

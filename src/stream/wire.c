@@ -112,7 +112,7 @@ const char *evr__plan_status_str(int status)
 	case EVR_PLAN_E_NTESTS:
 		return "bad number of tests";
 	case EVR_PLAN_E_SIZE:
-		return "transfer size beyond the server's limit";
+		return "transfer size zero or beyond the server's limit";
 	case EVR_PLAN_E_COUNT:
 		return "bad transfer count or iterations";
 	case EVR_PLAN_E_KIND:

@@ -284,7 +284,7 @@ fake_server_case asil2 ack-then-silent \
 	'^rstream: (127\.0\.0\.1:[0-9]+: )?test custom \(1 of 1\), (sync|receive), .*no progress for 1\.0 s \(stall timeout\)' \
 	-S 4096 -C 100 -I 10 --stall-timeout 1
 fake_server_case rej reject "server rejects the plan" 4 \
-	'^rstream: (127\.0\.0\.1:[0-9]+: )?negotiation: test plan rejected: transfer size beyond the server.s limit$' \
+	'^rstream: (127\.0\.0\.1:[0-9]+: )?negotiation: test plan rejected: transfer size zero or beyond the server.s limit$' \
 	-S 4096 -C 100 -I 10 --stall-timeout 5
 # wrong data for a -T v client: byte 273 of what the server sends (its
 # sync is bytes 0-15, each iteration 2 x 100 bytes: iteration 2, byte 57)
