@@ -87,6 +87,11 @@ static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
 	}
 	ret = passive ? take(out, res->ai_src_addr, res->ai_src_len) :
 			take(out, res->ai_dst_addr, res->ai_dst_len);
+	if (!ret && !passive && res->ai_route && res->ai_route_len &&
+	    res->ai_route_len <= sizeof(out->route)) {
+		memcpy(out->route, res->ai_route, res->ai_route_len);
+		out->route_len = res->ai_route_len;
+	}
 	rdma_freeaddrinfo(res);
 	if (ret)
 		return resolve_fail(f, "rdma_getaddrinfo", host, port,
