@@ -2,7 +2,9 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
+#include <infiniband/ib.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
@@ -25,6 +27,13 @@ void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
 		snprintf(out, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else if (sa->sa_family == AF_IB) {
+		const struct sockaddr_ib *ib = (const void *)sa;
+
+		/* a GID, and the port in the low bits of the service ID */
+		inet_ntop(AF_INET6, &ib->sib_addr, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host,
+			 (unsigned)(be64toh(ib->sib_sid) & 0xffff));
 	} else {
 		snprintf(out, len, "(family %d)", sa->sa_family);
 	}

@@ -544,6 +544,8 @@ static void ka_cb(struct ev_loop *l, ev_timer *w, int revents)
 	if (rc->state != RC_OPEN || !live(rc) || rc->local_shut ||
 	    !evr__rs_tx_ctrl_avail(&rc->tx))
 		return;
+	if (evr__tracing(rc->x->base.loop))
+		evr__trace(rc->x->base.loop, "rdma %u: keepalive", rc->id_no);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = WR_ID(WK_KEEPALIVE, 0);
 	wr.opcode = IBV_WR_RDMA_WRITE;
@@ -989,6 +991,11 @@ static int create_ep(struct rconn *rc, const char **what)
 	uint32_t maxwr = EVR_RS_QP_MAX;
 	int ret;
 
+	/* iWARP has no write with immediate: rsockets then speaks another
+	 * dialect (RS_OPT_MSG_SEND), which we do not */
+	*what = "iWARP device";
+	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		return -EPROTONOSUPPORT;
 	/* SO_SNDBUF/SO_RCVBUF doubled, as rsockets (and Linux) do */
 	rc->sbuf_size = rc->rbuf_size = bs * 2 < MIN_BUF ? MIN_BUF : bs * 2;
 	rc->sq_size = RS_SQ_SIZE;
@@ -1357,6 +1364,45 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 
 /* ---- the engine side ---- */
 
+/* AF_IB (-f gid) needs native InfiniBand addressing: an IB port.  RoCE
+ * (rxe among them) and iWARP ports have none, and the kernel would only
+ * say "No such device" once resolution fails. */
+static int have_ib_port(void)
+{
+	struct ibv_device **l;
+	int i, n = 0, found = 0;
+
+	l = ibv_get_device_list(&n);
+	for (i = 0; l && i < n && !found; i++) {
+		struct ibv_context *ctx = ibv_open_device(l[i]);
+		struct ibv_device_attr da;
+		struct ibv_port_attr pa;
+		uint8_t p;
+
+		if (!ctx)
+			continue;
+		if (!ibv_query_device(ctx, &da))
+			for (p = 1; p <= da.phys_port_cnt && !found; p++)
+				found = !ibv_query_port(ctx, p, &pa) &&
+					pa.link_layer ==
+						IBV_LINK_LAYER_INFINIBAND;
+		ibv_close_device(ctx);
+	}
+	if (l)
+		ibv_free_device_list(l);
+	return found;
+}
+
+static int check_family(int family, struct evr_failure *f)
+{
+	if (family != AF_IB || have_ib_port())
+		return 0;
+	f->err = -EVR_E_NOTSUP;
+	f->where = "-f gid (AF_IB addressing) without an InfiniBand port "
+		   "(RoCE and iWARP devices have none)";
+	return f->err;
+}
+
 static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 		    int *ka_idle)
 {
@@ -1367,6 +1413,8 @@ static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 	ret = evr__resolve(xp->o, xp->o->bind_addr, xp->o->port, 1, &a, f);
 	if (ret)
 		return ret;
+	if (check_family(a.family, f))
+		return f->err;
 	if (rdma_create_id(x->ch, &x->lid, x, RDMA_PS_TCP)) {
 		f->where = "rdma_create_id";
 		goto fail;
@@ -1417,8 +1465,11 @@ static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
 		  struct evr_failure *f)
 {
 	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
-	struct rconn *rc = rconn_new(x, inline_size);
+	struct rconn *rc;
 
+	if (check_family(dst->family, f))
+		return f->err;
+	rc = rconn_new(x, inline_size);
 	if (!rc) {
 		f->err = -ENOMEM;
 		f->where = "malloc";
@@ -1458,13 +1509,6 @@ static int x_connect(struct evr_xport *xp, struct evr_conn *c,
 	if (rdma_resolve_addr(rc->id, NULL, (struct sockaddr *)&rc->dst,
 			      RESOLVE_MS)) {
 		*err = -errno;
-		if (dst->family == AF_IB) {
-			/* rxe and RoCE have no native IB addressing */
-			f->err = -EVR_E_NOTSUP;
-			f->where = "-f gid (AF_IB addressing) on this RDMA "
-				   "device or kernel";
-			return f->err;
-		}
 		return EVR_XP_FAILED_NOW;
 	}
 	return EVR_XP_CONNECTING;
