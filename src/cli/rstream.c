@@ -158,9 +158,6 @@ int main(int argc, char **argv)
 			fprintf(stderr, "No RDMA devices were detected\n");
 			return RSTREAM_EXIT_NODEV;
 		}
-		fprintf(stderr, "rstream: the RDMA transport is not built yet; "
-				"use -T s\n");
-		return RSTREAM_EXIT_NOTSUP;
 	}
 
 	evl = ev_default_loop(EVFLAG_AUTO);

@@ -2,7 +2,9 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
+#include <infiniband/ib.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
@@ -25,6 +27,13 @@ void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
 		snprintf(out, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else if (sa->sa_family == AF_IB) {
+		const struct sockaddr_ib *ib = (const void *)sa;
+
+		/* a GID, and the port in the low bits of the service ID */
+		inet_ntop(AF_INET6, &ib->sib_addr, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host,
+			 (unsigned)(be64toh(ib->sib_sid) & 0xffff));
 	} else {
 		snprintf(out, len, "(family %d)", sa->sa_family);
 	}
@@ -87,6 +96,11 @@ static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
 	}
 	ret = passive ? take(out, res->ai_src_addr, res->ai_src_len) :
 			take(out, res->ai_dst_addr, res->ai_dst_len);
+	if (!ret && !passive && res->ai_route && res->ai_route_len &&
+	    res->ai_route_len <= sizeof(out->route)) {
+		memcpy(out->route, res->ai_route, res->ai_route_len);
+		out->route_len = res->ai_route_len;
+	}
 	rdma_freeaddrinfo(res);
 	if (ret)
 		return resolve_fail(f, "rdma_getaddrinfo", host, port,

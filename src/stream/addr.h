@@ -13,6 +13,10 @@ struct evr_addr {
 	socklen_t len;
 	int family;
 	int valid;
+	/* -T r: the path rdma_getaddrinfo found (struct ibv_path_data),
+	 * if any; on RoCE there usually is none */
+	unsigned char route[256];
+	size_t route_len;
 };
 
 /* Resolve host:port (host NULL and passive: the wildcard).  The first

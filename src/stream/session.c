@@ -511,14 +511,29 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	return ensure_buf(s, evr__conn_plan_max_size(plan));
 }
 
+static void sess_wake(struct evr_conn *c)
+{
+	struct evr_sess *s = c->wake_ud;
+
+	/* The transport has news the fd may not show (an RDMA CM event):
+	 * let the machine look, as if the fd were ready. */
+	if (s->conn == c && !terminal(s))
+		evr__sess_drive(s, EVR_SE_READY, 0);
+}
+
 void evr__sess_attach(struct evr_sess *s, struct evr_conn *c)
 {
 	s->conn = c;
+	if (c) {
+		c->wake = sess_wake;
+		c->wake_ud = s;
+	}
 }
 
 void evr__sess_fini(struct evr_sess *s)
 {
 	if (s->conn) {
+		s->conn->wake = NULL;
 		s->conn->ops->close(s->conn);
 		s->conn = NULL;
 	}
@@ -607,7 +622,8 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 		ev_idle_start(l, &s->idle_w);
 		return;
 	}
-	events = w == EVR_WANT_READ ? EV_READ : EV_WRITE;
+	/* An RDMA completion channel signals sends and receives alike. */
+	events = w == EVR_WANT_READ || s->conn->rd_only ? EV_READ : EV_WRITE;
 	ev_idle_stop(l, &s->idle_w);
 	if (!ev_is_active(&s->io_w) ||
 	    (s->io_w.events & (EV_READ | EV_WRITE)) != events ||

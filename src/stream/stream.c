@@ -16,11 +16,11 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "rdma.h"
 #include "session.h"
 #include "tcp.h"
 
 #define HIST_LEN 64
-#define ACCEPT_BATCH 64
 
 struct srv_sess {
 	struct evr_sess s;
@@ -54,15 +54,20 @@ struct evr_stream {
 	unsigned next_id;
 	int finished;             /* done() has been called */
 	int in_child;
+	struct evr_xport *xp;     /* TCP or RDMA */
+	/* done() waits for closed connections the transport still takes
+	 * down (an RDMA close is a short exchange, bounded by timers) */
+	int finishing;
+	int fin_status;
+	struct evr_failure fin_fail;
+	int fin_has_fail;
 	/* client */
 	struct evr_sess *cs;
 	unsigned conn_next;
 	struct evr_addr dst, src;
-	ev_io connect_w;
 	struct evr_pattern spat, rpat;
 	/* server */
-	int lfd, reserve_fd;
-	ev_io accept_w;
+	int listening;
 	struct srv_sess *conns;
 	unsigned nconns_live;
 	struct peer_hist hist[HIST_LEN];
@@ -103,8 +108,6 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 		st->o.stall_ms = EVR_DEFAULT_STALL_MS;
 	st->cbs = *cbs;
 	st->ud = ud;
-	st->lfd = -1;
-	st->reserve_fd = -1;
 	if (evr__plan_build(&st->plan, &st->o)) {
 		evr_stream_free(st);
 		return -EINVAL;
@@ -113,14 +116,39 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	return 0;
 }
 
+static void finish_now(struct evr_stream *st)
+{
+	st->finishing = 0;
+	st->finished = 1;
+	if (st->cbs.done)
+		st->cbs.done(st->ud, st->fin_status,
+			     st->fin_has_fail ? &st->fin_fail : NULL,
+			     st->in_child);
+}
+
 static void finish(struct evr_stream *st, int status,
 		   const struct evr_failure *f)
 {
-	if (st->finished)
+	if (st->finished || st->finishing)
 		return;
-	st->finished = 1;
-	if (st->cbs.done)
-		st->cbs.done(st->ud, status, f, st->in_child);
+	st->finishing = 1;
+	st->fin_status = status;
+	st->fin_has_fail = f != NULL;
+	if (f)
+		st->fin_fail = *f;
+	/* Let the last closes complete (our DISCONNECT reaching the peer)
+	 * before the program exits; xport_drained finishes then. */
+	if (st->xp && st->xp->ops->lingering(st->xp))
+		return;
+	finish_now(st);
+}
+
+static void xport_drained(void *ud)
+{
+	struct evr_stream *st = ud;
+
+	if (st->finishing)
+		finish_now(st);
 }
 
 static void info(struct evr_stream *st, enum evr_info_kind kind,
@@ -170,7 +198,6 @@ static void client_finished(struct evr_sess *s)
 	struct evr_failure fl;
 	int failed = s->state == EVR_SS_FAILED;
 
-	ev_io_stop(st->loop->ev, &st->connect_w);
 	fl = s->fail;
 	st->spat = s->spat;
 	st->rpat = s->rpat;
@@ -195,26 +222,30 @@ static const struct evr_sess_owner client_owner = {
 	.finished = client_finished,
 };
 
-static void connect_cb(struct ev_loop *l, ev_io *w, int revents)
+static void xport_connected(void *ud, struct evr_conn *c, int err)
 {
-	struct evr_stream *st = evr__container_of(w, struct evr_stream,
-						  connect_w);
+	struct evr_stream *st = ud;
 	struct evr_sess *s = st->cs;
-	int err = evr__tcp_connect_result(s->conn->fd);
 
-	ev_io_stop(l, w);
-	if (err) {
-		evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
+	if (!s || s->conn != c)
 		return;
+	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
+}
+
+/* The rsocket inline size of a connection, as upstream's set_options():
+ * the latency series inlines -i bytes, the bandwidth series nothing, and
+ * a custom test keeps the transport's default. */
+static int conn_inline(const struct evr_stream *st,
+		       const struct evr_conn_plan *cp)
+{
+	switch (cp->opt) {
+	case EVR_OPT_LATENCY:
+		return st->o.inline_size;
+	case EVR_OPT_BANDWIDTH:
+		return 0;
+	default:
+		return -1;
 	}
-	if (st->o.io == EVR_IO_BLOCK) {
-		err = evr__tcp_conn_block(s->conn, st->o.stall_ms);
-		if (err) {
-			evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
-			return;
-		}
-	}
-	evr__sess_drive(s, EVR_SE_CONNECTED, 0);
 }
 
 static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
@@ -222,7 +253,7 @@ static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
 	unsigned idx = st->conn_next++;
 	struct evr_sess *s;
 	struct evr_conn *c;
-	int fd, ret, ka_on = 0, ka_idle = 0;
+	int ret, err = 0;
 
 	s = malloc(sizeof(*s));
 	if (!s || evr__sess_init(s, st->loop, 1, &st->plan.conns[idx], idx,
@@ -240,44 +271,27 @@ static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
 	s->spat = st->spat;
 	s->rpat = st->rpat;
 
-	fd = evr__tcp_socket(&st->o, st->dst.family, f);
-	if (fd < 0)
+	ret = st->xp->ops->open(st->xp, &st->dst,
+				conn_inline(st, &st->plan.conns[idx]), &c, f);
+	if (ret)
 		goto fail;
-	ret = evr__tcp_set_options(&st->o, fd, &ka_on, &ka_idle);
-	if (ret) {
-		close(fd);
-		f->err = ret;
-		f->where = "setsockopt";
-		goto fail;
-	}
 	if (st->o.keepalive)
-		info(st, EVR_INFO_KEEPALIVE, s->id, "", ka_on, ka_idle, 0);
-	if (st->src.valid &&
-	    bind(fd, (struct sockaddr *)&st->src.ss, st->src.len)) {
-		f->err = -errno;
-		f->where = "bind";
-		close(fd);
-		goto fail;
-	}
-	c = evr__tcp_conn_new(fd);
-	if (!c) {
-		close(fd);
-		f->err = -ENOMEM;
-		f->where = "malloc";
+		info(st, EVR_INFO_KEEPALIVE, s->id, "", c->ka_on, c->ka_idle,
+		     0);
+	ret = st->xp->ops->connect(st->xp, c, &st->dst,
+				   st->src.valid ? &st->src : NULL, f, &err);
+	if (ret < 0) {
+		c->ops->close(c);
 		goto fail;
 	}
 	evr__sess_attach(s, c);
 	st->cs = s;
-	ret = evr__tcp_connect_start(fd, (struct sockaddr *)&st->dst.ss,
-				     st->dst.len);
-	if (ret && ret != -EINPROGRESS) {
+	if (ret == EVR_XP_FAILED_NOW) {
 		/* Report through the machine, like a late failure. */
-		evr__sess_drive(s, EVR_SE_CONN_ERROR, ret);
+		evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
 		return 0;
 	}
 	evr__sess_drive(s, EVR_SE_READY, 0); /* arms the watchdog */
-	ev_io_init(&st->connect_w, connect_cb, fd, EV_WRITE);
-	ev_io_start(st->loop->ev, &st->connect_w);
 	return 0;
 fail:
 	evr__sess_fini(s);
@@ -369,20 +383,15 @@ static void srv_unlink(struct evr_stream *st, struct srv_sess *ss)
 
 static void server_stop(struct evr_stream *st)
 {
-	if (st->lfd >= 0) {
-		ev_io_stop(st->loop->ev, &st->accept_w);
-		close(st->lfd);
-		st->lfd = -1;
-	}
-	if (st->reserve_fd >= 0) {
-		close(st->reserve_fd);
-		st->reserve_fd = -1;
+	if (st->listening) {
+		st->listening = 0;
+		st->xp->ops->stop_listen(st->xp);
 	}
 }
 
 static void server_maybe_finish(struct evr_stream *st)
 {
-	if (st->lfd < 0 && !st->conns && st->reaped == st->forked)
+	if (!st->listening && !st->conns && st->reaped == st->forked)
 		finish(st, st->once_status,
 		       st->once_status ? &st->once_fail : NULL);
 }
@@ -410,7 +419,7 @@ static void server_finished(struct evr_sess *s)
 	}
 	last = s->negotiated ? s->conn_index + 1 >= s->conn_total :
 			       ss->plan_index + 1 >= st->plan.nconns;
-	if (st->o.once && !st->in_child && (!ok || last) && st->lfd >= 0) {
+	if (st->o.once && !st->in_child && (!ok || last) && st->listening) {
 		if (!ok && s->fail.err != -EVR_E_CANCELLED) {
 			st->once_status = s->fail.err;
 			st->once_fail = s->fail;
@@ -466,7 +475,7 @@ static void child_cb(struct ev_loop *l, ev_child *w, int revents)
 		if (h)
 			h->next_index = 0;
 	}
-	if (st->o.once && st->lfd >= 0 && (fc->last || w->rstatus)) {
+	if (st->o.once && st->listening && (fc->last || w->rstatus)) {
 		if (w->rstatus && !st->once_status) {
 			st->once_status = -EVR_E_EOF;
 			memset(&st->once_fail, 0, sizeof(st->once_fail));
@@ -572,17 +581,21 @@ static const struct evr_sess_owner server_owner = {
 	.finished = server_finished,
 };
 
-static void server_accept_one(struct evr_stream *st, int fd,
+static void server_accept_one(void *ud, struct evr_conn *c,
 			      const struct sockaddr *sa)
 {
-	struct srv_sess *ss = calloc(1, sizeof(*ss));
+	struct evr_stream *st = ud;
+	struct srv_sess *ss;
 	struct peer_hist *h;
-	struct evr_conn *c;
 	unsigned idx = 0;
-	int ka_on = 0, ka_idle = 0;
 
+	if (!st->listening || st->in_child) {
+		c->ops->close(c);
+		return;
+	}
+	ss = calloc(1, sizeof(*ss));
 	if (!ss) {
-		close(fd);
+		c->ops->close(c);
 		return;
 	}
 	ss->st = st;
@@ -596,21 +609,7 @@ static void server_accept_one(struct evr_stream *st, int fd,
 			   st->plan.nconns, &st->o)) {
 		evr__sess_fini(&ss->s);
 		free(ss);
-		close(fd);
-		return;
-	}
-	evr__tcp_set_options(&st->o, fd, &ka_on, &ka_idle);
-	c = evr__tcp_conn_new(fd);
-	if (c && st->o.io == EVR_IO_BLOCK &&
-	    evr__tcp_conn_block(c, st->o.stall_ms)) {
 		c->ops->close(c);
-		fd = -1;
-		c = NULL;
-	}
-	if (!c) {
-		evr__sess_fini(&ss->s);
-		free(ss);
-		close(fd);
 		return;
 	}
 	ss->s.id = st->next_id++;
@@ -623,44 +622,10 @@ static void server_accept_one(struct evr_stream *st, int fd,
 	st->conns = ss;
 	st->nconns_live++;
 	if (st->o.keepalive)
-		info(st, EVR_INFO_KEEPALIVE, ss->s.id, c->peer, ka_on, ka_idle,
-		     0);
+		info(st, EVR_INFO_KEEPALIVE, ss->s.id, c->peer, c->ka_on,
+		     c->ka_idle, 0);
 	info(st, EVR_INFO_ACCEPTED, ss->s.id, c->peer, 0, 0, 0);
 	evr__sess_drive(&ss->s, EVR_SE_CONNECTED, 0);
-}
-
-static void accept_cb(struct ev_loop *l, ev_io *w, int revents)
-{
-	struct evr_stream *st = evr__container_of(w, struct evr_stream,
-						  accept_w);
-	unsigned n;
-
-	for (n = 0; n < ACCEPT_BATCH && st->lfd >= 0 && !st->in_child; n++) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		int fd = accept4(st->lfd, (struct sockaddr *)&ss, &sl,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if ((errno == EMFILE || errno == ENFILE) &&
-			    st->reserve_fd >= 0) {
-				/* Out of fds: give the spare one up to take
-				 * the connection off the queue and close it,
-				 * rather than spin on a readable listener. */
-				close(st->reserve_fd);
-				fd = accept(st->lfd, NULL, NULL);
-				if (fd >= 0)
-					close(fd);
-				st->reserve_fd = open("/dev/null",
-						      O_RDONLY | O_CLOEXEC);
-				continue;
-			}
-			return; /* EAGAIN, or an error to retry later */
-		}
-		server_accept_one(st, fd, (struct sockaddr *)&ss);
-	}
 }
 
 static int server_start(struct evr_stream *st, struct evr_failure *f)
@@ -672,19 +637,22 @@ static int server_start(struct evr_stream *st, struct evr_failure *f)
 		f->where = "fork mode (needs the default libev loop)";
 		return f->err;
 	}
-	st->lfd = evr__tcp_listen(&st->o, f, &ka_on, &ka_idle);
-	if (st->lfd < 0)
+	if (st->xp->ops->listen(st->xp, f, &ka_on, &ka_idle))
 		return f->err;
-	st->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	st->listening = 1;
 	if (st->o.keepalive)
 		info(st, EVR_INFO_KEEPALIVE, 0, "", ka_on, ka_idle, 0);
 	info(st, EVR_INFO_LISTENING, 0, "", 0, 0, 0);
-	ev_io_init(&st->accept_w, accept_cb, st->lfd, EV_READ);
-	ev_io_start(st->loop->ev, &st->accept_w);
 	return 0;
 }
 
 /* ------------------------------------------------------------------ */
+
+static const struct evr_xport_cbs xport_cbs = {
+	.connected = xport_connected,
+	.accepted = server_accept_one,
+	.drained = xport_drained,
+};
 
 int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 {
@@ -695,15 +663,24 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 		f = &dummy;
 	memset(f, 0, sizeof(*f));
 	f->phase = EVR_PH_SETUP;
-	if (st->o.xport != EVR_XPORT_TCP) {
-		f->err = -EVR_E_NOTSUP;
-		f->where = "the RDMA transport";
-		return f->err;
-	}
-	if (st->o.addr_fmt == EVR_ADDR_GID) {
+	if (st->o.xport == EVR_XPORT_TCP && st->o.addr_fmt == EVR_ADDR_GID) {
 		f->err = -EVR_E_NOTSUP;
 		f->where = "-f gid over TCP (GIDs need the RDMA transport)";
 		return f->err;
+	}
+	if (!st->xp) {
+		ret = st->o.xport == EVR_XPORT_RDMA ?
+		      evr__rdma_xport_new(&st->xp, st->loop, &st->o,
+					  &xport_cbs, st, f) :
+		      evr__tcp_xport_new(&st->xp, st->loop, &st->o,
+					 &xport_cbs, st);
+		if (ret) {
+			if (!f->err)
+				f->err = ret;
+			if (!f->where)
+				f->where = "transport";
+			return f->err;
+		}
 	}
 	ret = st->o.server ? server_start(st, f) : client_start(st, f);
 	if (ret && !f->err)
@@ -715,7 +692,7 @@ void evr_stream_cancel(struct evr_stream *st)
 {
 	struct fork_child *fc;
 
-	if (st->finished)
+	if (st->finished || st->finishing)
 		return;
 	if (!st->o.server) {
 		if (st->cs)
@@ -739,7 +716,6 @@ void evr_stream_free(struct evr_stream *st)
 	if (!st)
 		return;
 	if (st->cs) {
-		ev_io_stop(st->loop->ev, &st->connect_w);
 		evr__sess_stop_watchers(st->cs);
 		evr__sess_fini(st->cs);
 		free(st->cs);
@@ -757,7 +733,11 @@ void evr_stream_free(struct evr_stream *st)
 		ev_child_stop(st->loop->ev, &fc->w);
 		free(fc);
 	}
-	server_stop(st);
+	if (st->xp) {
+		server_stop(st);
+		/* after the sessions: their closes may linger in it */
+		st->xp->ops->free(st->xp);
+	}
 	free(st->host);
 	free(st->bind_addr);
 	free(st->port);

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -13,9 +14,19 @@
 #include "../loop/loop.h"
 #include "tcp.h"
 
+#define ACCEPT_BATCH 64
+
+struct tcp_xport {
+	struct evr_xport base;
+	int lfd, reserve_fd;
+	ev_io accept_w;
+};
+
 struct tcp_conn {
 	struct evr_conn base;
 	int recv_flags;
+	struct tcp_xport *x;
+	ev_io connect_w;
 };
 
 static int setint(int fd, int level, int name, int val)
@@ -160,6 +171,8 @@ static void tcp_close(struct evr_conn *c)
 {
 	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
 
+	if (t->x)
+		ev_io_stop(t->x->base.loop->ev, &t->connect_w);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(t);
@@ -205,5 +218,198 @@ int evr__tcp_conn_block(struct evr_conn *c, unsigned stall_ms)
 		return -errno;
 	/* upstream's blocking mode: MSG_WAITALL */
 	t->recv_flags = MSG_WAITALL;
+	return 0;
+}
+
+/* ---- the engine side: listen and accept, open and connect ---- */
+
+static void tcp_connect_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct tcp_conn *t = evr__container_of(w, struct tcp_conn, connect_w);
+	struct tcp_xport *x = t->x;
+	int err = evr__tcp_connect_result(t->base.fd);
+
+	ev_io_stop(l, w);
+	if (!err && x->base.o->io == EVR_IO_BLOCK)
+		err = evr__tcp_conn_block(&t->base, x->base.o->stall_ms);
+	x->base.cbs->connected(x->base.ud, &t->base, err);
+}
+
+static int tx_open(struct evr_xport *xp, const struct evr_addr *dst,
+		   int inline_size, struct evr_conn **out,
+		   struct evr_failure *f)
+{
+	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
+	struct tcp_conn *t;
+	struct evr_conn *c;
+	int fd, ret, ka_on = 0, ka_idle = 0;
+
+	fd = evr__tcp_socket(xp->o, dst->family, f);
+	if (fd < 0)
+		return fd;
+	ret = evr__tcp_set_options(xp->o, fd, &ka_on, &ka_idle);
+	if (ret) {
+		close(fd);
+		f->err = ret;
+		f->where = "setsockopt";
+		return ret;
+	}
+	c = evr__tcp_conn_new(fd);
+	if (!c) {
+		close(fd);
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
+	t = evr__container_of(c, struct tcp_conn, base);
+	t->x = x;
+	ev_io_init(&t->connect_w, tcp_connect_cb, fd, EV_WRITE);
+	c->ka_on = ka_on;
+	c->ka_idle = ka_idle;
+	*out = c;
+	return 0;
+}
+
+static int tx_connect(struct evr_xport *xp, struct evr_conn *c,
+		      const struct evr_addr *dst, const struct evr_addr *src,
+		      struct evr_failure *f, int *err)
+{
+	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
+	int ret;
+
+	if (src && src->valid &&
+	    bind(c->fd, (const struct sockaddr *)&src->ss, src->len)) {
+		f->err = -errno;
+		f->where = "bind";
+		return f->err;
+	}
+	ret = evr__tcp_connect_start(c->fd, (const struct sockaddr *)&dst->ss,
+				     dst->len);
+	if (ret && ret != -EINPROGRESS) {
+		*err = ret;
+		return EVR_XP_FAILED_NOW;
+	}
+	/* Done or in progress: writability tells either way. */
+	ev_io_start(xp->loop->ev, &t->connect_w);
+	return EVR_XP_CONNECTING;
+}
+
+static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct tcp_xport *x = evr__container_of(w, struct tcp_xport, accept_w);
+	const struct evr_stream_opts *o = x->base.o;
+	unsigned n;
+
+	for (n = 0; n < ACCEPT_BATCH && x->lfd >= 0; n++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct evr_conn *c;
+		int ka_on = 0, ka_idle = 0;
+		int fd = accept4(x->lfd, (struct sockaddr *)&ss, &sl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    x->reserve_fd >= 0) {
+				/* Out of fds: give the spare one up to take
+				 * the connection off the queue and close it,
+				 * rather than spin on a readable listener. */
+				close(x->reserve_fd);
+				fd = accept(x->lfd, NULL, NULL);
+				if (fd >= 0)
+					close(fd);
+				x->reserve_fd = open("/dev/null",
+						     O_RDONLY | O_CLOEXEC);
+				continue;
+			}
+			return; /* EAGAIN, or an error to retry later */
+		}
+		evr__tcp_set_options(o, fd, &ka_on, &ka_idle);
+		c = evr__tcp_conn_new(fd);
+		if (c && o->io == EVR_IO_BLOCK &&
+		    evr__tcp_conn_block(c, o->stall_ms)) {
+			c->ops->close(c);
+			continue;
+		}
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->ka_on = ka_on;
+		c->ka_idle = ka_idle;
+		/* (the callback may stop the listener: -T f child, --once) */
+		x->base.cbs->accepted(x->base.ud, c, (struct sockaddr *)&ss);
+	}
+}
+
+static int tx_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
+		     int *ka_idle)
+{
+	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
+
+	x->lfd = evr__tcp_listen(xp->o, f, ka_on, ka_idle);
+	if (x->lfd < 0)
+		return f->err;
+	x->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ev_io_init(&x->accept_w, tcp_accept_cb, x->lfd, EV_READ);
+	ev_io_start(xp->loop->ev, &x->accept_w);
+	return 0;
+}
+
+static void tx_stop_listen(struct evr_xport *xp)
+{
+	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
+
+	if (x->lfd >= 0) {
+		ev_io_stop(xp->loop->ev, &x->accept_w);
+		close(x->lfd);
+		x->lfd = -1;
+	}
+	if (x->reserve_fd >= 0) {
+		close(x->reserve_fd);
+		x->reserve_fd = -1;
+	}
+}
+
+static unsigned tx_lingering(struct evr_xport *xp)
+{
+	return 0; /* the kernel finishes a TCP close on its own */
+}
+
+static void tx_free(struct evr_xport *xp)
+{
+	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
+
+	tx_stop_listen(xp);
+	free(x);
+}
+
+static const struct evr_xport_ops tcp_xport_ops = {
+	.listen = tx_listen,
+	.stop_listen = tx_stop_listen,
+	.open = tx_open,
+	.connect = tx_connect,
+	.lingering = tx_lingering,
+	.free = tx_free,
+};
+
+int evr__tcp_xport_new(struct evr_xport **out, struct evr_loop *loop,
+		       const struct evr_stream_opts *o,
+		       const struct evr_xport_cbs *cbs, void *ud)
+{
+	struct tcp_xport *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	x->base.ops = &tcp_xport_ops;
+	x->base.loop = loop;
+	x->base.o = o;
+	x->base.cbs = cbs;
+	x->base.ud = ud;
+	x->lfd = -1;
+	x->reserve_fd = -1;
+	*out = &x->base;
 	return 0;
 }

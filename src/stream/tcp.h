@@ -28,5 +28,9 @@ struct evr_conn *evr__tcp_conn_new(int fd);
 /* Switch to blocking calls (-T b), with the stall timeout as SO_RCVTIMEO
  * and SO_SNDTIMEO so that a blocking call never hangs. */
 int evr__tcp_conn_block(struct evr_conn *c, unsigned stall_ms);
+/* The engine side: listen/accept and open/connect (transport.h). */
+int evr__tcp_xport_new(struct evr_xport **out, struct evr_loop *loop,
+		       const struct evr_stream_opts *o,
+		       const struct evr_xport_cbs *cbs, void *ud);
 
 #endif

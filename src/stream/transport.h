@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The transport interface: what the session state machine needs of a
- * connected stream.  A transport knows nothing of test plans.
+ * connected stream, and what the engines need to open and accept one.  A
+ * transport knows nothing of test plans.
  */
 #ifndef EVR_SRC_TRANSPORT_H
 #define EVR_SRC_TRANSPORT_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
+
+#include "../loop/loop.h"
+#include "addr.h"
+#include "evrdma/stream.h"
 
 struct evr_conn;
 
@@ -17,14 +23,77 @@ struct evr_conn_ops {
 	ssize_t (*recv)(struct evr_conn *c, void *buf, size_t len);
 	/* Orderly shutdown of both directions (upstream's rshutdown). */
 	void (*shutdown)(struct evr_conn *c);
-	/* Close and free. */
+	/* Close: the owner lets go.  The transport may keep the connection a
+	 * little longer to close it cleanly, but never calls wake again. */
 	void (*close)(struct evr_conn *c);
 };
 
 struct evr_conn {
 	const struct evr_conn_ops *ops;
 	int fd;             /* the fd whose readiness the loop watches */
+	/* The fd only ever becomes readable (an RDMA completion channel):
+	 * wait for EV_READ on it whichever way the data goes. */
+	int rd_only;
 	char peer[64];
+	int ka_on, ka_idle; /* -k: keepalive as set on this connection */
+	/* Set by the owner: the transport calls it from the loop (never from
+	 * inside one of the ops above) when something changed that the fd's
+	 * readiness may not show, such as an RDMA CM disconnect. */
+	void (*wake)(struct evr_conn *c);
+	void *wake_ud;
+};
+
+/* ---- opening and accepting connections (one per engine) ---- */
+
+struct evr_xport;
+
+struct evr_xport_cbs {
+	/* Client: a connect has finished (err 0, or a negative errno). */
+	void (*connected)(void *ud, struct evr_conn *c, int err);
+	/* Server: a new connection, ready for I/O.  The receiver owns c. */
+	void (*accepted)(void *ud, struct evr_conn *c,
+			 const struct sockaddr *peer);
+	/* Nothing closed lingers any more (see lingering below). */
+	void (*drained)(void *ud);
+};
+
+/* What connect() did. */
+enum {
+	EVR_XP_CONNECTING = 0, /* the outcome comes through connected() */
+	EVR_XP_FAILED_NOW,     /* failed at once: *err says why */
+};
+
+struct evr_xport_ops {
+	/* Resolve the listen address, bind and listen; every connection
+	 * then arrives through accepted().  0 or a negative errno (f). */
+	int (*listen)(struct evr_xport *x, struct evr_failure *f,
+		      int *ka_on, int *ka_idle);
+	void (*stop_listen)(struct evr_xport *x);
+	/* A new connection towards dst, not yet connecting (c->ka_* tell
+	 * the keepalive setting).  inline_size < 0: the transport's
+	 * default.  0 or a negative errno (f). */
+	int (*open)(struct evr_xport *x, const struct evr_addr *dst,
+		    int inline_size, struct evr_conn **out,
+		    struct evr_failure *f);
+	/* Bind to src (if given) and start connecting: EVR_XP_CONNECTING,
+	 * EVR_XP_FAILED_NOW, or a negative errno for a local setup error
+	 * (f says which call).  c stays the caller's to close. */
+	int (*connect)(struct evr_xport *x, struct evr_conn *c,
+		       const struct evr_addr *dst, const struct evr_addr *src,
+		       struct evr_failure *f, int *err);
+	/* Closed connections the transport is still taking down. */
+	unsigned (*lingering)(struct evr_xport *x);
+	/* Free the transport and everything left in it, lingering
+	 * connections included (torn down at once). */
+	void (*free)(struct evr_xport *x);
+};
+
+struct evr_xport {
+	const struct evr_xport_ops *ops;
+	struct evr_loop *loop;
+	const struct evr_stream_opts *o;
+	const struct evr_xport_cbs *cbs;
+	void *ud;
 };
 
 #endif

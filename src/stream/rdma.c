@@ -1,0 +1,1578 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The RDMA transport of the stream engine: upstream's rsocket stream
+ * protocol (spec/rsocket-protocol.md; the rules live in rsproto.c) on RDMA
+ * CM and verbs, driven by the loop.
+ *
+ * One RDMA CM event channel per engine and one completion channel per
+ * connection, all non-blocking fds in the loop; nothing ever waits in
+ * rdma_get_cm_event or ibv_get_cq_event.  A connection's fd is its
+ * completion channel: it only becomes readable, for sends (credits, ring
+ * space, send completions) and receives alike, so evr_conn.rd_only is set.
+ * The session driver watches it once it owns the connection; before that
+ * (a server's connection between CONNECT_REQUEST and ESTABLISHED, when the
+ * peer's first messages may already arrive) and after (a close in
+ * progress) the transport watches it itself.
+ *
+ * The transport never calls the engine from inside send/recv/close or
+ * from the middle of its CM event processing: upcalls (connected,
+ * accepted, wake, drained) are queued and delivered from a zero timer, so
+ * that a blocking receive may process CM events safely.
+ *
+ * Close (spec §5.5): post RS_CTRL_DISCONNECT unless the peer's came first,
+ * then wait for the first of its completion, the peer's DISCONNECT, CM
+ * DISCONNECTED or a timer; rdma_disconnect; wait (bounded) for CM
+ * DISCONNECTED; destroy.  This happens after the session has let go: the
+ * connection lingers here, and evr_stream_free tears down what is left.
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <infiniband/ib.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdma.h"
+#include "rsproto.h"
+
+#define RS_SQ_SIZE 384            /* upstream's default queue depths */
+#define RS_RQ_SIZE 384            /* = the credits we grant */
+/* Receives beyond the credits: the peer's control messages (up to 4 in
+ * flight, and more while our re-posting lags) then never meet an empty
+ * receive queue, whose RNR NAK would cost 655 ms each. */
+#define RQ_EXTRA (4 * EVR_RS_CTRL_SIZE)
+#define DEFAULT_INLINE 64
+#define DEFAULT_SOCKBUF (1 << 19) /* rstream's SO_SNDBUF/SO_RCVBUF */
+#define MIN_BUF 4096
+#define RESOLVE_MS 2000
+#define RESOLVE_RETRIES 3
+#define CLOSE_WAIT_MS 2000        /* our DISCONNECT's completion */
+#define DISC_WAIT_MS 1000         /* CM DISCONNECTED after rdma_disconnect */
+#define LISTEN_BACKLOG 1024
+#define CQ_BATCH 16
+#define ACK_BATCH 64
+#define PDATA_MAX 256
+
+/* wr_id: receives have bit 63; sends carry their kind and length. */
+#define WR_RECV (1ull << 63)
+enum { WK_DATA = 1, WK_SGL, WK_DISC, WK_KEEPALIVE };
+#define WR_ID(kind, len) ((uint64_t)(kind) << 32 | (uint32_t)(len))
+
+#define RC_STATES(X) \
+	X(RESOLVE_ADDR)  /* client: rdma_resolve_addr */ \
+	X(RESOLVE_ROUTE) \
+	X(CONNECTING)    /* client: rdma_connect sent */ \
+	X(ACCEPTING)     /* server: rdma_accept sent, before ESTABLISHED */ \
+	X(OPEN)          /* established: data flows */ \
+	X(FAILED)        /* client: connecting failed, the owner is told */ \
+	X(CLOSING)       /* closed by the owner: our DISCONNECT in flight */ \
+	X(DISCONNECTING) /* rdma_disconnect done: waiting for the CM */
+
+enum rc_state {
+#define X(s) RC_##s,
+	RC_STATES(X)
+#undef X
+};
+
+static const char *const rc_state_names[] = {
+#define X(s) #s,
+	RC_STATES(X)
+#undef X
+};
+
+/* deferred upcalls */
+enum {
+	PEND_CONNECTED = 1,
+	PEND_ACCEPTED = 2,
+	PEND_WAKE = 4,
+};
+
+struct rdma_xport;
+
+struct rconn {
+	struct evr_conn base;
+	struct rdma_xport *x;
+	struct rconn *prev, *next;     /* every connection of the engine */
+	struct rconn *pend_next;       /* queued for an upcall */
+	unsigned pend;
+	int conn_err;                  /* for PEND_CONNECTED */
+	unsigned id_no;                /* for traces */
+	enum rc_state state;
+	int owned;                     /* the engine holds it */
+	int lingering;                 /* closed, not yet destroyed */
+	struct rdma_cm_id *id;
+	struct sockaddr_storage dst;
+	uint8_t route[256];            /* -T r: a path from rdma_getaddrinfo */
+	size_t route_len;
+	unsigned retries;
+	int inline_req;
+	uint32_t max_inline;
+	/* endpoint */
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	unsigned cq_unacked;
+	int armed;                     /* a completion will raise an event */
+	uint8_t *sbuf, *tsgl, *rbuf;
+	struct ibv_mr *smr, *tmr, *rmr;
+	uint32_t sbuf_size, rbuf_size;
+	uint32_t sq_size, rq_size, rq_post;
+	uint32_t *rmsg;
+	struct evr_rs_conn_data peer;
+	int swap_sge;
+	struct evr_rs_tx tx;
+	struct evr_rs_rx rx;
+	/* what happened */
+	unsigned established:1;
+	unsigned peer_disc:1;          /* RS_CTRL_DISCONNECT received */
+	unsigned peer_shut:1;          /* RS_CTRL_SHUTDOWN received */
+	unsigned cm_disc:1;            /* RDMA_CM_EVENT_DISCONNECTED */
+	unsigned local_shut:1;         /* we send nothing more */
+	unsigned disc_want:1;          /* our DISCONNECT is due */
+	unsigned disc_posted:1;
+	unsigned disc_done:1;          /* ... and has completed */
+	unsigned disconnected:1;       /* rdma_disconnect called */
+	int err;                       /* sticky: the connection is broken */
+	ev_io own_w;
+	ev_timer close_w;
+	ev_timer ka_w;
+};
+
+struct rdma_xport {
+	struct evr_xport base;
+	struct rdma_event_channel *ch;
+	ev_io cm_w;
+	struct rdma_cm_id *lid;        /* listener */
+	int listen_afib;
+	struct rconn *conns;
+	struct rconn *pend_head, *pend_tail;
+	unsigned nlinger;
+	int drain_pend;
+	unsigned next_no;
+	ev_timer defer_w;
+};
+
+static void teardown(struct rconn *rc);
+static void process(struct rconn *rc);
+static void close_check(struct rconn *rc);
+
+static void set_state(struct rconn *rc, enum rc_state st)
+{
+	struct evr_loop *l = rc->x->base.loop;
+
+	if (rc->state != st && evr__tracing(l))
+		evr__trace(l, "rdma %u: %s -> %s", rc->id_no,
+			   rc_state_names[rc->state], rc_state_names[st]);
+	rc->state = st;
+}
+
+static void trace_err(struct rconn *rc, const char *what, int err)
+{
+	struct evr_loop *l = rc->x->base.loop;
+
+	if (evr__tracing(l))
+		evr__trace(l, "rdma %u: %s: %s", rc->id_no, what,
+			   strerror(err < 0 ? -err : err));
+}
+
+/* ---- deferred upcalls ---- */
+
+static void defer_kick(struct rdma_xport *x)
+{
+	if (!ev_is_active(&x->defer_w)) {
+		ev_timer_set(&x->defer_w, 0., 0.);
+		ev_timer_start(x->base.loop->ev, &x->defer_w);
+	}
+}
+
+static void pend_add(struct rconn *rc, unsigned what)
+{
+	struct rdma_xport *x = rc->x;
+
+	if (!rc->pend) {
+		rc->pend_next = NULL;
+		if (x->pend_tail)
+			x->pend_tail->pend_next = rc;
+		else
+			x->pend_head = rc;
+		x->pend_tail = rc;
+	}
+	rc->pend |= what;
+	defer_kick(x);
+}
+
+static void pend_remove(struct rconn *rc)
+{
+	struct rdma_xport *x = rc->x;
+	struct rconn **pp, *prev = NULL;
+
+	if (!rc->pend)
+		return;
+	for (pp = &x->pend_head; *pp; prev = *pp, pp = &(*pp)->pend_next) {
+		if (*pp == rc) {
+			*pp = rc->pend_next;
+			if (x->pend_tail == rc)
+				x->pend_tail = prev;
+			break;
+		}
+	}
+	rc->pend = 0;
+	rc->pend_next = NULL;
+}
+
+static void wake(struct rconn *rc)
+{
+	if (rc->owned)
+		pend_add(rc, PEND_WAKE);
+}
+
+static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct rdma_xport *x = evr__container_of(w, struct rdma_xport,
+						 defer_w);
+	struct rconn *rc;
+
+	while ((rc = x->pend_head)) {
+		unsigned p = rc->pend;
+
+		x->pend_head = rc->pend_next;
+		if (!x->pend_head)
+			x->pend_tail = NULL;
+		rc->pend = 0;
+		rc->pend_next = NULL;
+		/* each upcall may close rc: touch nothing of it after */
+		if (p & PEND_ACCEPTED) {
+			ev_io_stop(l, &rc->own_w); /* the session watches now */
+			rc->owned = 1;
+			x->base.cbs->accepted(x->base.ud, &rc->base,
+					      rdma_get_peer_addr(rc->id));
+		} else if (p & PEND_CONNECTED) {
+			x->base.cbs->connected(x->base.ud, &rc->base,
+					       rc->conn_err);
+		} else if ((p & PEND_WAKE) && rc->owned && rc->base.wake) {
+			rc->base.wake(&rc->base);
+		}
+	}
+	if (x->drain_pend && !x->nlinger) {
+		x->drain_pend = 0;
+		if (x->base.cbs->drained)
+			x->base.cbs->drained(x->base.ud);
+	}
+}
+
+/* ---- completions ---- */
+
+static int io_mode(const struct rconn *rc)
+{
+	return rc->x->base.o->io;
+}
+
+/* Someone sleeps on the completion channel: arm the CQ before waiting. */
+static int waits_on_fd(const struct rconn *rc)
+{
+	return ev_is_active(&rc->own_w) || io_mode(rc) != EVR_IO_NONBLOCK;
+}
+
+static void ack_events(struct rconn *rc)
+{
+	if (rc->cq_unacked) {
+		ibv_ack_cq_events(rc->cq, rc->cq_unacked);
+		rc->cq_unacked = 0;
+	}
+}
+
+/* Take every pending completion event off the channel (non-blocking). */
+static void drain_events(struct rconn *rc)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (!ibv_get_cq_event(rc->cch, &cq, &ctx)) {
+		rc->armed = 0;
+		if (++rc->cq_unacked >= ACK_BATCH)
+			ack_events(rc);
+	}
+}
+
+static int arm(struct rconn *rc)
+{
+	if (rc->armed)
+		return 0;
+	if (ibv_req_notify_cq(rc->cq, 0))
+		return -errno;
+	rc->armed = 1;
+	return 1;
+}
+
+/* Connected, and neither side has ended it: errors count, credits flow. */
+static int live(const struct rconn *rc)
+{
+	return (rc->state == RC_OPEN || rc->state == RC_ACCEPTING) &&
+	       !rc->peer_disc && !rc->cm_disc && !rc->err;
+}
+
+static void set_err(struct rconn *rc, int err, const char *what)
+{
+	if (rc->err)
+		return;
+	trace_err(rc, what, err);
+	rc->err = err;
+	wake(rc);
+}
+
+static int post_recvs(struct rconn *rc, unsigned n)
+{
+	struct ibv_recv_wr wr[CQ_BATCH], *bad;
+	unsigned i, k;
+
+	while (n) {
+		k = n < CQ_BATCH ? n : CQ_BATCH;
+		memset(wr, 0, sizeof(wr[0]) * k);
+		for (i = 0; i < k; i++) {
+			/* no SGE: every message is an RDMA write with
+			 * immediate, whose bytes land in our ring */
+			wr[i].wr_id = WR_RECV;
+			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		}
+		if (ibv_post_recv(rc->id->qp, wr, &bad))
+			return -EIO;
+		n -= k;
+	}
+	return 0;
+}
+
+/* One receive completion; returns 1 when its receive is to be re-posted. */
+static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
+{
+	struct evr_rs_sge sge;
+	uint32_t msg, data;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR && live(rc))
+			set_err(rc, -EIO, ibv_wc_status_str(wc->status));
+		return 0;
+	}
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+		return 1; /* a plain send: not rsocket's, ignored */
+	msg = evr__rs_imm_decode(wc->imm_data);
+	data = evr__rs_msg_data(msg);
+	switch (evr__rs_msg_op(msg)) {
+	case EVR_RS_OP_SGL:
+		/* With 16 bytes the peer has written its next ring half
+		 * into our target SGL; trust it only now that the write is
+		 * complete, and keep our own copy of the entries. */
+		if (wc->byte_len >= EVR_RS_SGE_LEN) {
+			evr__rs_sge_decode(rc->tsgl + EVR_RS_SGE_LEN *
+					   rc->tx.target_next, &sge);
+			evr__rs_tx_sgl(&rc->tx, data, &sge);
+		} else {
+			evr__rs_tx_sgl(&rc->tx, data, NULL);
+		}
+		break;
+	case EVR_RS_OP_CTRL:
+		if (data == EVR_RS_CTRL_DISCONNECT) {
+			rc->peer_disc = 1;
+			wake(rc);
+		} else if (data == EVR_RS_CTRL_SHUTDOWN) {
+			rc->peer_shut = 1;
+			if (rc->local_shut)
+				rc->peer_disc = 1;
+			wake(rc);
+		}
+		break;
+	case EVR_RS_OP_IOMAP_SGL:
+	case EVR_RS_OP_WRITE:
+		break; /* we advertise no iomap; nothing to do */
+	default: /* DATA, and the reserved ops upstream files as data */
+		if (rc->peer_disc)
+			break;
+		if (!data) {
+			/* nothing to read, but a credit to give back */
+			rc->rx.rseq_no++;
+			break;
+		}
+		if (evr__rs_rx_push(&rc->rx, data))
+			set_err(rc, -EPROTO, "peer exceeded its credits");
+		break;
+	}
+	return 1;
+}
+
+static void send_wc(struct rconn *rc, const struct ibv_wc *wc)
+{
+	unsigned kind = (unsigned)(wc->wr_id >> 32) & 0xff;
+
+	switch (kind) {
+	case WK_DATA:
+		evr__rs_tx_data_done(&rc->tx, (uint32_t)wc->wr_id);
+		break;
+	case WK_DISC:
+		rc->disc_done = 1; /* whatever its status */
+		evr__rs_tx_ctrl_done(&rc->tx);
+		return;
+	default:
+		evr__rs_tx_ctrl_done(&rc->tx);
+		break;
+	}
+	if (wc->status != IBV_WC_SUCCESS && live(rc) && !rc->local_shut)
+		set_err(rc, -EIO, ibv_wc_status_str(wc->status));
+}
+
+/* Poll until the CQ is empty; returns the completions handled. */
+static int poll_cq(struct rconn *rc)
+{
+	struct ibv_wc wc[CQ_BATCH];
+	unsigned repost = 0;
+	int n, i, total = 0;
+
+	if (!rc->cq)
+		return 0;
+	do {
+		n = ibv_poll_cq(rc->cq, CQ_BATCH, wc);
+		if (n < 0) {
+			set_err(rc, -EIO, "ibv_poll_cq");
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (wc[i].wr_id & WR_RECV)
+				repost += recv_wc(rc, &wc[i]);
+			else
+				send_wc(rc, &wc[i]);
+		}
+		total += n;
+	} while (n == CQ_BATCH);
+	/* Receives go back at once, whether or not the data was read:
+	 * credits, not receives, bound what the peer may send. */
+	if (repost && !rc->peer_disc && !rc->disconnected && rc->id->qp &&
+	    post_recvs(rc, repost))
+		set_err(rc, -EIO, "ibv_post_recv");
+	return total;
+}
+
+/* ---- control messages ---- */
+
+static int post_ctrl(struct rconn *rc, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	evr__rs_tx_ctrl_post(&rc->tx);
+	if (ibv_post_send(rc->id->qp, wr, &bad)) {
+		evr__rs_tx_ctrl_done(&rc->tx);
+		set_err(rc, -EIO, "ibv_post_send");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Return ring space and credits at upstream's thresholds. */
+static void update_credits(struct rconn *rc)
+{
+	while (rc->state == RC_OPEN && live(rc) && !rc->local_shut &&
+	       evr__rs_tx_ctrl_avail(&rc->tx)) {
+		enum evr_rs_update k = evr__rs_rx_update_due(&rc->rx);
+		struct ibv_send_wr wr;
+		struct ibv_sge sg;
+		struct evr_rs_sge sge;
+		unsigned entry = 0;
+		uint32_t limit;
+		uint8_t *slot;
+
+		if (k == EVR_RS_UPD_NONE)
+			return;
+		limit = evr__rs_rx_update(&rc->rx, k, (uintptr_t)rc->rbuf,
+					  rc->rmr->rkey, &sge, &entry);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = WR_ID(WK_SGL, 0);
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = evr__rs_imm_encode(evr__rs_msg(EVR_RS_OP_SGL,
+							     limit));
+		/* a credits-only write carries no bytes, but still gets a
+		 * valid target: the peer's SGL */
+		wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
+		wr.wr.rdma.rkey = rc->peer.target_sgl.key;
+		if (k == EVR_RS_UPD_SGE) {
+			slot = rc->sbuf + rc->sbuf_size +
+			       EVR_RS_SGE_LEN * (rc->tx.ctrl_seqno %
+						 EVR_RS_CTRL_SIZE);
+			evr__rs_sge_encode(slot, &sge, rc->swap_sge);
+			sg.addr = (uintptr_t)slot;
+			sg.length = EVR_RS_SGE_LEN;
+			sg.lkey = rc->smr->lkey;
+			wr.sg_list = &sg;
+			wr.num_sge = 1;
+			wr.wr.rdma.remote_addr += EVR_RS_SGE_LEN * entry;
+			if (rc->max_inline >= EVR_RS_SGE_LEN)
+				wr.send_flags = IBV_SEND_INLINE;
+		}
+		if (post_ctrl(rc, &wr))
+			return;
+	}
+}
+
+static void post_disconnect(struct rconn *rc)
+{
+	struct ibv_send_wr wr;
+
+	if (!rc->disc_want || rc->disc_posted ||
+	    !evr__rs_tx_ctrl_avail(&rc->tx))
+		return;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_ID(WK_DISC, 0);
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = evr__rs_imm_encode(evr__rs_msg(EVR_RS_OP_CTRL,
+						     EVR_RS_CTRL_DISCONNECT));
+	wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
+	wr.wr.rdma.rkey = rc->peer.target_sgl.key;
+	rc->disc_posted = 1;
+	if (post_ctrl(rc, &wr))
+		rc->disc_done = 1; /* nothing will complete */
+}
+
+/* Keepalive (-k): a 0-byte RDMA WRITE without immediate, which the peer's
+ * HCA acknowledges without a completion; a dead peer fails it. */
+static void ka_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct rconn *rc = evr__container_of(w, struct rconn, ka_w);
+	struct ibv_send_wr wr;
+
+	if (rc->state != RC_OPEN || !live(rc) || rc->local_shut ||
+	    !evr__rs_tx_ctrl_avail(&rc->tx))
+		return;
+	if (evr__tracing(rc->x->base.loop))
+		evr__trace(rc->x->base.loop, "rdma %u: keepalive", rc->id_no);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_ID(WK_KEEPALIVE, 0);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
+	wr.wr.rdma.rkey = rc->peer.target_sgl.key;
+	post_ctrl(rc, &wr);
+}
+
+/* upstream's rs_process_cq: events, credits, completions, credits */
+static void process(struct rconn *rc)
+{
+	if (!rc->cq)
+		return;
+	if (rc->armed)
+		drain_events(rc);
+	update_credits(rc);
+	poll_cq(rc);
+	update_credits(rc);
+	post_disconnect(rc);
+}
+
+/* Nothing to do right now.  Returns 1 when the caller should look again
+ * (completions came in), 0 when it should return -EAGAIN.  A sleeper on
+ * the channel needs the CQ armed, and a last poll after arming so that no
+ * completion slips in between unseen. */
+static int no_progress(struct rconn *rc)
+{
+	if (!waits_on_fd(rc))
+		return 0;
+	if (arm(rc) < 0) {
+		set_err(rc, -EIO, "ibv_req_notify_cq");
+		return 1;
+	}
+	return poll_cq(rc) > 0;
+}
+
+/* -T b: sleep on the completion channel (and the CM channel, for a
+ * disconnect) until something happens or the deadline passes. */
+static void cm_drain(struct rdma_xport *x);
+
+static int block_wait(struct rconn *rc, uint64_t deadline)
+{
+	struct pollfd p[2];
+	uint64_t now = evr_now_ns();
+	int ms, n;
+
+	if (no_progress(rc))
+		return 1;
+	if (now >= deadline)
+		return 0;
+	ms = (int)((deadline - now + 999999) / 1000000);
+	p[0].fd = rc->cch->fd;
+	p[0].events = POLLIN;
+	p[1].fd = rc->x->ch->fd;
+	p[1].events = POLLIN;
+	n = poll(p, 2, ms);
+	if (n < 0)
+		return errno == EINTR;
+	if (n == 0)
+		return 0;
+	if (p[1].revents)
+		cm_drain(rc->x);
+	return 1;
+}
+
+static uint64_t block_deadline(const struct rconn *rc)
+{
+	return evr_now_ns() + (uint64_t)rc->x->base.o->stall_ms * 1000000u;
+}
+
+/* ---- the data path ---- */
+
+static int post_data(struct rconn *rc, const uint8_t *buf, uint32_t xfer)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sg[2];
+	uint64_t raddr;
+	uint32_t rkey, off, len1;
+
+	evr__rs_tx_commit(&rc->tx, xfer, &raddr, &rkey);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_ID(WK_DATA, xfer);
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = evr__rs_imm_encode(evr__rs_msg(EVR_RS_OP_DATA, xfer));
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	wr.sg_list = sg;
+	if (xfer <= rc->max_inline) {
+		sg[0].addr = (uintptr_t)buf;
+		sg[0].length = xfer;
+		sg[0].lkey = 0;
+		wr.num_sge = 1;
+		wr.send_flags |= IBV_SEND_INLINE;
+	} else {
+		/* stage in the ring; a copy that wraps is two SGEs */
+		evr__rs_tx_stage(&rc->tx, xfer, &off, &len1);
+		memcpy(rc->sbuf + off, buf, len1);
+		sg[0].addr = (uintptr_t)(rc->sbuf + off);
+		sg[0].length = len1;
+		sg[0].lkey = rc->smr->lkey;
+		wr.num_sge = 1;
+		if (len1 < xfer) {
+			memcpy(rc->sbuf, buf + len1, xfer - len1);
+			sg[1].addr = (uintptr_t)rc->sbuf;
+			sg[1].length = xfer - len1;
+			sg[1].lkey = rc->smr->lkey;
+			wr.num_sge = 2;
+		}
+	}
+	if (ibv_post_send(rc->id->qp, &wr, &bad)) {
+		set_err(rc, -EIO, "ibv_post_send");
+		return -EIO;
+	}
+	return 0;
+}
+
+static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+	const uint8_t *p = buf;
+	uint64_t deadline = 0;
+	size_t sent;
+	uint32_t xfer;
+
+	for (;;) {
+		if (rc->err)
+			return rc->err;
+		if (rc->local_shut || rc->peer_disc || rc->cm_disc)
+			return -ECONNRESET;
+		if (rc->state != RC_OPEN)
+			return -EAGAIN;
+		process(rc);
+		if (rc->err)
+			return rc->err;
+		/* upstream's rsend: chunks of 2048 doubling to 64k */
+		evr__rs_tx_begin(&rc->tx);
+		sent = 0;
+		while (sent < len &&
+		       (xfer = evr__rs_tx_chunk(&rc->tx, len - sent))) {
+			if (post_data(rc, p + sent, xfer))
+				break;
+			sent += xfer;
+		}
+		if (sent)
+			return (ssize_t)sent;
+		if (rc->err)
+			return rc->err;
+		if (io_mode(rc) == EVR_IO_BLOCK) {
+			if (!deadline)
+				deadline = block_deadline(rc);
+			if (!block_wait(rc, deadline))
+				return -EAGAIN;
+		} else if (!no_progress(rc)) {
+			return -EAGAIN;
+		}
+	}
+}
+
+static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+	uint8_t *p = buf;
+	uint64_t deadline = 0;
+	uint32_t n, off;
+	size_t got;
+
+	for (;;) {
+		if (rc->state == RC_OPEN || rc->state == RC_ACCEPTING)
+			process(rc);
+		got = 0;
+		while (got < len && (n = evr__rs_rx_peek(&rc->rx, &off))) {
+			if (n > len - got)
+				n = (uint32_t)(len - got);
+			memcpy(p + got, rc->rbuf + off, n);
+			evr__rs_rx_consume(&rc->rx, n);
+			got += n;
+		}
+		if (got) {
+			update_credits(rc);
+			return (ssize_t)got;
+		}
+		/* queued data first, then the end or the error */
+		if (rc->peer_disc || rc->peer_shut || rc->cm_disc)
+			return 0;
+		if (rc->err)
+			return rc->err;
+		if (rc->state != RC_OPEN)
+			return rc->local_shut ? 0 : -EAGAIN;
+		if (io_mode(rc) == EVR_IO_BLOCK) {
+			if (!deadline)
+				deadline = block_deadline(rc);
+			if (!block_wait(rc, deadline))
+				return -EAGAIN;
+		} else if (!no_progress(rc)) {
+			return -EAGAIN;
+		}
+	}
+}
+
+/* upstream's rshutdown(SHUT_RDWR): DISCONNECT, unless the peer's (or the
+ * CM's) came first, in which case we post nothing more. */
+static void r_shutdown(struct evr_conn *c)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+
+	if (rc->local_shut)
+		return;
+	rc->local_shut = 1;
+	if (rc->state == RC_OPEN && !rc->peer_disc && !rc->cm_disc &&
+	    !rc->err) {
+		rc->disc_want = 1;
+		process(rc);
+	}
+}
+
+/* ---- closing ---- */
+
+static void own_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct rconn *rc = evr__container_of(w, struct rconn, own_w);
+
+	for (;;) {
+		process(rc);
+		if (rc->state == RC_CLOSING) {
+			close_check(rc); /* may destroy rc */
+			return;
+		}
+		if (arm(rc) <= 0 || !poll_cq(rc))
+			break;
+	}
+}
+
+static void own_watch(struct rconn *rc)
+{
+	if (!rc->cch)
+		return;
+	if (!ev_is_active(&rc->own_w))
+		ev_io_start(rc->x->base.loop->ev, &rc->own_w);
+	arm(rc);
+	/* what came before the arming */
+	ev_feed_event(rc->x->base.loop->ev, &rc->own_w, EV_READ);
+}
+
+static void close_timer(struct rconn *rc, unsigned ms)
+{
+	struct ev_loop *l = rc->x->base.loop->ev;
+
+	ev_timer_stop(l, &rc->close_w);
+	ev_timer_set(&rc->close_w, ms / 1000.0, 0.);
+	ev_timer_start(l, &rc->close_w);
+}
+
+/* Step 4 of the close: QP to error and DREQ (or DREP). */
+static void disconnect(struct rconn *rc)
+{
+	set_state(rc, RC_DISCONNECTING);
+	ev_io_stop(rc->x->base.loop->ev, &rc->own_w);
+	ev_timer_stop(rc->x->base.loop->ev, &rc->ka_w);
+	if (!rc->disconnected) {
+		rc->disconnected = 1;
+		rdma_disconnect(rc->id);
+	}
+	poll_cq(rc); /* the flushed work requests */
+	if (rc->cm_disc) {
+		teardown(rc);
+		return;
+	}
+	close_timer(rc, DISC_WAIT_MS);
+}
+
+static void close_check(struct rconn *rc)
+{
+	if (rc->state != RC_CLOSING)
+		return;
+	if (rc->disc_done || !rc->disc_posted || rc->peer_disc ||
+	    rc->cm_disc || rc->err)
+		disconnect(rc);
+}
+
+static void close_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct rconn *rc = evr__container_of(w, struct rconn, close_w);
+
+	if (rc->state == RC_CLOSING) {
+		trace_err(rc, "close", ETIMEDOUT);
+		disconnect(rc);
+	} else {
+		teardown(rc);
+	}
+}
+
+static void r_close(struct evr_conn *c)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+	struct rdma_xport *x = rc->x;
+
+	c->wake = NULL;
+	rc->owned = 0;
+	pend_remove(rc);
+	rc->lingering = 1;
+	x->nlinger++;
+	if (rc->state != RC_OPEN) {
+		/* never established: nothing to say to the peer */
+		teardown(rc);
+		return;
+	}
+	r_shutdown(c);
+	set_state(rc, RC_CLOSING);
+	if (!rc->disc_posted && rc->disc_want) {
+		/* waiting for a control slot: the completions free one */
+	} else if (!rc->disc_posted || rc->peer_disc || rc->cm_disc ||
+		   rc->err) {
+		disconnect(rc);
+		return;
+	}
+	close_timer(rc, CLOSE_WAIT_MS);
+	own_watch(rc);
+}
+
+static const struct evr_conn_ops rdma_conn_ops = {
+	.send = r_send,
+	.recv = r_recv,
+	.shutdown = r_shutdown,
+	.close = r_close,
+};
+
+/* Free everything of a connection, in reverse order of creation. */
+static void teardown(struct rconn *rc)
+{
+	struct rdma_xport *x = rc->x;
+	struct ev_loop *l = x->base.loop->ev;
+
+	set_state(rc, RC_DISCONNECTING);
+	ev_io_stop(l, &rc->own_w);
+	ev_timer_stop(l, &rc->close_w);
+	ev_timer_stop(l, &rc->ka_w);
+	pend_remove(rc);
+	if (rc->prev)
+		rc->prev->next = rc->next;
+	else
+		x->conns = rc->next;
+	if (rc->next)
+		rc->next->prev = rc->prev;
+	if (rc->lingering && !--x->nlinger) {
+		x->drain_pend = 1;
+		defer_kick(x);
+	}
+	if (rc->id && rc->id->qp) {
+		if (rc->established && !rc->disconnected)
+			rdma_disconnect(rc->id);
+		rdma_destroy_qp(rc->id);
+	}
+	if (rc->cq) {
+		/* every event taken must be acked, or destroying blocks */
+		drain_events(rc);
+		ack_events(rc);
+		ibv_destroy_cq(rc->cq);
+	}
+	if (rc->cch)
+		ibv_destroy_comp_channel(rc->cch);
+	if (rc->smr)
+		ibv_dereg_mr(rc->smr);
+	if (rc->tmr)
+		ibv_dereg_mr(rc->tmr);
+	if (rc->rmr)
+		ibv_dereg_mr(rc->rmr);
+	free(rc->sbuf);
+	free(rc->tsgl);
+	free(rc->rbuf);
+	free(rc->rmsg);
+	if (rc->id)
+		rdma_destroy_id(rc->id);
+	free(rc);
+}
+
+/* ---- setting a connection up ---- */
+
+static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
+{
+	struct rconn *rc = calloc(1, sizeof(*rc));
+	const struct evr_stream_opts *o = x->base.o;
+
+	if (!rc)
+		return NULL;
+	rc->base.ops = &rdma_conn_ops;
+	rc->base.fd = -1;
+	rc->base.rd_only = 1;
+	if (o->keepalive) {
+		/* what rgetsockopt reads back on an rsocket */
+		rc->base.ka_on = 1;
+		rc->base.ka_idle = o->keepalive;
+	}
+	rc->x = x;
+	rc->id_no = x->next_no++;
+	rc->inline_req = inline_size < 0 ? DEFAULT_INLINE : inline_size;
+	ev_init(&rc->own_w, own_cb);
+	ev_init(&rc->close_w, close_cb);
+	ev_init(&rc->ka_w, ka_cb);
+	rc->next = x->conns;
+	if (x->conns)
+		x->conns->prev = rc;
+	x->conns = rc;
+	return rc;
+}
+
+static void *page_alloc(size_t size)
+{
+	void *p;
+
+	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), size))
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+/* The peer's private data, once per connection. */
+static void save_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
+{
+	rc->peer = *cd;
+	rc->swap_sge = !(cd->flags & EVR_RS_FLAG_NET) !=
+		       !evr__rs_host_big_endian();
+	evr__rs_tx_init(&rc->tx, rc->sq_size - EVR_RS_CTRL_SIZE,
+			rc->sbuf_size, cd);
+	evr__rs_rx_init(&rc->rx, rc->rbuf_size, (uint16_t)rc->rq_size,
+			cd->target_sgl.length, rc->rmsg, rc->rq_post + 1);
+}
+
+/*
+ * rs_create_ep's equivalent: a completion channel and one CQ for both
+ * queues, an RC QP through librdmacm (so that it makes every state
+ * transition), the three buffers, and every receive posted before the
+ * peer can send.
+ */
+static int create_ep(struct rconn *rc, const char **what)
+{
+	const struct evr_stream_opts *o = rc->x->base.o;
+	struct rdma_cm_id *id = rc->id;
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr qa;
+	uint32_t bs = o->buffer_size ? (uint32_t)o->buffer_size :
+		      DEFAULT_SOCKBUF;
+	uint32_t maxwr = EVR_RS_QP_MAX;
+	int ret;
+
+	/* iWARP has no write with immediate: rsockets then speaks another
+	 * dialect (RS_OPT_MSG_SEND), which we do not */
+	*what = "iWARP device";
+	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		return -EPROTONOSUPPORT;
+	/* SO_SNDBUF/SO_RCVBUF doubled, as rsockets (and Linux) do */
+	rc->sbuf_size = rc->rbuf_size = bs * 2 < MIN_BUF ? MIN_BUF : bs * 2;
+	rc->sq_size = RS_SQ_SIZE;
+	rc->rq_size = RS_RQ_SIZE;
+	if (!ibv_query_device(id->verbs, &da) && da.max_qp_wr > 0)
+		maxwr = (uint32_t)da.max_qp_wr;
+	if (rc->sq_size > maxwr)
+		rc->sq_size = maxwr;
+	if (rc->rq_size + RQ_EXTRA > maxwr)
+		rc->rq_size = maxwr - RQ_EXTRA;
+	rc->rq_post = rc->rq_size + RQ_EXTRA;
+
+	*what = "ibv_create_comp_channel";
+	rc->cch = ibv_create_comp_channel(id->verbs);
+	if (!rc->cch)
+		return -errno ? -errno : -ENOMEM;
+	evr__fd_set_nonblock(rc->cch->fd, 1);
+	evr__fd_set_cloexec(rc->cch->fd);
+	ev_io_set(&rc->own_w, rc->cch->fd, EV_READ);
+	*what = "ibv_create_cq";
+	rc->cq = ibv_create_cq(id->verbs, (int)(rc->sq_size + rc->rq_post),
+			       rc, rc->cch, 0);
+	if (!rc->cq)
+		return -errno ? -errno : -ENOMEM;
+	if (arm(rc) < 0)
+		return -EIO;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_context = rc;
+	qa.send_cq = rc->cq;
+	qa.recv_cq = rc->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.sq_sig_all = 1;
+	qa.cap.max_send_wr = rc->sq_size;
+	qa.cap.max_recv_wr = rc->rq_post;
+	qa.cap.max_send_sge = 2;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = (uint32_t)rc->inline_req;
+	*what = "rdma_create_qp";
+	if (rdma_create_qp(id, NULL, &qa))
+		return -errno ? -errno : -EINVAL;
+	/* the provider may give more than asked */
+	rc->max_inline = qa.cap.max_inline_data;
+
+	*what = "memory";
+	rc->sbuf = page_alloc(rc->sbuf_size + EVR_RS_CTRL_SIZE *
+			      EVR_RS_SGE_LEN);
+	rc->tsgl = page_alloc(EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN);
+	rc->rbuf = page_alloc(rc->rbuf_size);
+	rc->rmsg = calloc(rc->rq_post + 1, sizeof(*rc->rmsg));
+	if (!rc->sbuf || !rc->tsgl || !rc->rbuf || !rc->rmsg)
+		return -ENOMEM;
+	*what = "ibv_reg_mr";
+	rc->smr = ibv_reg_mr(id->pd, rc->sbuf, rc->sbuf_size +
+			     EVR_RS_CTRL_SIZE * EVR_RS_SGE_LEN,
+			     IBV_ACCESS_LOCAL_WRITE);
+	rc->tmr = ibv_reg_mr(id->pd, rc->tsgl,
+			     EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	rc->rmr = ibv_reg_mr(id->pd, rc->rbuf, rc->rbuf_size,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!rc->smr || !rc->tmr || !rc->rmr)
+		return -errno ? -errno : -ENOMEM;
+	*what = "ibv_post_recv";
+	ret = post_recvs(rc, rc->rq_post);
+	if (ret)
+		return ret;
+	rc->base.fd = rc->cch->fd;
+	return 0;
+}
+
+static void our_conn_data(struct rconn *rc, uint8_t *out)
+{
+	struct evr_rs_conn_data cd;
+
+	evr__rs_conn_data_init(&cd, (uint16_t)rc->rq_size,
+			       (uintptr_t)rc->tsgl, rc->tmr->rkey,
+			       (uintptr_t)rc->rbuf, rc->rmr->rkey,
+			       rc->rbuf_size);
+	evr__rs_conn_data_encode(out, &cd);
+}
+
+static void established(struct rconn *rc)
+{
+	const struct evr_stream_opts *o = rc->x->base.o;
+
+	rc->established = 1;
+	set_state(rc, RC_OPEN);
+	if (o->keepalive) {
+		ev_timer_set(&rc->ka_w, o->keepalive, o->keepalive);
+		ev_timer_start(rc->x->base.loop->ev, &rc->ka_w);
+	}
+	/* the first CQ processing after ESTABLISHED: our second half goes
+	 * to the peer's entry 1 (and whatever came early is taken in) */
+	process(rc);
+}
+
+/* Client: a connect attempt failed; the owner closes the connection. */
+static void connect_failed(struct rconn *rc, int err)
+{
+	trace_err(rc, "connect", err);
+	if (!rc->owned) {
+		teardown(rc);
+		return;
+	}
+	set_state(rc, RC_FAILED);
+	rc->conn_err = err ? err : -ECONNABORTED;
+	pend_add(rc, PEND_CONNECTED);
+}
+
+static int resolve_route(struct rconn *rc)
+{
+	if (rc->route_len) {
+		/* -T r gave a path: set it, which resolves the route */
+		if (!rdma_set_option(rc->id, RDMA_OPTION_IB,
+				     RDMA_OPTION_IB_PATH, rc->route,
+				     (socklen_t)rc->route_len))
+			return 0;
+	}
+	return rdma_resolve_route(rc->id, RESOLVE_MS) ? -errno : 0;
+}
+
+static int do_connect(struct rconn *rc)
+{
+	uint8_t pd[EVR_RS_AFIB_HDR_LEN + EVR_RS_CONN_DATA_LEN];
+	struct rdma_conn_param p;
+	const char *what;
+	size_t off = 0;
+	int ret;
+
+	ret = create_ep(rc, &what);
+	if (ret) {
+		trace_err(rc, what, ret);
+		return ret;
+	}
+	memset(pd, 0, sizeof(pd));
+	/* AF_IB: the kernel adds no CMA header, so rsockets leaves room for
+	 * one (zeros here) and the listener skips it */
+	if (rc->dst.ss_family == AF_IB)
+		off = EVR_RS_AFIB_HDR_LEN;
+	our_conn_data(rc, pd + off);
+	memset(&p, 0, sizeof(p));
+	p.private_data = pd;
+	p.private_data_len = (uint8_t)(off + EVR_RS_CONN_DATA_LEN);
+	p.flow_control = 1;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;   /* RNR: retry for ever, as upstream */
+	if (rdma_connect(rc->id, &p))
+		return -errno;
+	set_state(rc, RC_CONNECTING);
+	return 0;
+}
+
+/* ---- the CM event channel ---- */
+
+static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
+{
+	size_t off = x->listen_afib ? EVR_RS_AFIB_HDR_LEN : 0;
+	struct evr_rs_conn_data cd;
+	struct rdma_conn_param p;
+	uint8_t pd[EVR_RS_CONN_DATA_LEN];
+	struct rconn *rc;
+	const char *what = "private data";
+	int ret;
+
+	ret = e->param.conn.private_data_len < off ? -EMSGSIZE :
+	      evr__rs_conn_data_decode((const uint8_t *)
+				       e->param.conn.private_data + off,
+				       e->param.conn.private_data_len - off,
+				       &cd);
+	if (ret || !x->lid) {
+		/* not an rsocket of our version: refused, as upstream */
+		rdma_reject(e->id, NULL, 0);
+		rdma_destroy_id(e->id);
+		return;
+	}
+	/* the inline size is invisible on the wire: the default */
+	rc = rconn_new(x, -1);
+	if (!rc) {
+		rdma_reject(e->id, NULL, 0);
+		rdma_destroy_id(e->id);
+		return;
+	}
+	rc->id = e->id;
+	rc->id->context = rc;
+	evr__sockaddr_str(rdma_get_peer_addr(rc->id), rc->base.peer,
+			  sizeof(rc->base.peer));
+	ret = create_ep(rc, &what);
+	if (ret)
+		goto fail;
+	save_peer(rc, &cd);
+	our_conn_data(rc, pd);
+	/* echo the REQ's parameters; replace only the private data */
+	p = e->param.conn;
+	p.private_data = pd;
+	p.private_data_len = sizeof(pd);
+	what = "rdma_accept";
+	if (rdma_accept(rc->id, &p)) {
+		ret = -errno;
+		goto fail;
+	}
+	set_state(rc, RC_ACCEPTING);
+	/* the peer may write before ESTABLISHED: take it in meanwhile */
+	own_watch(rc);
+	return;
+fail:
+	trace_err(rc, what, ret);
+	rdma_reject(rc->id, NULL, 0);
+	teardown(rc);
+}
+
+static void on_established(struct rconn *rc, struct rdma_cm_event *e)
+{
+	struct evr_rs_conn_data cd;
+	int ret;
+
+	if (rc->state == RC_ACCEPTING) {
+		established(rc);
+		pend_add(rc, PEND_ACCEPTED);
+		return;
+	}
+	if (rc->state != RC_CONNECTING)
+		return;
+	ret = evr__rs_conn_data_decode(e->param.conn.private_data,
+				       e->param.conn.private_data_len, &cd);
+	if (ret) {
+		/* upstream: ENOTSUP; the close sends the DREQ */
+		connect_failed(rc, ret == -EPROTONOSUPPORT ? -ENOTSUP : ret);
+		return;
+	}
+	save_peer(rc, &cd);
+	established(rc);
+	pend_add(rc, PEND_CONNECTED);
+}
+
+static void on_disconnected(struct rconn *rc)
+{
+	rc->cm_disc = 1;
+	switch (rc->state) {
+	case RC_OPEN:
+		wake(rc);
+		break;
+	case RC_ACCEPTING:
+		teardown(rc); /* the engine never saw it */
+		break;
+	case RC_CLOSING:
+		disconnect(rc);
+		break;
+	case RC_DISCONNECTING:
+		teardown(rc);
+		break;
+	case RC_CONNECTING:
+		connect_failed(rc, -ECONNRESET);
+		break;
+	default:
+		break;
+	}
+}
+
+static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
+{
+	struct rconn *rc;
+	int ret;
+
+	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		on_request(x, e);
+		return;
+	}
+	rc = e->id ? e->id->context : NULL;
+	if (!rc || (void *)rc == (void *)x)
+		return; /* the listener's own events */
+	switch (e->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rc->state != RC_RESOLVE_ADDR)
+			break;
+		rc->retries = 0;
+		set_state(rc, RC_RESOLVE_ROUTE);
+		ret = resolve_route(rc);
+		if (ret)
+			connect_failed(rc, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (rc->state != RC_RESOLVE_ROUTE)
+			break;
+		ret = do_connect(rc);
+		if (ret)
+			connect_failed(rc, ret);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		if (rc->state != RC_RESOLVE_ADDR &&
+		    rc->state != RC_RESOLVE_ROUTE)
+			break;
+		if (e->status == -ETIMEDOUT && rc->retries++ < RESOLVE_RETRIES) {
+			ret = rc->state == RC_RESOLVE_ADDR ?
+			      (rdma_resolve_addr(rc->id, NULL,
+						 (struct sockaddr *)&rc->dst,
+						 RESOLVE_MS) ? -errno : 0) :
+			      resolve_route(rc);
+			if (!ret)
+				break;
+		}
+		connect_failed(rc, e->status < 0 ? e->status : -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(rc, e);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (rc->state == RC_CONNECTING)
+			connect_failed(rc, -ECONNREFUSED);
+		else if (rc->state == RC_ACCEPTING)
+			teardown(rc);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (rc->state == RC_CONNECTING)
+			connect_failed(rc, e->status < 0 ? e->status :
+					   -ETIMEDOUT);
+		else if (rc->state == RC_ACCEPTING)
+			teardown(rc);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		on_disconnected(rc);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (rc->state == RC_OPEN)
+			set_err(rc, -ENODEV, "device removal");
+		else if (rc->state < RC_OPEN)
+			connect_failed(rc, -ENODEV);
+		break;
+	default: /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
+		break;
+	}
+}
+
+/* Drain the CM channel; each event is copied and acked before it is
+ * handled, so that destroying its id never waits for an ack. */
+static void cm_drain(struct rdma_xport *x)
+{
+	struct rdma_cm_event *ev;
+
+	while (x->ch && !rdma_get_cm_event(x->ch, &ev)) {
+		struct rdma_cm_event e = *ev;
+		uint8_t pd[PDATA_MAX];
+
+		if ((e.event == RDMA_CM_EVENT_CONNECT_REQUEST ||
+		     e.event == RDMA_CM_EVENT_ESTABLISHED) &&
+		    e.param.conn.private_data) {
+			size_t n = e.param.conn.private_data_len;
+
+			if (n > sizeof(pd))
+				n = sizeof(pd);
+			memcpy(pd, e.param.conn.private_data, n);
+			e.param.conn.private_data = pd;
+			e.param.conn.private_data_len = (uint8_t)n;
+		}
+		rdma_ack_cm_event(ev);
+		cm_event(x, &e);
+	}
+}
+
+static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	cm_drain(evr__container_of(w, struct rdma_xport, cm_w));
+}
+
+/* ---- the engine side ---- */
+
+/* AF_IB (-f gid) needs native InfiniBand addressing: an IB port.  RoCE
+ * (rxe among them) and iWARP ports have none, and the kernel would only
+ * say "No such device" once resolution fails. */
+static int have_ib_port(void)
+{
+	struct ibv_device **l;
+	int i, n = 0, found = 0;
+
+	l = ibv_get_device_list(&n);
+	for (i = 0; l && i < n && !found; i++) {
+		struct ibv_context *ctx = ibv_open_device(l[i]);
+		struct ibv_device_attr da;
+		struct ibv_port_attr pa;
+		uint8_t p;
+
+		if (!ctx)
+			continue;
+		if (!ibv_query_device(ctx, &da))
+			for (p = 1; p <= da.phys_port_cnt && !found; p++)
+				found = !ibv_query_port(ctx, p, &pa) &&
+					pa.link_layer ==
+						IBV_LINK_LAYER_INFINIBAND;
+		ibv_close_device(ctx);
+	}
+	if (l)
+		ibv_free_device_list(l);
+	return found;
+}
+
+static int check_family(int family, struct evr_failure *f)
+{
+	if (family != AF_IB || have_ib_port())
+		return 0;
+	f->err = -EVR_E_NOTSUP;
+	f->where = "-f gid (AF_IB addressing) without an InfiniBand port "
+		   "(RoCE and iWARP devices have none)";
+	return f->err;
+}
+
+static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
+		    int *ka_idle)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct evr_addr a;
+	int one = 1, ret;
+
+	ret = evr__resolve(xp->o, xp->o->bind_addr, xp->o->port, 1, &a, f);
+	if (ret)
+		return ret;
+	if (check_family(a.family, f))
+		return f->err;
+	if (rdma_create_id(x->ch, &x->lid, x, RDMA_PS_TCP)) {
+		f->where = "rdma_create_id";
+		goto fail;
+	}
+	/* SO_REUSEADDR, as rstream sets it on its listener */
+	if (rdma_set_option(x->lid, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
+			    &one, sizeof(one))) {
+		f->where = "rdma_set_option REUSEADDR";
+		goto fail;
+	}
+	if (rdma_bind_addr(x->lid, (struct sockaddr *)&a.ss)) {
+		f->where = a.family == AF_IB ? "rdma_bind_addr (AF_IB)" :
+					       "bind";
+		goto fail;
+	}
+	x->listen_afib = a.family == AF_IB;
+	/* upstream listens with a backlog of 1; we serve many */
+	if (rdma_listen(x->lid, LISTEN_BACKLOG)) {
+		f->where = "listen";
+		goto fail;
+	}
+	if (xp->o->keepalive) {
+		*ka_on = 1;
+		*ka_idle = xp->o->keepalive;
+	}
+	return 0;
+fail:
+	f->err = errno ? -errno : -EINVAL;
+	if (x->lid) {
+		rdma_destroy_id(x->lid);
+		x->lid = NULL;
+	}
+	return f->err;
+}
+
+static void x_stop_listen(struct evr_xport *xp)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+
+	if (x->lid) {
+		rdma_destroy_id(x->lid);
+		x->lid = NULL;
+	}
+}
+
+static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
+		  int inline_size, struct evr_conn **out,
+		  struct evr_failure *f)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct rconn *rc;
+
+	if (check_family(dst->family, f))
+		return f->err;
+	rc = rconn_new(x, inline_size);
+	if (!rc) {
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
+	if (rdma_create_id(x->ch, &rc->id, rc, RDMA_PS_TCP)) {
+		f->err = -errno;
+		f->where = "rdma_create_id";
+		teardown(rc);
+		return f->err;
+	}
+	rc->owned = 1;
+	*out = &rc->base;
+	return 0;
+}
+
+static int x_connect(struct evr_xport *xp, struct evr_conn *c,
+		     const struct evr_addr *dst, const struct evr_addr *src,
+		     struct evr_failure *f, int *err)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+
+	memcpy(&rc->dst, &dst->ss, sizeof(rc->dst));
+	if (dst->route_len && dst->route_len <= sizeof(rc->route)) {
+		memcpy(rc->route, dst->route, dst->route_len);
+		rc->route_len = dst->route_len;
+	}
+	evr__sockaddr_str((const struct sockaddr *)&dst->ss, c->peer,
+			  sizeof(c->peer));
+	if (src && src->valid &&
+	    rdma_bind_addr(rc->id, (struct sockaddr *)&src->ss)) {
+		f->err = -errno;
+		f->where = "bind";
+		return f->err;
+	}
+	set_state(rc, RC_RESOLVE_ADDR);
+	if (rdma_resolve_addr(rc->id, NULL, (struct sockaddr *)&rc->dst,
+			      RESOLVE_MS)) {
+		*err = -errno;
+		return EVR_XP_FAILED_NOW;
+	}
+	return EVR_XP_CONNECTING;
+}
+
+static unsigned x_lingering(struct evr_xport *xp)
+{
+	return evr__container_of(xp, struct rdma_xport, base)->nlinger;
+}
+
+static void x_free(struct evr_xport *xp)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct ev_loop *l = xp->loop->ev;
+
+	while (x->conns)
+		teardown(x->conns);
+	x_stop_listen(xp);
+	ev_timer_stop(l, &x->defer_w);
+	if (x->ch) {
+		ev_io_stop(l, &x->cm_w);
+		rdma_destroy_event_channel(x->ch);
+	}
+	free(x);
+}
+
+static const struct evr_xport_ops rdma_xport_ops = {
+	.listen = x_listen,
+	.stop_listen = x_stop_listen,
+	.open = x_open,
+	.connect = x_connect,
+	.lingering = x_lingering,
+	.free = x_free,
+};
+
+int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
+			const struct evr_stream_opts *o,
+			const struct evr_xport_cbs *cbs, void *ud,
+			struct evr_failure *f)
+{
+	struct rdma_xport *x = calloc(1, sizeof(*x));
+
+	if (!x) {
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
+	x->base.ops = &rdma_xport_ops;
+	x->base.loop = loop;
+	x->base.o = o;
+	x->base.cbs = cbs;
+	x->base.ud = ud;
+	x->ch = rdma_create_event_channel();
+	if (!x->ch) {
+		f->err = errno == ENODEV ? -EVR_E_NODEV : -errno;
+		f->where = "rdma_create_event_channel";
+		free(x);
+		return f->err;
+	}
+	evr__fd_set_nonblock(x->ch->fd, 1);
+	evr__fd_set_cloexec(x->ch->fd);
+	ev_io_init(&x->cm_w, cm_cb, x->ch->fd, EV_READ);
+	ev_io_start(loop->ev, &x->cm_w);
+	ev_init(&x->defer_w, defer_cb);
+	*out = &x->base;
+	return 0;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The RDMA transport: librdmacm's rsocket stream protocol (rsproto.h),
+ * spoken directly on RDMA CM and verbs so that it interoperates with
+ * upstream rstream, with every CM event channel and completion channel a
+ * file descriptor in the loop.
+ */
+#ifndef EVR_SRC_RDMA_H
+#define EVR_SRC_RDMA_H
+
+#include "transport.h"
+
+/* One RDMA CM event channel for the engine.  Returns 0, or a negative
+ * errno with f filled (-EVR_E_NODEV when there is no RDMA device). */
+int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
+			const struct evr_stream_opts *o,
+			const struct evr_xport_cbs *cbs, void *ud,
+			struct evr_failure *f);
+
+#endif

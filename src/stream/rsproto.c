@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "rsproto.h"
+
+uint32_t evr__rs_imm_encode(uint32_t msg)
+{
+	return htobe32(msg);
+}
+
+uint32_t evr__rs_imm_decode(uint32_t imm)
+{
+	return be32toh(imm);
+}
+
+int evr__rs_host_big_endian(void)
+{
+	return htobe16(1) == 1;
+}
+
+void evr__rs_conn_data_init(struct evr_rs_conn_data *cd, uint16_t credits,
+			    uint64_t sgl_addr, uint32_t sgl_key,
+			    uint64_t rbuf_addr, uint32_t rbuf_key,
+			    uint32_t rbuf_size)
+{
+	memset(cd, 0, sizeof(*cd));
+	cd->version = EVR_RS_VERSION;
+	cd->flags = EVR_RS_FLAG_IOMAP |
+		    (evr__rs_host_big_endian() ? EVR_RS_FLAG_NET : 0);
+	cd->credits = credits;
+	cd->iomap_size = 0; /* we accept no iomap writes */
+	cd->target_sgl.addr = sgl_addr;
+	cd->target_sgl.key = sgl_key;
+	cd->target_sgl.length = EVR_RS_SGL_SIZE;
+	cd->data_buf.addr = rbuf_addr;
+	cd->data_buf.key = rbuf_key;
+	cd->data_buf.length = rbuf_size / 2;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	v = htobe16(v);
+	memcpy(p, &v, 2);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, 4);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return be16toh(v);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
+void evr__rs_conn_data_encode(uint8_t *out, const struct evr_rs_conn_data *cd)
+{
+	memset(out, 0, EVR_RS_CONN_DATA_LEN);
+	out[0] = cd->version;
+	out[1] = cd->flags;
+	put16(out + 2, cd->credits);
+	/* 4..6 reserved */
+	out[7] = cd->iomap_size;
+	put64(out + 8, cd->target_sgl.addr);
+	put32(out + 16, cd->target_sgl.key);
+	put32(out + 20, cd->target_sgl.length);
+	put64(out + 24, cd->data_buf.addr);
+	put32(out + 32, cd->data_buf.key);
+	put32(out + 36, cd->data_buf.length);
+}
+
+int evr__rs_conn_data_decode(const uint8_t *in, size_t len,
+			     struct evr_rs_conn_data *cd)
+{
+	memset(cd, 0, sizeof(*cd));
+	/* Never "== 40": IB CM pads private data to its fixed field sizes. */
+	if (!in || len < EVR_RS_CONN_DATA_LEN)
+		return -EMSGSIZE;
+	cd->version = in[0];
+	cd->flags = in[1];
+	cd->credits = get16(in + 2);
+	cd->iomap_size = in[7];
+	cd->target_sgl.addr = get64(in + 8);
+	cd->target_sgl.key = get32(in + 16);
+	cd->target_sgl.length = get32(in + 20);
+	cd->data_buf.addr = get64(in + 24);
+	cd->data_buf.key = get32(in + 32);
+	cd->data_buf.length = get32(in + 36);
+	/* The version is all upstream checks; no peer of ours can do with
+	 * fewer than two target entries either. */
+	if (cd->version != EVR_RS_VERSION)
+		return -EPROTONOSUPPORT;
+	if (cd->target_sgl.length < EVR_RS_SGL_SIZE)
+		return -EPROTO;
+	return 0;
+}
+
+void evr__rs_sge_encode(uint8_t *out, const struct evr_rs_sge *s, int swap)
+{
+	uint64_t a = s->addr;
+	uint32_t k = s->key, l = s->length;
+
+	if (swap) {
+		a = __builtin_bswap64(a);
+		k = __builtin_bswap32(k);
+		l = __builtin_bswap32(l);
+	}
+	memcpy(out, &a, 8);
+	memcpy(out + 8, &k, 4);
+	memcpy(out + 12, &l, 4);
+}
+
+void evr__rs_sge_decode(const uint8_t *in, struct evr_rs_sge *s)
+{
+	memcpy(&s->addr, in, 8);
+	memcpy(&s->key, in + 8, 4);
+	memcpy(&s->length, in + 12, 4);
+}
+
+/* ---- sending ---- */
+
+void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
+		     uint32_t sbuf_size, const struct evr_rs_conn_data *peer)
+{
+	memset(tx, 0, sizeof(*tx));
+	tx->sseq_comp = peer->credits;
+	tx->ctrl_max = EVR_RS_CTRL_SIZE;
+	tx->sqe_avail = data_sqes;
+	tx->sbuf_size = sbuf_size;
+	tx->sbuf_avail = sbuf_size;
+	/* Entry 0 is the half in the private data; the peer's first SGL
+	 * fills entry 1. */
+	tx->target[0] = peer->data_buf;
+	tx->target_next = 1;
+	tx->olen = EVR_RS_OLAP_START;
+}
+
+int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx)
+{
+	return tx->ctrl_seqno != tx->ctrl_max;
+}
+
+int evr__rs_tx_can_send(const struct evr_rs_tx *tx)
+{
+	uint32_t lowat = tx->sbuf_size < 2 * EVR_RS_SNDLOWAT ?
+			 tx->sbuf_size / 2 : EVR_RS_SNDLOWAT;
+
+	return tx->sqe_avail >= 1 && tx->sbuf_avail >= lowat &&
+	       tx->sseq_no != tx->sseq_comp &&
+	       tx->target[tx->target_cur].length != 0;
+}
+
+void evr__rs_tx_begin(struct evr_rs_tx *tx)
+{
+	tx->olen = EVR_RS_OLAP_START;
+}
+
+uint32_t evr__rs_tx_chunk(struct evr_rs_tx *tx, size_t left)
+{
+	uint32_t xfer;
+
+	if (!left || !evr__rs_tx_can_send(tx))
+		return 0;
+	if (left <= tx->olen) {
+		xfer = (uint32_t)left;
+	} else {
+		xfer = tx->olen;
+		if (tx->olen < EVR_RS_MAX_TRANSFER)
+			tx->olen <<= 1;
+	}
+	if (xfer > tx->sbuf_avail)
+		xfer = tx->sbuf_avail;
+	if (xfer > tx->target[tx->target_cur].length)
+		xfer = tx->target[tx->target_cur].length;
+	return xfer;
+}
+
+void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer, uint64_t *raddr,
+		       uint32_t *rkey)
+{
+	struct evr_rs_sge *t = &tx->target[tx->target_cur];
+
+	*raddr = t->addr;
+	*rkey = t->key;
+	t->addr += xfer;
+	t->length -= xfer;
+	/* Never skip the rest of an entry, never cross into the next. */
+	if (!t->length)
+		tx->target_cur = (tx->target_cur + 1) % EVR_RS_SGL_SIZE;
+	tx->sseq_no++;
+	tx->sqe_avail--;
+	tx->sbuf_avail -= xfer;
+}
+
+void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
+		      uint32_t *len1)
+{
+	uint32_t room = tx->sbuf_size - tx->sbuf_head;
+
+	*off = tx->sbuf_head;
+	*len1 = xfer < room ? xfer : room;
+	tx->sbuf_head = (tx->sbuf_head + xfer) % tx->sbuf_size;
+}
+
+void evr__rs_tx_data_done(struct evr_rs_tx *tx, uint32_t len)
+{
+	tx->sqe_avail++;
+	tx->sbuf_avail += len;
+}
+
+void evr__rs_tx_ctrl_post(struct evr_rs_tx *tx)
+{
+	tx->ctrl_seqno++;
+}
+
+void evr__rs_tx_ctrl_done(struct evr_rs_tx *tx)
+{
+	tx->ctrl_max++;
+}
+
+void evr__rs_tx_sgl(struct evr_rs_tx *tx, uint32_t data,
+		    const struct evr_rs_sge *sge)
+{
+	/* an absolute limit, kept modulo 2^16 as the peer counts */
+	tx->sseq_comp = (uint16_t)data;
+	if (sge) {
+		tx->target[tx->target_next] = *sge;
+		tx->target_next = (tx->target_next + 1) % EVR_RS_SGL_SIZE;
+	}
+}
+
+/* ---- receiving ---- */
+
+void evr__rs_rx_init(struct evr_rs_rx *rx, uint32_t rbuf_size,
+		     uint16_t rq_size, unsigned peer_sgl_len, uint32_t *msgbuf,
+		     unsigned msg_cap)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->rbuf_size = rbuf_size;
+	rx->half = rbuf_size / 2;
+	/* The first half went out in the private data; the second is free
+	 * and not yet advertised. */
+	rx->free_offset = rx->half;
+	rx->bytes_avail = rx->half;
+	rx->rq_size = rq_size;
+	rx->rseq_comp = rq_size / 2;
+	rx->remote_sge = 1;
+	rx->remote_sgl_len = peer_sgl_len ? peer_sgl_len : EVR_RS_SGL_SIZE;
+	rx->msg = msgbuf;
+	rx->msg_cap = msg_cap;
+}
+
+int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len)
+{
+	if (rx->msg_count >= rx->msg_cap)
+		return -ENOBUFS;
+	rx->msg[(rx->msg_head + rx->msg_count) % rx->msg_cap] = len;
+	rx->msg_count++;
+	return 0;
+}
+
+uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx, uint32_t *off)
+{
+	uint32_t n, room;
+
+	*off = rx->offset;
+	if (!rx->msg_count)
+		return 0;
+	n = rx->msg[rx->msg_head];
+	room = rx->rbuf_size - rx->offset;
+	return n < room ? n : room;
+}
+
+void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n)
+{
+	uint32_t *head;
+
+	if (!rx->msg_count)
+		return;
+	head = &rx->msg[rx->msg_head];
+	if (n > *head)
+		n = *head;
+	*head -= n;
+	rx->offset += n;
+	if (rx->offset >= rx->rbuf_size)
+		rx->offset -= rx->rbuf_size;
+	rx->bytes_avail += n;
+	if (!*head) {
+		/* a message is credited back once wholly consumed */
+		rx->msg_head = (rx->msg_head + 1) % rx->msg_cap;
+		rx->msg_count--;
+		rx->rseq_no++;
+	}
+}
+
+enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx)
+{
+	if (rx->bytes_avail >= rx->half)
+		return EVR_RS_UPD_SGE;
+	if ((int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0)
+		return EVR_RS_UPD_CREDITS;
+	return EVR_RS_UPD_NONE;
+}
+
+uint32_t evr__rs_rx_update(struct evr_rs_rx *rx, enum evr_rs_update kind,
+			   uint64_t rbuf_addr, uint32_t rkey,
+			   struct evr_rs_sge *sge, unsigned *entry)
+{
+	/* upstream sends the sum unreduced; the peer keeps 16 bits */
+	uint32_t limit = (uint32_t)rx->rseq_no + rx->rq_size;
+
+	if (kind == EVR_RS_UPD_SGE) {
+		sge->addr = rbuf_addr + rx->free_offset;
+		sge->key = rkey;
+		sge->length = rx->half;
+		*entry = rx->remote_sge;
+		rx->remote_sge = (rx->remote_sge + 1) % rx->remote_sgl_len;
+		rx->bytes_avail -= rx->half;
+		rx->free_offset += rx->half;
+		if (rx->free_offset >= rx->rbuf_size)
+			rx->free_offset = 0;
+	}
+	rx->rseq_comp = (uint16_t)(rx->rseq_no + rx->rq_size / 2);
+	return limit;
+}

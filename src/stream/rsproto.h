@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The rsocket SOCK_STREAM wire protocol (librdmacm's rsockets, as rdma-core
+ * v44 speaks it; spec/rsocket-protocol.md): its encodings, and the credit,
+ * ring and control-slot accounting of one connection, as plain structs and
+ * functions with no verbs in them, so that every rule that decides what goes
+ * on the wire is unit tested (tests/check_rsproto.c).  rdma.c posts the work
+ * requests these functions describe.
+ */
+#ifndef EVR_SRC_RSPROTO_H
+#define EVR_SRC_RSPROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EVR_RS_CONN_DATA_LEN 40   /* struct rs_conn_data on the wire */
+#define EVR_RS_AFIB_HDR_LEN 36    /* ib_connect_hdr before it on AF_IB */
+#define EVR_RS_VERSION 1
+#define EVR_RS_FLAG_NET 0x01      /* "my host is big-endian" */
+#define EVR_RS_FLAG_IOMAP 0x02    /* iomap fields valid (always sent) */
+#define EVR_RS_SGL_SIZE 2         /* entries of a target SGL */
+#define EVR_RS_SGE_LEN 16         /* struct rs_sge: addr, key, length */
+#define EVR_RS_CTRL_SIZE 4        /* control messages in flight per side */
+#define EVR_RS_OLAP_START 2048    /* first chunk of every send call */
+#define EVR_RS_MAX_TRANSFER 65536 /* largest chunk */
+#define EVR_RS_SNDLOWAT 2048      /* free staging bytes needed to send */
+#define EVR_RS_QP_MIN 16
+#define EVR_RS_QP_MAX 0xfffe
+
+/* The immediate: op in bits 31..29, data in 28..0, big-endian on the wire. */
+enum evr_rs_op {
+	EVR_RS_OP_DATA = 0,       /* data: bytes written into the peer's ring */
+	EVR_RS_OP_WRITE = 2,      /* never an immediate (riowrite's local tag) */
+	EVR_RS_OP_SGL = 4,        /* data: the new absolute credit limit */
+	EVR_RS_OP_IOMAP_SGL = 6,
+	EVR_RS_OP_CTRL = 7,       /* data: one of EVR_RS_CTRL_* */
+};
+
+enum {
+	EVR_RS_CTRL_DISCONNECT = 0,
+	EVR_RS_CTRL_KEEPALIVE = 1,  /* never sent as an immediate */
+	EVR_RS_CTRL_SHUTDOWN = 2,
+};
+
+#define EVR_RS_DATA_MASK 0x1fffffffu
+
+static inline uint32_t evr__rs_msg(unsigned op, uint32_t data)
+{
+	return (uint32_t)op << 29 | (data & EVR_RS_DATA_MASK);
+}
+
+static inline unsigned evr__rs_msg_op(uint32_t msg)
+{
+	return msg >> 29;
+}
+
+static inline uint32_t evr__rs_msg_data(uint32_t msg)
+{
+	return msg & EVR_RS_DATA_MASK;
+}
+
+/* The value for (or from) ibv_send_wr.imm_data / ibv_wc.imm_data, which
+ * verbs carries as is: the message in network order. */
+uint32_t evr__rs_imm_encode(uint32_t msg);
+uint32_t evr__rs_imm_decode(uint32_t imm);
+
+struct evr_rs_sge {
+	uint64_t addr;
+	uint32_t key;
+	uint32_t length;
+};
+
+/* struct rs_conn_data: the REQ's and REP's private data, all big-endian. */
+struct evr_rs_conn_data {
+	uint8_t version;
+	uint8_t flags;
+	uint16_t credits;           /* the sender's receive credits (RQ size) */
+	uint8_t iomap_size;         /* scale-encoded; we send 0 */
+	struct evr_rs_sge target_sgl; /* length = entries, not bytes */
+	struct evr_rs_sge data_buf;   /* the first half of the ring */
+};
+
+int evr__rs_host_big_endian(void);
+/* Our own: version 1, IOMAP (and NET on a big-endian host), 2 entries. */
+void evr__rs_conn_data_init(struct evr_rs_conn_data *cd, uint16_t credits,
+			    uint64_t sgl_addr, uint32_t sgl_key,
+			    uint64_t rbuf_addr, uint32_t rbuf_key,
+			    uint32_t rbuf_size);
+void evr__rs_conn_data_encode(uint8_t *out, const struct evr_rs_conn_data *cd);
+/* Private data as received: at least 40 bytes (the kernel reports 56 for a
+ * REQ and 196 for a REP on RoCE, zero-padded).  Returns 0, -EMSGSIZE when
+ * too short, -EPROTONOSUPPORT for another version, -EPROTO for a target
+ * SGL of fewer than 2 entries (our updates alternate 1, 0, 1, ...). */
+int evr__rs_conn_data_decode(const uint8_t *in, size_t len,
+			     struct evr_rs_conn_data *cd);
+
+/* An rs_sge as written into the peer's target SGL: in the reader's byte
+ * order.  swap: the peer's order differs from ours (its NET flag). */
+void evr__rs_sge_encode(uint8_t *out, const struct evr_rs_sge *s, int swap);
+/* ... and as read from our own target SGL (our order). */
+void evr__rs_sge_decode(const uint8_t *in, struct evr_rs_sge *s);
+
+/* ---- the sending side ----
+ * Message credits (sseq_no may not reach sseq_comp), the four control
+ * slots, send queue entries, the staging ring, and the peer's ring as our
+ * target entries: we write at target[cur].addr and move on only when the
+ * entry is used up, since the reader places bytes by ring order alone. */
+struct evr_rs_tx {
+	uint16_t sseq_no, sseq_comp;
+	uint16_t ctrl_seqno, ctrl_max;
+	uint32_t sqe_avail;         /* send WRs left for DATA */
+	uint32_t sbuf_size, sbuf_avail, sbuf_head;
+	struct evr_rs_sge target[EVR_RS_SGL_SIZE];
+	unsigned target_cur;        /* the entry we fill */
+	unsigned target_next;       /* where the peer's next SGE lands */
+	uint32_t olen;              /* chunk size within one send call */
+};
+
+void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
+		     uint32_t sbuf_size, const struct evr_rs_conn_data *peer);
+int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx);
+int evr__rs_tx_can_send(const struct evr_rs_tx *tx);
+/* A send call starts: chunks start at 2048 again. */
+void evr__rs_tx_begin(struct evr_rs_tx *tx);
+/* The size of the next chunk of a send call with left bytes to go, or 0
+ * when nothing may be sent now. */
+uint32_t evr__rs_tx_chunk(struct evr_rs_tx *tx, size_t left);
+/* Account for a chunk of xfer bytes about to be posted; *raddr and *rkey
+ * are where it goes in the peer's ring. */
+void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer, uint64_t *raddr,
+		       uint32_t *rkey);
+/* Take xfer bytes of the staging ring: at *off, *len1 bytes then the rest
+ * from offset 0 (a copy that wraps goes out as two SGEs). */
+void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
+		      uint32_t *len1);
+/* A DATA send completed. */
+void evr__rs_tx_data_done(struct evr_rs_tx *tx, uint32_t len);
+void evr__rs_tx_ctrl_post(struct evr_rs_tx *tx);
+void evr__rs_tx_ctrl_done(struct evr_rs_tx *tx);
+/* An SGL message arrived: its credit limit, and with sge (16 bytes
+ * written) the new entry of our target SGL. */
+void evr__rs_tx_sgl(struct evr_rs_tx *tx, uint32_t data,
+		    const struct evr_rs_sge *sge);
+
+/* ---- the receiving side ----
+ * Our ring is advertised in halves: the first in the private data, the
+ * second by the first SGL, and each half again only once the application
+ * has consumed a half's worth since the previous advertisement (so the
+ * writer's entry for it is surely used up).  Message credits go back as
+ * the absolute limit rseq_no + rq_size; rseq_no counts messages fully
+ * consumed, so at most rq_size are ever queued. */
+struct evr_rs_rx {
+	uint32_t rbuf_size, half;
+	uint32_t offset;            /* read cursor */
+	uint32_t free_offset;       /* the next half to advertise */
+	uint32_t bytes_avail;       /* consumed and not yet advertised */
+	uint16_t rseq_no, rseq_comp, rq_size;
+	unsigned remote_sge;        /* the peer's entry for our next SGE */
+	unsigned remote_sgl_len;
+	uint32_t *msg;              /* lengths of queued DATA messages */
+	unsigned msg_cap, msg_head, msg_count;
+};
+
+enum evr_rs_update {
+	EVR_RS_UPD_NONE = 0,
+	EVR_RS_UPD_CREDITS,         /* a 0-byte SGL: credits only */
+	EVR_RS_UPD_SGE,             /* a 16-byte SGL: a half and credits */
+};
+
+void evr__rs_rx_init(struct evr_rs_rx *rx, uint32_t rbuf_size,
+		     uint16_t rq_size, unsigned peer_sgl_len, uint32_t *msgbuf,
+		     unsigned msg_cap);
+/* A DATA message of len bytes was placed: 0, or -ENOBUFS when the peer
+ * sent more messages than it had credits for. */
+int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len);
+/* Contiguous bytes readable now, at ring offset *off (0: nothing queued). */
+uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx, uint32_t *off);
+/* n bytes (at most what peek returned) have been copied out. */
+void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n);
+enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx);
+/* Build the due update (kind from update_due): returns the SGL message's
+ * data (the credit limit); with EVR_RS_UPD_SGE fills *sge (a half of the
+ * ring at rbuf_addr) and *entry (the peer's target entry to write). */
+uint32_t evr__rs_rx_update(struct evr_rs_rx *rx, enum evr_rs_update kind,
+			   uint64_t rbuf_addr, uint32_t rkey,
+			   struct evr_rs_sge *sge, unsigned *entry);
+
+#endif

@@ -1,0 +1,218 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# rstream over Soft-RoCE, run inside the guest by tests/rxe/check-rxe.sh:
+# evrdma's rstream ($EVR_BIN/rstream) against itself and against
+# upstream's (/usr/bin/rstream) in both directions, over the rsocket wire
+# protocol: custom sizes, -T v/a/b/n/r, -k, one default run each way,
+# many clients at once, peers killed mid-transfer, and nothing left in
+# the RDMA stack afterwards.  Prints PASS/FAIL lines and a summary.
+#
+# The guest is 2 emulated CPUs (TCG): two spinning (non-blocking) peers
+# share them, so long runs put one side in -T a.
+set -u
+R=${EVR_BIN:-/opt/evr}/rstream
+U=/usr/bin/rstream
+A1=$RXE_ADDR1
+A2=$RXE_ADDR2
+pass=0
+fail=0
+T=$(mktemp -d)
+TO=60            # seconds per client run
+
+ok() { echo "PASS: $1"; pass=$((pass + 1)); }
+ko() {
+	echo "FAIL: $1: $2"; fail=$((fail + 1))
+	for f in "$T"/*.out; do echo "--- $f"; tail -20 "$f"; done
+}
+has() { grep -q -- "$2" "$1"; }
+rows() { grep -c "$2" "$1"; }
+now() { echo "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}'; }
+
+# Start a server and wait until its RDMA CM id listens (upstream's header
+# would tell too, but its stdout is fully buffered in a pipe).  Sets $sp,
+# the server's own pid.
+server() {
+	"$@" >"$T/s.out" 2>&1 &
+	sp=$!
+	local i
+	for i in $(seq 200); do
+		rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*pid $sp " &&
+			return 0
+		kill -0 "$sp" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# reap PID SECONDS: wait for it, with SIGKILL after SECONDS
+reap() {
+	local i
+	for i in $(seq $(($2 * 10))); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$1" 2>/dev/null && kill -9 "$1"
+	wait "$1"
+}
+
+# pair NAME "server command" "client command" [rows]: both must exit 0
+# and print their rows (default 1: a custom test).
+pair() {
+	local n=${4:-1} t0
+	rm -f "$T"/*.out
+	t0=$(now)
+	server $2
+	timeout "${5:-$TO}" $3 >"$T/c.out" 2>&1
+	crc=$?
+	reap "$sp" 20
+	src=$?
+	el=$(since "$t0")
+	if [ "$crc" = 0 ] && [ "$src" = 0 ] &&
+		[ "$(rows "$T/c.out" '^[0-9a-z.]*_\(lat\|bw\) \|^custom ')" = "$n" ] &&
+		[ "$(rows "$T/s.out" '^[0-9a-z.]*_\(lat\|bw\) \|^custom ')" = "$n" ] &&
+		! has "$T/c.out" 'verification failed' && ! has "$T/s.out" 'verification failed'; then
+		ok "$1 (${el}s)"
+	else
+		ko "$1" "client rc $crc, server rc $src"
+	fi
+}
+
+# the same options to both tools: a test from each side of each pairing
+three() { # NAME OPTIONS [SERVER-ONLY-OPTS]
+	pair "$1: evrdma client, upstream server" "$U -b $A2 $2" "$R -s $A2 $2"
+	pair "$1: upstream client, evrdma server" "$R -b $A2 --once $2" "$U -s $A2 $2"
+	pair "$1: evrdma both ways" "$R -b $A2 --once $2" "$R -s $A2 -b $A1 $2"
+}
+
+# ---- custom sizes, both directions of interop, and ours with ours
+three "-S 1 -C 10" "-S 1 -C 10"
+three "-S 1000 -C 100 -I 10" "-S 1000 -C 100 -I 10"
+three "-S 1000000 -C 5" "-S 1000000 -C 5 -T a"
+three "-S 3000000 -C 2 (larger than the 1 MiB ring)" "-S 3000000 -C 2 -T a"
+three "-T v, 300000-byte messages" "-S 300000 -C 4 -I 2 -T v"
+three "-T v, 64-byte messages (inline)" "-S 64 -C 500 -I 2 -T v"
+
+# ---- I/O modes and resolution
+three "-T a" "-S 4096 -C 50 -I 4 -T a"
+three "-T b" "-S 4096 -C 50 -I 4 -T b"
+three "-T n" "-S 4096 -C 50 -I 4 -T n"
+three "-T b -T v, 3 MB" "-S 3000000 -C 2 -T b -T v"
+three "-T r" "-S 4096 -C 50 -I 4 -T r"
+pair "an evrdma server follows the client's plan" "$R -b $A2 --once -T a" "$R -s $A2 -S 20000 -C 30 -I 3"
+
+# ---- keepalive: a 0-byte write each second, no completion at the peer
+rm -f "$T"/*.out
+server $R -b $A2 --once -k 1 --trace
+timeout "$TO" $R -s $A2 -k 1 -S 100 -C 10 -I 400 -T a --trace >"$T/c.out" 2>&1
+crc=$?; reap "$sp" 20; src=$?
+kc=$(rows "$T/c.out" 'keepalive$'); ks=$(rows "$T/s.out" 'keepalive$')
+if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$kc" -ge 2 ] && [ "$ks" -ge 2 ] &&
+	[ "$(rows "$T/s.out" '^Keepalive: ON')" = 2 ] && has "$T/c.out" '^  time: 1'; then
+	ok "-k 1: keepalives sent both ways ($kc, $ks), Keepalive: ON printed"
+else
+	ko "-k 1 evrdma" "rc $crc/$src, keepalives $kc/$ks"
+fi
+pair "-k 1: evrdma client, upstream server" "$U -b $A2 -k 1 -S 100 -C 10 -I 300" "$R -s $A2 -k 1 -S 100 -C 10 -I 300 -T a"
+pair "-k 1: upstream client, evrdma server" "$R -b $A2 --once -k 1 -S 100 -C 10 -I 300 -T a" "$U -s $A2 -k 1 -S 100 -C 10 -I 300"
+
+# ---- the default run (latency then bandwidth series, two connections),
+# both sides non-blocking as upstream's defaults.  Under TCG it takes two
+# to six minutes (two spinning processes on two emulated CPUs run at the
+# scheduler's whim; upstream against itself varies as much), so one
+# direction only unless EVR_RXE_DEFAULT_BOTH is set.
+pair "default run: evrdma client, upstream server" "$U -b $A2" "$R -s $A2" 8 420
+[ -n "${EVR_RXE_DEFAULT_BOTH:-}" ] &&
+	pair "default run: upstream client, evrdma server" "$R -b $A2 --once" "$U -s $A2" 8 420
+
+# ---- errors
+rm -f "$T"/*.out
+timeout 30 $R -s $A2 -S 10 -C 1 >"$T/c.out" 2>&1; rc=$?
+[ "$rc" = 3 ] && has "$T/c.out" 'connect: Connection refused' &&
+	ok "no server: connection refused, exit 3" || ko "no server" "rc $rc"
+timeout 30 $R -f gid -s fe80::1 -S 10 -C 1 >"$T/c.out" 2>&1; rc=$?
+[ "$rc" = 6 ] && has "$T/c.out" 'AF_IB.*not supported' &&
+	ok "-f gid on RoCE: clear error, exit 6" || ko "-f gid" "rc $rc"
+
+# ---- many clients at once on one evrdma server (-T a: the 2 CPUs are
+# shared by 65 processes; connecting them all takes a while under TCG)
+rm -f "$T"/*.out
+N=${EVR_RXE_CLIENTS:-64}
+server $R -b $A2 -T a
+t0=$(now)
+pids=()
+for i in $(seq "$N"); do
+	timeout 150 $R -s $A2 -S 1000 -C 10 -I 10 -T a --stall-timeout 60 >"$T/c$i.out" 2>&1 &
+	pids+=($!)
+done
+sleep 2
+avail=$(awk '/MemAvailable/{print int($2/1024)}' /proc/meminfo)
+good=0
+for p in "${pids[@]}"; do wait "$p" && good=$((good + 1)); done
+el=$(since "$t0")
+kill -TERM "$sp"; reap "$sp" 20; src=$?
+served=$(rows "$T/s.out" '^custom ')
+if [ "$good" = "$N" ] && [ "$served" = "$N" ] && [ "$src" = 0 ]; then
+	ok "$N clients at once on one evrdma server (${el}s, ${avail} MiB free)"
+else
+	ko "$N clients at once" "$good of $N clients passed, $served served, server rc $src"
+fi
+rm -f "$T"/c[0-9]*.out
+
+# ---- peers killed mid-transfer
+# kill PEER-TO-KILL: start "server", then "client"; kill one with SIGKILL
+# after 2 s; the survivor must notice within a few seconds.
+killtest() { # NAME "server cmd" "client cmd" which(client|server)
+	rm -f "$T"/*.out
+	server $2
+	$3 >"$T/c.out" 2>&1 &
+	cp=$!
+	sleep 2
+	if [ "$4" = client ]; then
+		kill -9 "$cp"; wait "$cp" 2>/dev/null
+		t0=$(now)
+		for _ in $(seq 100); do has "$T/s.out" 'connection dropped' && break; sleep 0.1; done
+		el=$(since "$t0")
+		# the server goes on: it serves the next client
+		timeout 30 $R -s $A2 -S 100 -C 10 -T a >"$T/c2.out" 2>&1; nrc=$?
+		kill -TERM "$sp"; reap "$sp" 20; src=$?
+		if has "$T/s.out" 'connection dropped: .*\(peer closed\|reset by peer\|Input/output error\)' &&
+			[ "$nrc" = 0 ] && [ "$src" = 0 ]; then
+			ok "$1: server dropped it after ${el}s and served the next client"
+		else
+			ko "$1" "next client rc $nrc, server rc $src"
+		fi
+	else
+		kill -9 "$sp"; wait "$sp" 2>/dev/null
+		t0=$(now)
+		reap "$cp" 30; crc=$?
+		el=$(since "$t0")
+		# the CM's disconnect (end of stream), or the failed write
+		# into the dead peer's memory (EIO), whichever comes first
+		if [ "$crc" = 4 ] && has "$T/c.out" 'peer closed\|reset by peer\|Input/output error'; then
+			ok "$1: client reported it and exited 4 after ${el}s"
+		else
+			ko "$1" "client rc $crc after ${el}s"
+		fi
+	fi
+}
+BIG="-S 100000 -C 1000 -I 100 -T a"
+killtest "evrdma client killed" "$R -b $A2 -T a" "$R -s $A2 $BIG" client
+killtest "upstream client killed" "$R -b $A2 -T a -S 100000 -C 1000 -I 100" "$U -s $A2 -S 100000 -C 1000 -I 100" client
+killtest "evrdma server killed" "$R -b $A2 -T a" "$R -s $A2 $BIG" server
+killtest "upstream server killed" "$U -b $A2 $BIG" "$R -s $A2 $BIG" server
+
+# ---- nothing left behind in the RDMA stack
+sleep 1
+qps=$(rdma resource show qp 2>/dev/null | grep -v 'type GSI' | grep -c 'lqpn' || true)
+ids=$(rdma resource show cm_id 2>/dev/null | grep -c 'cm-idn' || true)
+if [ "$qps" = 0 ] && [ "$ids" = 0 ]; then
+	ok "no QP and no cm_id left after the runs"
+else
+	ko "nothing left behind" "$qps QPs, $ids cm_ids"
+	rdma resource show qp; rdma resource show cm_id
+fi
+
+rm -rf "$T"
+echo "rstream-rxe: $pass passed, $fail failed"
+[ "$fail" = 0 ]
