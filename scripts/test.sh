@@ -19,7 +19,7 @@ echo "== end-to-end tests"
 grep -h -E '^[0-9]+ passed, [0-9]+ failed' tests/e2e/*.log || true
 if [ "$status" -ne 0 ]; then
 	echo "== failures (from the logs)"
-	for log in $(grep -l -E '^(FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null |
+	for log in $( (grep -l -E '^:test-result: (FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null || true) |
 		sed 's/\.trs$/.log/'); do
 		echo "--- $log"
 		tail -n 40 "$log"
@@ -33,8 +33,8 @@ case $rxe in
 77) echo "check-rxe: SKIPPED (see above)" ;;
 *) echo "check-rxe: FAILED"; status=1 ;;
 esac
-pass=$(grep -l '^:test-result: PASS' tests/*.trs tests/e2e/*.trs 2>/dev/null | wc -l)
-fail=$(grep -l -E '^:test-result: (FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null | wc -l)
+pass=$( (grep -l '^:test-result: PASS' tests/*.trs tests/e2e/*.trs 2>/dev/null || true) | wc -l)
+fail=$( (grep -l -E '^:test-result: (FAIL|ERROR)' tests/*.trs tests/e2e/*.trs 2>/dev/null || true) | wc -l)
 [ "$rxe" = 0 ] && pass=$((pass + 1))
 [ "$rxe" = 0 ] || [ "$rxe" = 77 ] || fail=$((fail + 1))
 echo "$pass passed, $fail failed"
