@@ -104,7 +104,8 @@ pair "an evrdma server follows the client's plan" "$R -b $A2 --once -T a" "$R -s
 # ---- keepalive: a 0-byte write each second, no completion at the peer
 rm -f "$T"/*.out
 server $R -b $A2 --once -k 1 --trace
-timeout "$TO" $R -s $A2 -k 1 -S 100 -C 10 -I 400 -T a --trace >"$T/c.out" 2>&1
+# long enough for two keepalive periods however fast the guest runs
+timeout "$TO" $R -s $A2 -k 1 -S 100 -C 10 -I 1500 -T a --trace >"$T/c.out" 2>&1
 crc=$?; reap "$sp" 20; src=$?
 kc=$(rows "$T/c.out" 'keepalive$'); ks=$(rows "$T/s.out" 'keepalive$')
 if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$kc" -ge 2 ] && [ "$ks" -ge 2 ] &&
