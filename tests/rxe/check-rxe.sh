@@ -36,7 +36,7 @@ for t in /opt/evr/tests/guest-*.sh; do
 done
 exit $rc
 GUEST
-"$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-1200}" --log "$log" \
+"$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$build/mckey=/opt/evr/mckey" \
 	--add "$here=/opt/evr/tests" \
