@@ -4,20 +4,24 @@
 # root (or sudo) only when something is missing.
 #   scripts/deps.sh            build + test dependencies
 #   scripts/deps.sh --rxe      also what the Soft-RoCE VM suite needs
+#   scripts/deps.sh --bench    also what bench/ needs (sockperf, gnuplot)
 set -euo pipefail
 
 pkgs=(
 	build-essential autoconf automake libtool pkg-config  # the build
 	libev-dev                 # the event loop (no .pc on Debian; see m4/)
 	librdmacm-dev libibverbs-dev ibverbs-providers  # RDMA CM and verbs
+	libjansson-dev            # JSON Lines output (--json)
 	check libsubunit-dev      # unit tests
+	jq                        # tests parse the JSON output with it
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	iproute2 procps psmisc    # ip netns, ps, killall used by tests
 	valgrind                  # leak checks
 )
-if [ "${1:-}" = "--rxe" ]; then
-	pkgs+=(qemu-system-x86 busybox-static cpio kmod)
-fi
+case ${1:-} in
+--rxe) pkgs+=(qemu-system-x86 busybox-static cpio kmod) ;;
+--bench) pkgs+=(sockperf gnuplot-nox) ;;  # bench/ only, not the tests
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -61,6 +61,7 @@ struct evr_stream_opts {
 	int no_negotiate;           /* client: speak exactly upstream's wire */
 	int force_negotiate;        /* client: send the plan even with verify
 				     * (only evrdma servers understand it) */
+	int percentiles;            /* client: fill evr_result.lat */
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -107,6 +108,15 @@ struct evr_failure {
 	char addr[96];              /* the address that failed to resolve */
 };
 
+/* Round-trip latency distribution of one test on one connection: one
+ * monotonic timestamp per iteration (client side), nearest-rank
+ * percentiles.  Only when evr_stream_opts.percentiles is set. */
+struct evr_lat_stats {
+	uint64_t samples;
+	uint64_t min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns;
+	double mean_ns;
+};
+
 struct evr_result {
 	const char *name;
 	uint32_t size, count, iters;
@@ -114,6 +124,7 @@ struct evr_result {
 	uint64_t elapsed_ns;        /* monotonic, after the sync message */
 	unsigned conn_id;           /* engine-wide connection number */
 	const char *peer;
+	const struct evr_lat_stats *lat; /* NULL unless opts.percentiles */
 };
 
 enum evr_info_kind {
