@@ -68,34 +68,5 @@ for r in $(seq "$rounds"); do
 	fi
 done
 
-# Rows: name bytes xfers iters total time Gb/sec usec/xfer
-awk -v rounds="$rounds" '
-function median(arr, n,   i, j, t) {
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && arr[j-1] > arr[j]; j--) {
-		t = arr[j]; arr[j] = arr[j-1]; arr[j-1] = t }
-	return n % 2 ? arr[(n+1)/2] : (arr[n/2] + arr[n/2+1]) / 2
-}
-FNR == 1 { split(FILENAME, p, "/"); split(p[length(p)], q, "."); who = q[1] }
-$1 != "name" && NF == 8 {
-	k = who SUBSEP $1
-	if (!($1 in seen)) { seen[$1] = 1; order[++nrows] = $1 }
-	n[k]++; gb[k, n[k]] = $7; us[k, n[k]] = $8
-}
-END {
-	printf "| test | upstream usec/xfer | evrdma usec/xfer | usec ratio | upstream Gb/s | evrdma Gb/s | Gb/s ratio |\n"
-	printf "|---|---:|---:|---:|---:|---:|---:|\n"
-	for (i = 1; i <= nrows; i++) {
-		t = order[i]
-		for (w = 0; w < 2; w++) {
-			who = w ? "ev" : "up"; k = who SUBSEP t; m = n[k]
-			for (j = 1; j <= m; j++) { a[j] = us[k, j]; b[j] = gb[k, j] }
-			mu[who] = m ? median(a, m) : 0
-			for (j = 1; j <= m; j++) a[j] = b[j]
-			mg[who] = m ? median(a, m) : 0
-		}
-		printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t,
-			mu["up"], mu["ev"], mu["up"] ? mu["ev"] / mu["up"] : 0,
-			mg["up"], mg["ev"], mg["up"] ? mg["ev"] / mg["up"] : 0
-	}
-}' "$tmp"/up.* "$tmp"/ev.* | tee "${out:-/dev/null}"
+awk -f "$top/bench/ratios.awk" "$tmp"/up.* "$tmp"/ev.* | tee "${out:-/dev/null}"
 echo "bench: $rounds rounds, options: -T s ${opts[*]:-(default run)}; medians; $(nproc) CPUs, $(uname -r)" >&2

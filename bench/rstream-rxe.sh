@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# Benchmark: evrdma rstream against upstream rstream (rdmacm-utils) over
+# RDMA on Soft-RoCE (rdma_rxe), inside one boot of the project's qemu guest
+# (tests/rxe/vm.sh): the default run and a few custom tests, each tool
+# against itself, in turns.  Prints per-row medians and ratios per case.
+# Not a test: it asserts nothing.  Soft-RoCE is an emulation in software
+# under qemu TCG here: absolute figures say little about real hardware;
+# the ratios compare the two implementations' protocol and CPU costs.
+#
+#   bench/rstream-rxe.sh [-r rounds] [-d default-run-rounds] [-o out.md]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$top/build}
+rounds=3
+drounds=1
+out=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-r) rounds=$2; shift 2 ;;
+	-d) drounds=$2; shift 2 ;;
+	-o) out=$2; shift 2 ;;
+	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-o out.md]" >&2; exit 1 ;;
+	esac
+done
+[ -x "$build/rstream" ] || { echo "bench: build first ($build/rstream missing)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log=$tmp/console.log
+
+"$top/tests/rxe/vm.sh" --prepare >&2
+echo "bench: booting the guest; progress below" >&2
+"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-5400}" --log "$log" \
+	--add "$build/rstream=/opt/evr/rstream" \
+	--add "$top/tests/rxe=/opt/evr/tests" \
+	"$top/bench/rxe-guest.sh" "$rounds" "$drounds" 2>&1 |
+	grep --line-buffered -a '^bench:' >&2 || true
+
+# split the console log into CASE/WHO.ROUND files
+awk -v dir="$tmp" '
+/^@@ begin / { f = dir "/" $3; system("mkdir -p " f); f = f "/" $4 "." $5; next }
+/^@@ end/ { close(f); f = ""; next }
+f != "" { sub(/\r$/, ""); print > f }' "$log"
+{
+	for c in default 64B-async 4KiB 64KiB 1MB 1MB-blocking; do
+		[ -d "$tmp/$c" ] || { echo "bench: no results for $c" >&2; continue; }
+		echo "### $(grep -a -m1 "^bench: case $c:" "$log" | sed 's/^bench: case //')"
+		echo
+		awk -f "$top/bench/ratios.awk" "$tmp/$c"/up.* "$tmp/$c"/ev.*
+		echo
+	done
+	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
+	echo "$rounds rounds ($drounds for the default run), medians; $(date -u +%F)."
+} | tee "${out:-/dev/null}"

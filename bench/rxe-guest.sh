@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# Runs inside the Soft-RoCE guest (bench/rstream-rxe.sh boots it): evrdma's
+# rstream against itself and upstream's against itself over rxe, the same
+# options, in turns (who goes first alternates by round).  Prints each
+# client's table between markers for the host to collect:
+#   @@ begin CASE WHO ROUND  ...rows...  @@ end
+# usage: rxe-guest.sh ROUNDS DEFAULT_ROUNDS
+set -u
+R=${EVR_BIN:-/opt/evr}/rstream
+U=/usr/bin/rstream
+A2=$RXE_ADDR2
+rounds=${1:-3}
+drounds=${2:-1}
+T=$(mktemp -d)
+. "${EVR_BIN:-/opt/evr}/tests/lib-guest.sh"
+
+# one CASE WHO ROUND OPTIONS...
+one() {
+	local c=$1 who=$2 r=$3 bin srv
+	shift 3
+	if [ "$who" = ev ]; then bin=$R; srv=(--once); else bin=$U; srv=(); fi
+	if ! server "$bin" -b "$A2" "${srv[@]}" "$@"; then
+		echo "bench: $who server did not start ($c)"; return
+	fi
+	timeout 1200 "$bin" -s "$A2" "$@" >"$T/c.out" 2>&1 ||
+		echo "bench: $who client failed in round $r of $c: $(tail -1 "$T/c.out")"
+	reap "$sp" 20 >/dev/null 2>&1
+	echo "@@ begin $c $who $r"
+	cat "$T/c.out"
+	echo "@@ end"
+}
+
+# case NAME ROUNDS OPTIONS...
+case_() {
+	local c=$1 n=$2 r
+	shift 2
+	echo "bench: case $c: ${*:-(no options)}"
+	for r in $(seq "$n"); do
+		echo "bench: $c round $r of $n ($(date +%T))"
+		if [ $((r % 2)) = 1 ]; then
+			one "$c" up "$r" "$@"; one "$c" ev "$r" "$@"
+		else
+			one "$c" ev "$r" "$@"; one "$c" up "$r" "$@"
+		fi
+	done
+}
+
+case_ default "$drounds"
+case_ 64B-async "$rounds" -S 64 -C 2000 -T a
+case_ 4KiB "$rounds" -S 4096 -C 2000 -I 10
+case_ 64KiB "$rounds" -S 65536 -C 200 -I 10
+case_ 1MB "$rounds" -S 1000000 -C 20 -I 5
+case_ 1MB-blocking "$rounds" -S 1000000 -C 20 -I 5 -T b
+echo "bench: done"
+exit 0
