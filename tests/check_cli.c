@@ -400,6 +400,38 @@ START_TEST(test_size_bad)
 }
 END_TEST
 
+/* -D, --percentiles, --interval */
+START_TEST(test_lat_options)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE0(&c), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.duration_ms, 0);
+	ck_assert_uint_eq(c.o.interval_ms, 0);
+	ck_assert_int_eq(c.o.percentiles, 0);
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "-D", "1.5", "--percentiles",
+			       "--interval", "0.25"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.duration_ms, 1500);
+	ck_assert_uint_eq(c.o.interval_ms, 250);
+	ck_assert_int_eq(c.o.percentiles, 1);
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--duration=2"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.duration_ms, 2000);
+	/* a server may report progress */
+	ck_assert_int_eq(PARSE(&c, "--interval", "1"), RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(c.o.interval_ms, 1000);
+	ASSERT_BAD("-s", "h", "-D", "0");
+	ASSERT_BAD("-s", "h", "-D", "0.001");
+	ASSERT_BAD("-s", "h", "-D", "x");
+	ASSERT_BAD("-s", "h", "-D", "86401");
+	ASSERT_BAD("-s", "h", "--interval", "0");
+	ASSERT_BAD("-s", "h", "--interval", "1s");
+	ASSERT_BAD("-D", "1");                       /* a server */
+	ASSERT_BAD("--percentiles");                 /* a server */
+	ASSERT_BAD("-s", "h", "-D", "1", "-T", "v");
+	ASSERT_BAD("-s", "h", "-D", "1", "--no-negotiate");
+}
+END_TEST
+
 /*
  * A suffix multiplies the number: one that overflows a long long must be
  * refused, not wrapped round into range (2^34 + 1 GiB is 2^64 + 1 GiB).
@@ -822,6 +854,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_size_all);
 	tcase_add_test(tc, test_size_numeric);
 	tcase_add_test(tc, test_size_bad);
+	tcase_add_test(tc, test_lat_options);
 	tcase_add_test(tc, test_suffix_overflow);
 	tcase_add_test(tc, test_iters_count);
 	tcase_add_test(tc, test_iters_count_bad);

@@ -192,6 +192,7 @@ struct rec {
 	unsigned plan_done;
 	enum evr_sess_state state_at_plan_done;
 	unsigned results_at_plan_done;
+	uint64_t lat_samples[REC_MAX]; /* 0 when no latency stats came */
 };
 
 static void rec_result(struct evr_sess *s, const struct evr_test *t,
@@ -203,6 +204,7 @@ static void rec_result(struct evr_sess *s, const struct evr_test *t,
 	r->t[r->n] = *t;
 	r->ns[r->n] = ns;
 	r->state_at_result[r->n] = s->state;
+	r->lat_samples[r->n] = s->lat_valid ? s->lat_res.samples : 0;
 	r->n++;
 }
 
@@ -800,6 +802,169 @@ START_TEST(test_client_upstream_server)
 }
 END_TEST
 
+/* -D: the plan says version 2 with the duration flag and iterations as
+ * an upper bound; each iteration's first transfer starts with its mark,
+ * and the test ends after the iteration marked LAST. */
+START_TEST(test_client_duration)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	struct evr_plan_hdr h;
+	struct evr_test t;
+	uint8_t b[64];
+	unsigned it;
+
+	base_opts(&o);
+	o.duration_ms = 1000;
+	o.percentiles = 1;
+	custom_plan(&cp, 10, 2, 5);
+	start_sess(1, &cp, &o);
+	ck_assert_int_eq(s.dur_mode, 1);
+	ck_assert_uint_eq(s.dur_ns, 1000000000ull);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
+	take_discard(16);
+	feed(evr__ack_msg, 16);
+	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_REPLY_RECV);
+	take(b, 32);
+	ck_assert_int_eq(evr__plan_hdr_decode(b, &h), EVR_PLAN_OK);
+	ck_assert_uint_eq(h.version, EVR_WIRE_VERSION_DURATION);
+	ck_assert_uint_eq(h.flags, EVR_PLAN_F_DURATION);
+	ck_assert_int_eq(evr__plan_entry_decode(b + 16, &t, EVR_MAX_XFER_SIZE),
+			 EVR_PLAN_OK);
+	ck_assert_uint_eq(t.iters, EVR_MAX_COUNT);
+	feed_reply(EVR_PLAN_OK);
+	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_SYNC_RECV);
+	take_discard(16);
+	s.dur_ns = UINT64_MAX / 2;   /* no deadline yet */
+	feed_zeros(16);
+	for (it = 0; it < 3; it++) {
+		if (it == 2)
+			s.dur_ns = 0;   /* the deadline has passed */
+		ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_DATA_RECV);
+		take(b, 20);
+		ck_assert_uint_eq(b[0], it < 2 ? EVR_ITER_MORE : EVR_ITER_LAST);
+		feed_zeros(20);
+	}
+	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_DONE);
+	ck_assert_uint_eq(rec.n, 1);
+	/* the row holds the iterations run, not the cap */
+	assert_result(&rec, 0, "custom", 10, 2, 3);
+	ck_assert_uint_eq(rec.lat_samples[0], 3);
+	ck_assert_uint_eq(bq_avail(&q_out), 0);
+}
+END_TEST
+
+/* -D against a server that does not negotiate: fail before any data. */
+START_TEST(test_client_duration_upstream)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+
+	base_opts(&o);
+	o.duration_ms = 500;
+	custom_plan(&cp, 100, 1, 4);
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
+	take_discard(16);
+	feed_zeros(16);
+	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_NOTSUP, EVR_PH_NEGOTIATE);
+	ck_assert_uint_eq(bq_avail(&q_out), 0);
+	ck_assert_uint_eq(rec.n, 0);
+}
+END_TEST
+
+/* --percentiles: one sample per iteration, handed with the result. */
+START_TEST(test_client_percentiles)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	unsigned it;
+
+	base_opts(&o);
+	o.percentiles = 1;
+	o.no_negotiate = 1;
+	custom_plan(&cp, 8, 1, 7);
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_SYNC_RECV);
+	take_discard(16);
+	feed_zeros(16);
+	for (it = 0; it < 7; it++) {
+		ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_DATA_RECV);
+		take_discard(8);
+		feed_zeros(8);
+	}
+	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_DONE);
+	ck_assert_uint_eq(rec.n, 1);
+	ck_assert_uint_eq(rec.lat_samples[0], 7);
+	ck_assert_int_eq(s.lat_valid, 0);
+}
+END_TEST
+
+/* The server in duration mode: reads each iteration's mark. */
+START_TEST(test_server_duration)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	uint8_t d[10];
+	unsigned it;
+
+	base_opts(&o);
+	default_lat_plan(&cp);
+	start_sess(0, &cp, &o);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_FIRST_RECV);
+	feed(evr__hello_msg, 16);
+	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_PLAN_HDR_RECV);
+	take_discard(16);
+	feed_hdr(EVR_WIRE_VERSION_DURATION, EVR_PLAN_F_DURATION, 1, 0, 1);
+	feed_entry(10, 2, EVR_MAX_COUNT, EVR_TEST_CUSTOM);
+	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_SYNC_RECV);
+	take_discard(16);
+	ck_assert_int_eq(s.dur_mode, 1);
+	feed_zeros(16);
+	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_DATA_RECV);
+	take_discard(16);
+	memset(d, 0, sizeof(d));
+	for (it = 0; it < 4; it++) {
+		d[0] = it < 3 ? EVR_ITER_MORE : EVR_ITER_LAST;
+		feed(d, 10);
+		d[0] = 0x55; /* only the first transfer carries the mark */
+		feed(d, 10);
+		if (it < 3) {
+			ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_DATA_RECV);
+			take_discard(20);
+		}
+	}
+	ASSERT_AT(EVR_WANT_YIELD, ready(), EVR_SS_DRAIN);
+	take_discard(20);
+	ck_assert_uint_eq(rec.n, 1);
+	assert_result(&rec, 0, "custom", 10, 2, 4);
+
+	/* anything else where a mark belongs is a protocol error */
+	reset_fixture();
+	start_sess(0, &cp, &o);
+	ev(EVR_SE_CONNECTED, 0);
+	feed(evr__hello_msg, 16);
+	feed_hdr(EVR_WIRE_VERSION_DURATION, EVR_PLAN_F_DURATION, 1, 0, 1);
+	feed_entry(10, 1, EVR_MAX_COUNT, EVR_TEST_CUSTOM);
+	feed_zeros(16);
+	d[0] = 'X';
+	feed(d, 10);
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_PROTO, EVR_PH_RECV);
+
+	/* a version-1 plan with the duration flag is refused */
+	reset_fixture();
+	start_sess(0, &cp, &o);
+	ev(EVR_SE_CONNECTED, 0);
+	feed(evr__hello_msg, 16);
+	feed_hdr(EVR_WIRE_VERSION, EVR_PLAN_F_DURATION, 1, 0, 1);
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
+	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_FLAGS);
+}
+END_TEST
+
 START_TEST(test_client_verify_no_hello)
 {
 	struct evr_stream_opts o;
@@ -1118,7 +1283,7 @@ START_TEST(test_server_rejects_version)
 	base_opts(&o);
 	server_to_plan_hdr(&o);
 	m.send_block = 1;
-	feed_hdr(EVR_WIRE_VERSION + 1, 0, 1, 0, 1);
+	feed_hdr(EVR_WIRE_VERSION_DURATION + 1, 0, 1, 0, 1);
 	ASSERT_AT(EVR_WANT_WRITE, ready(), EVR_SS_REPLY_SEND);
 	m.send_block = 0;
 	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_FAILED);
@@ -2457,6 +2622,14 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_server_extra_data_in_drain);
 	tcase_add_test(tc, test_server_decided_upstream_client);
 	tcase_add_test(tc, test_server_decided_negotiated);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("duration");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_client_duration);
+	tcase_add_test(tc, test_client_duration_upstream);
+	tcase_add_test(tc, test_client_percentiles);
+	tcase_add_test(tc, test_server_duration);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("errors");

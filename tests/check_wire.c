@@ -159,10 +159,10 @@ START_TEST(test_plan_hdr_bad_version)
 	struct evr_plan_hdr h = { .ntests = 1 }, d;
 	uint8_t b[16];
 
-	h.version = EVR_WIRE_VERSION + 1;
+	h.version = EVR_WIRE_VERSION_DURATION + 1;
 	evr__plan_hdr_encode(b, &h);
 	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_E_VERSION);
-	ck_assert_uint_eq(d.version, EVR_WIRE_VERSION + 1);
+	ck_assert_uint_eq(d.version, EVR_WIRE_VERSION_DURATION + 1);
 	h.version = 0;
 	evr__plan_hdr_encode(b, &h);
 	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_E_VERSION);
@@ -174,6 +174,36 @@ START_TEST(test_plan_hdr_bad_version)
 	h.ntests = 0;
 	evr__plan_hdr_encode(b, &h);
 	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_E_VERSION);
+}
+END_TEST
+
+/* Duration mode (-D) is version 2 with its flag; a version-1 header
+ * with that flag, or any unknown flag, is refused. */
+START_TEST(test_plan_hdr_duration_flags)
+{
+	struct evr_plan_hdr h = { .ntests = 1 }, d;
+	uint8_t b[16];
+
+	h.version = EVR_WIRE_VERSION_DURATION;
+	h.flags = EVR_PLAN_F_DURATION;
+	evr__plan_hdr_encode(b, &h);
+	ck_assert_uint_eq(b[5], 2);
+	ck_assert_uint_eq(b[7], 2);
+	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_OK);
+	ck_assert_uint_eq(d.flags, EVR_PLAN_F_DURATION);
+	h.version = EVR_WIRE_VERSION;
+	evr__plan_hdr_encode(b, &h);
+	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_E_FLAGS);
+	h.flags = 0x0100;
+	evr__plan_hdr_encode(b, &h);
+	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_E_FLAGS);
+	h.version = EVR_WIRE_VERSION_DURATION;
+	h.flags = 0;
+	evr__plan_hdr_encode(b, &h);
+	ck_assert_int_eq(evr__plan_hdr_decode(b, &d), EVR_PLAN_OK);
+	ck_assert_str_eq(evr__plan_status_str(EVR_PLAN_E_FLAGS),
+			 "unsupported plan flags");
+	ck_assert(EVR_ITER_MORE != EVR_ITER_LAST);
 }
 END_TEST
 
@@ -561,6 +591,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_plan_hdr_round_trip);
 	tcase_add_test(tc, test_plan_hdr_bad_magic);
 	tcase_add_test(tc, test_plan_hdr_bad_version);
+	tcase_add_test(tc, test_plan_hdr_duration_flags);
 	tcase_add_test(tc, test_plan_hdr_bad_ntests);
 	suite_add_tcase(s, tc);
 

@@ -62,6 +62,11 @@ struct evr_stream_opts {
 	int force_negotiate;        /* client: send the plan even with verify
 				     * (only evrdma servers understand it) */
 	int percentiles;            /* client: fill evr_result.lat */
+	/* client: run each test for this long instead of a fixed number of
+	 * iterations (evrdma servers only: the plan says so); 0 = off */
+	uint32_t duration_ms;
+	/* call cbs.progress every interval_ms during a test; 0 = never */
+	uint32_t interval_ms;
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -142,6 +147,21 @@ struct evr_info {
 	int negotiated;             /* the client sent its plan */
 };
 
+/* A test in progress, every opts.interval_ms (server: per connection). */
+struct evr_progress {
+	unsigned conn_id;
+	const char *peer;
+	int server;
+	const char *test;           /* test name */
+	unsigned test_index, test_total;
+	uint64_t elapsed_ns;        /* since the test's sync */
+	uint64_t iters_done;
+	uint64_t iters_total;       /* 0 in duration mode */
+	uint64_t duration_ns;       /* duration mode: the target, else 0 */
+	uint64_t bytes;             /* moved in this test, both directions */
+	double gbps;                /* over the last interval */
+};
+
 struct evr_stream_cbs {
 	/* One finished test: a row of the table. */
 	void (*result)(void *ud, const struct evr_result *r);
@@ -153,6 +173,8 @@ struct evr_stream_cbs {
 	 * in_child is 1 in a -T f child process, which should exit now. */
 	void (*done)(void *ud, int status, const struct evr_failure *f,
 		     int in_child);
+	/* Optional: a test in progress, every opts.interval_ms. */
+	void (*progress)(void *ud, const struct evr_progress *p);
 };
 
 struct evr_stream;

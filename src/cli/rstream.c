@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "evrdma/loop.h"
 #include "evrdma/stream.h"
+#include "progress.h"
 #include "report.h"
 #include "rstream_opts.h"
 
@@ -26,6 +28,13 @@ struct app {
 	int done;
 	int in_child;
 	int header_done;
+	struct progress_out prog;
+	/* --percentiles: rows kept for the table after the results */
+	struct lat_row {
+		char name[16];
+		struct evr_lat_stats l;
+	} *lat;
+	size_t nlat, lat_cap;
 };
 
 static void print_header(struct app *a)
@@ -37,13 +46,58 @@ static void print_header(struct app *a)
 	fflush(stdout);
 }
 
-static void on_result(void *ud, const struct evr_result *r)
+static void keep_lat(struct app *a, const struct evr_result *r)
+{
+	struct lat_row *n;
+
+	if (a->nlat == a->lat_cap) {
+		size_t cap = a->lat_cap ? a->lat_cap * 2 : 16;
+
+		n = realloc(a->lat, cap * sizeof(*n));
+		if (!n)
+			return; /* the table will lack this row */
+		a->lat = n;
+		a->lat_cap = cap;
+	}
+	n = &a->lat[a->nlat++];
+	snprintf(n->name, sizeof(n->name), "%s", r->name);
+	n->l = *r->lat;
+}
+
+static void print_lat(struct app *a)
 {
 	char row[160];
+	size_t i;
 
+	if (!a->nlat)
+		return;
+	fputc('\n', stdout);
+	fputs(lat_header(), stdout);
+	for (i = 0; i < a->nlat; i++) {
+		lat_format_row(row, sizeof(row), a->lat[i].name, &a->lat[i].l);
+		fputs(row, stdout);
+	}
+	fflush(stdout);
+}
+
+static void on_result(void *ud, const struct evr_result *r)
+{
+	struct app *a = ud;
+	char row[160];
+
+	progress_clear(&a->prog);
 	rstream_format_row(row, sizeof(row), r);
 	fputs(row, stdout);
 	fflush(stdout);
+	if (r->lat)
+		keep_lat(a, r);
+}
+
+static void on_progress(void *ud, const struct evr_progress *p)
+{
+	struct app *a = ud;
+
+	progress_print(&a->prog, p);
 }
 
 static void on_info(void *ud, const struct evr_info *i)
@@ -66,8 +120,10 @@ static void on_info(void *ud, const struct evr_info *i)
 
 static void on_conn_failed(void *ud, const struct evr_failure *f)
 {
+	struct app *a = ud;
 	char line[512];
 
+	progress_clear(&a->prog);
 	evr_failure_str(f, line, sizeof(line));
 	fprintf(stderr, "rstream: connection dropped: %s\n", line);
 }
@@ -78,6 +134,7 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	struct app *a = ud;
 	char line[512];
 
+	progress_clear(&a->prog);
 	a->done = 1;
 	a->in_child = in_child;
 	a->status = rstream_exit_status(f);
@@ -125,6 +182,7 @@ int main(int argc, char **argv)
 		.info = on_info,
 		.conn_failed = on_conn_failed,
 		.done = on_done,
+		.progress = on_progress,
 	};
 	struct app a;
 	struct evr_failure f;
@@ -133,6 +191,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	memset(&a, 0, sizeof(a));
+	progress_init(&a.prog, stderr, isatty(STDERR_FILENO));
 	ret = rstream_parse(argc, argv, &a.cli, stderr);
 	switch (ret) {
 	case RSTREAM_PARSE_OK:
@@ -192,6 +251,9 @@ int main(int argc, char **argv)
 		evr_loop_run(a.loop);
 	}
 	evr_stream_free(a.st);
+	if (!a.in_child)
+		print_lat(&a);
+	free(a.lat);
 	ev_signal_stop(evl, &a.sigint_w);
 	ev_signal_stop(evl, &a.sigterm_w);
 	evr_loop_free(a.loop);

@@ -49,6 +49,15 @@ static void help_extra(FILE *out)
 		     "with -T v (evrdma servers only)\n");
 	fprintf(out, "\t--trace              print every state transition "
 		     "on stderr\n");
+	fprintf(out, "\t-D, --duration SEC   client: run each test for SEC "
+		     "seconds instead of its\n"
+		     "\t                     count (evrdma servers only)\n");
+	fprintf(out, "\t--percentiles        client: after the table, round-"
+		     "trip latency per test:\n"
+		     "\t                     min, p50, p90, p99, p99.9, max, "
+		     "mean (usec)\n");
+	fprintf(out, "\t--interval SEC       report progress on stderr every "
+		     "SEC seconds\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -154,7 +163,20 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 }
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION };
+       OPT_VERSION, OPT_PCT, OPT_INTERVAL };
+
+/* Seconds in [min, max] as a number of milliseconds, or -1. */
+static long long parse_secs_ms(const char *s, double min, double max)
+{
+	char *end;
+	double sec;
+
+	errno = 0;
+	sec = strtod(s, &end);
+	if (end == s || *end || errno || !(sec >= min) || sec > max)
+		return -1;
+	return (long long)(sec * 1000.0 + 0.5);
+}
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 {
@@ -164,6 +186,9 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "no-negotiate", no_argument, NULL, OPT_NO_NEG },
 		{ "negotiate", no_argument, NULL, OPT_NEG },
 		{ "trace", no_argument, NULL, OPT_TRACE },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "percentiles", no_argument, NULL, OPT_PCT },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -184,7 +209,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	o->server = 1;
 	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
 	opterr = 1;
-	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:",
+	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:D:",
 				 longopts, NULL)) != -1) {
 		switch (op) {
 		case 's':
@@ -280,6 +305,29 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			o->stall_ms = (unsigned)(sec * 1000.0 + 0.5);
 			break;
 		}
+		case 'D':
+			v = parse_secs_ms(optarg, 0.01, 86400);
+			if (v < 0) {
+				fprintf(err, "%s: invalid value '%s' for "
+					"-D/--duration: must be 0.01 to 86400 "
+					"seconds\n", prog, optarg);
+				return RSTREAM_PARSE_BAD;
+			}
+			o->duration_ms = (uint32_t)v;
+			break;
+		case OPT_PCT:
+			o->percentiles = 1;
+			break;
+		case OPT_INTERVAL:
+			v = parse_secs_ms(optarg, 0.01, 86400);
+			if (v < 0) {
+				fprintf(err, "%s: invalid value '%s' for "
+					"--interval: must be 0.01 to 86400 "
+					"seconds\n", prog, optarg);
+				return RSTREAM_PARSE_BAD;
+			}
+			o->interval_ms = (uint32_t)v;
+			break;
 		case OPT_ONCE:
 			o->once = 1;
 			break;
@@ -314,6 +362,26 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	if (o->no_negotiate && o->force_negotiate) {
 		fprintf(err, "%s: --negotiate and --no-negotiate exclude each "
 			"other\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->duration_ms && o->server) {
+		fprintf(err, "%s: -D/--duration is a client option (use it "
+			"with -s); the server follows the client\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->percentiles && o->server) {
+		fprintf(err, "%s: --percentiles is a client option (use it "
+			"with -s)\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->duration_ms && o->no_negotiate) {
+		fprintf(err, "%s: -D/--duration needs plan negotiation; it "
+			"excludes --no-negotiate\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->duration_ms && o->verify) {
+		fprintf(err, "%s: -D/--duration cannot be combined with -T v "
+			"(its iteration mark takes a data byte)\n", prog);
 		return RSTREAM_PARSE_BAD;
 	}
 	if (o->fork && !o->server) {

@@ -118,10 +118,19 @@ static void sync_recv(struct evr_sess *s)
 
 static void data_send(struct evr_sess *s)
 {
-	uint32_t size = cur(s)->size;
+	const struct evr_test *t = cur(s);
+	uint32_t size = t->size;
 
 	if (s->verify)
 		evr__pattern_fill(&s->spat, s->buf, size);
+	if (s->dur_mode && s->client && s->xfer == 0) {
+		/* Decide at the start of each iteration (it_t0 is "now"):
+		 * the test ends with the first iteration begun past the
+		 * deadline, or at the plan's cap. */
+		s->it_last = s->it_t0 - s->t0 >= s->dur_ns ||
+			     s->iter + 1 >= t->iters;
+		s->buf[0] = s->it_last ? EVR_ITER_LAST : EVR_ITER_MORE;
+	}
 	op(s, EVR_SS_DATA_SEND, 1, s->buf, size);
 }
 
@@ -145,7 +154,14 @@ static void start_data(struct evr_sess *s)
 {
 	s->iter = 0;
 	s->xfer = 0;
+	s->it_last = 0;
 	s->t0 = evr_now_ns();
+	s->it_t0 = s->t0;
+	s->in_data = 1;
+	s->test_bytes0 = s->prog_bytes = s->bytes;
+	s->prog_ns = s->t0;
+	if (s->lat_on)
+		evr__lat_reset(&s->lat);
 	if (s->client)
 		data_send(s);
 	else
@@ -168,9 +184,22 @@ static enum evr_sess_want test_done(struct evr_sess *s)
 {
 	uint64_t ns = evr_now_ns() - s->t0;
 	const struct evr_test *t = cur(s);
+	struct evr_test done;
 
+	s->in_data = 0;
+	if (s->dur_mode) {
+		/* the row shows the iterations actually run */
+		done = *t;
+		done.iters = s->iter;
+		t = &done;
+	}
+	if (s->lat_on) {
+		evr__lat_compute(&s->lat, &s->lat_res);
+		s->lat_valid = 1;
+	}
 	if (s->owner && s->owner->result)
 		s->owner->result(s, t, ns);
+	s->lat_valid = 0;
 	if (++s->ti < s->plan.ntests) {
 		begin_test(s);
 		return EVR_WANT_YIELD;
@@ -206,8 +235,10 @@ static int ensure_buf(struct evr_sess *s, size_t size)
 static void encode_plan(struct evr_sess *s)
 {
 	struct evr_plan_hdr h = {
-		.version = EVR_WIRE_VERSION,
-		.flags = s->verify ? EVR_PLAN_F_VERIFY : 0,
+		.version = s->dur_mode ? EVR_WIRE_VERSION_DURATION :
+					 EVR_WIRE_VERSION,
+		.flags = (s->verify ? EVR_PLAN_F_VERIFY : 0) |
+			 (s->dur_mode ? EVR_PLAN_F_DURATION : 0),
 		.ntests = (uint16_t)s->plan.ntests,
 		.conn_index = (uint16_t)s->conn_index,
 		.conn_total = (uint16_t)s->conn_total,
@@ -261,6 +292,7 @@ static void plan_received(struct evr_sess *s)
 	/* The server follows the client's plan, verification included; the
 	 * client's send counter is where our receive counter starts. */
 	s->verify = !!(h.flags & EVR_PLAN_F_VERIFY);
+	s->dur_mode = !!(h.flags & EVR_PLAN_F_DURATION);
 	if (s->verify) {
 		s->rpat.next = h.pat_send;
 		s->spat.next = h.pat_recv;
@@ -316,6 +348,12 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 	case EVR_SS_HELLO_RECV:
 		if (evr__is_ack(s->ctl)) {
 			encode_plan(s);
+		} else if (s->dur_mode) {
+			/* An upstream server cannot learn where a test
+			 * ends: give up before any data moves. */
+			return fail(s, -EVR_E_NOTSUP, 0,
+				    "-D/--duration with a server that does not "
+				    "negotiate (an upstream rstream server)");
 		} else {
 			/* An upstream server: that exchange was the first
 			 * test's sync. */
@@ -387,20 +425,38 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			break;
 		}
 		s->xfer = 0;
-		if (!s->client && ++s->iter >= t->iters)
+		if (!s->client && (++s->iter >= t->iters ||
+				   (s->dur_mode && s->it_last)))
 			return test_done(s);
 		data_recv(s);
 		break;
 	case EVR_SS_DATA_RECV:
 		if (check_pattern(s, s->buf, t->size))
 			return EVR_WANT_NONE;
+		if (s->dur_mode && !s->client && s->xfer == 0) {
+			if (s->buf[0] == EVR_ITER_LAST)
+				s->it_last = 1;
+			else if (s->buf[0] != EVR_ITER_MORE)
+				return fail(s, -EVR_E_PROTO, 0,
+					    "iteration mark");
+		}
 		if (++s->xfer < t->count) {
 			s->op_off = 0;
 			break;
 		}
 		s->xfer = 0;
-		if (s->client && ++s->iter >= t->iters)
-			return test_done(s);
+		if (s->client) {
+			if (s->lat_on || s->dur_mode) {
+				uint64_t now = evr_now_ns();
+
+				if (s->lat_on)
+					evr__lat_add(&s->lat, now - s->it_t0);
+				s->it_t0 = now;
+			}
+			if (++s->iter >= t->iters ||
+			    (s->dur_mode && s->it_last))
+				return test_done(s);
+		}
 		data_send(s);
 		break;
 	default:
@@ -508,6 +564,18 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->plan = *plan;
 	s->conn_index = conn_index;
 	s->conn_total = conn_total;
+	s->interval_ms = o->interval_ms;
+	s->lat_on = client && o->percentiles;
+	evr__lat_init(&s->lat);
+	if (client && o->duration_ms) {
+		unsigned i;
+
+		s->dur_mode = 1;
+		s->dur_ns = (uint64_t)o->duration_ms * 1000000u;
+		/* the plan's counts become the upper bound */
+		for (i = 0; i < s->plan.ntests; i++)
+			s->plan.tests[i].iters = EVR_MAX_COUNT;
+	}
 	return ensure_buf(s, evr__conn_plan_max_size(plan));
 }
 
@@ -539,6 +607,7 @@ void evr__sess_fini(struct evr_sess *s)
 	}
 	free(s->buf);
 	s->buf = NULL;
+	evr__lat_free(&s->lat);
 }
 
 /* ---- the driver: loop watchers that feed the machine ---- */
@@ -574,6 +643,38 @@ static void wd_cb(struct ev_loop *l, ev_timer *w, int revents)
 		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
 }
 
+/* Progress: only within a test's data phase, where the numbers mean
+ * something; between tests the next report simply waits. */
+static void prog_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_sess *s = evr__container_of(w, struct evr_sess, prog_w);
+	const struct evr_test *t = cur(s);
+	struct evr_progress p;
+	uint64_t now, dt;
+
+	if (!s->in_data || terminal(s))
+		return;
+	now = evr_now_ns();
+	dt = now - s->prog_ns;
+	memset(&p, 0, sizeof(p));
+	p.conn_id = s->id;
+	p.peer = s->conn ? s->conn->peer : "";
+	p.server = !s->client;
+	p.test = t->name;
+	p.test_index = s->ti;
+	p.test_total = s->plan.ntests;
+	p.elapsed_ns = now - s->t0;
+	p.iters_done = s->iter;
+	p.iters_total = s->dur_mode ? 0 : t->iters;
+	p.duration_ns = s->dur_mode ? s->dur_ns : 0;
+	p.bytes = s->bytes - s->test_bytes0;
+	p.gbps = dt ? (double)(s->bytes - s->prog_bytes) * 8.0 / (double)dt :
+		      0.0;
+	s->prog_bytes = s->bytes;
+	s->prog_ns = now;
+	s->owner->progress(s, &p);
+}
+
 void evr__sess_stop_watchers(struct evr_sess *s)
 {
 	struct ev_loop *l = s->loop->ev;
@@ -581,6 +682,8 @@ void evr__sess_stop_watchers(struct evr_sess *s)
 	ev_io_stop(l, &s->io_w);
 	ev_idle_stop(l, &s->idle_w);
 	ev_timer_stop(l, &s->wd_w);
+	if (s->wd_state)
+		ev_timer_stop(l, &s->prog_w);
 	s->wd_state = 0;
 }
 
@@ -604,6 +707,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 		ev_idle_init(&s->idle_w, idle_cb);
 		ev_timer_init(&s->wd_w, wd_cb, iv, iv);
 		ev_timer_start(l, &s->wd_w);
+		ev_timer_init(&s->prog_w, prog_cb, s->interval_ms / 1000.0,
+			      s->interval_ms / 1000.0);
+		if (s->interval_ms && s->owner && s->owner->progress)
+			ev_timer_start(l, &s->prog_w);
 		s->wd_last = ev_now(l);
 		s->wd_bytes = s->bytes;
 		s->wd_state = 1;

@@ -12,6 +12,7 @@
 
 #include "../loop/loop.h"
 #include "evrdma/stream.h"
+#include "latstats.h"
 #include "plan.h"
 #include "transport.h"
 #include "wire.h"
@@ -75,6 +76,8 @@ struct evr_sess_owner {
 	/* The machine reached DONE or FAILED and has stopped its watchers;
 	 * the owner may free it from here. */
 	void (*finished)(struct evr_sess *s);
+	/* Optional: a test in progress, every interval_ms. */
+	void (*progress)(struct evr_sess *s, const struct evr_progress *p);
 };
 
 struct evr_sess {
@@ -113,6 +116,21 @@ struct evr_sess {
 	uint64_t wd_bytes;
 	ev_tstamp wd_last;
 	int wd_state;
+	/* duration mode (-D): the client marks each iteration's first
+	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
+	int dur_mode;
+	uint64_t dur_ns;            /* client: the target per test */
+	int it_last;                /* the current iteration is the last */
+	uint64_t it_t0;             /* client: this iteration's start */
+	/* --percentiles (client) */
+	int lat_on, lat_valid;
+	struct evr_latstats lat;
+	struct evr_lat_stats lat_res; /* of the test just finished */
+	/* progress reports */
+	unsigned interval_ms;
+	int in_data;                /* between a test's sync and its end */
+	uint64_t test_bytes0, prog_bytes, prog_ns;
+	ev_timer prog_w;
 };
 
 const char *evr__sess_state_name(enum evr_sess_state s);

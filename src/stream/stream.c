@@ -108,6 +108,13 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 		st->o.stall_ms = EVR_DEFAULT_STALL_MS;
 	st->cbs = *cbs;
 	st->ud = ud;
+	/* Duration mode needs the plan negotiated, and its iteration mark
+	 * overwrites a data byte, which -T v would check. */
+	if (st->o.duration_ms && (st->o.server || st->o.no_negotiate ||
+				  st->o.verify)) {
+		evr_stream_free(st);
+		return -EINVAL;
+	}
 	if (evr__plan_build(&st->plan, &st->o)) {
 		evr_stream_free(st);
 		return -EINVAL;
@@ -181,10 +188,19 @@ static void sess_result(struct evr_sess *s, const struct evr_test *t,
 		.elapsed_ns = ns,
 		.conn_id = s->id,
 		.peer = s->conn ? s->conn->peer : "",
+		.lat = s->lat_valid ? &s->lat_res : NULL,
 	};
 
 	if (st->cbs.result)
 		st->cbs.result(st->ud, &r);
+}
+
+static void sess_progress(struct evr_sess *s, const struct evr_progress *p)
+{
+	struct evr_stream *st = s->owner_ud;
+
+	if (st->cbs.progress)
+		st->cbs.progress(st->ud, p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -220,6 +236,7 @@ static void client_finished(struct evr_sess *s)
 static const struct evr_sess_owner client_owner = {
 	.result = sess_result,
 	.finished = client_finished,
+	.progress = sess_progress,
 };
 
 static void xport_connected(void *ud, struct evr_conn *c, int err)
@@ -579,6 +596,7 @@ static const struct evr_sess_owner server_owner = {
 	.decided = server_decided,
 	.detached = server_detached,
 	.finished = server_finished,
+	.progress = sess_progress,
 };
 
 static void server_accept_one(void *ud, struct evr_conn *c,

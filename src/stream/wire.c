@@ -47,8 +47,13 @@ int evr__plan_hdr_decode(const uint8_t *in, struct evr_plan_hdr *h)
 	h->conn_total = evr__get16(in + 12);
 	h->pat_send = in[14];
 	h->pat_recv = in[15];
-	if (h->version != EVR_WIRE_VERSION)
+	if (h->version != EVR_WIRE_VERSION &&
+	    h->version != EVR_WIRE_VERSION_DURATION)
 		return EVR_PLAN_E_VERSION;
+	if ((h->flags & ~EVR_PLAN_F_KNOWN) ||
+	    (h->version == EVR_WIRE_VERSION &&
+	     (h->flags & EVR_PLAN_F_DURATION)))
+		return EVR_PLAN_E_FLAGS;
 	if (!h->ntests || h->ntests > EVR_PLAN_MAX_TESTS)
 		return EVR_PLAN_E_NTESTS;
 	return EVR_PLAN_OK;
@@ -119,6 +124,8 @@ const char *evr__plan_status_str(int status)
 		return "unknown test kind";
 	case EVR_PLAN_E_NOMEM:
 		return "server out of memory";
+	case EVR_PLAN_E_FLAGS:
+		return "unsupported plan flags";
 	default:
 		return "unknown reason";
 	}

@@ -16,6 +16,18 @@
  *   server -> client  PLAN reply (16): accepted, or why not
  *
  * All integers are big-endian.
+ *
+ * Duration mode (rstream -D): the header says version 2 and carries
+ * EVR_PLAN_F_DURATION; each entry's iters is then only an upper bound.
+ * The client's first transfer of every iteration starts with a mark byte,
+ * EVR_ITER_MORE or EVR_ITER_LAST, written over the first data byte (data
+ * is otherwise unchecked without -T v, and -D excludes -T v).  The server
+ * reads it on the first transfer of each iteration; after echoing an
+ * iteration marked LAST, both sides end the test as if its count were
+ * reached, and the next test begins with the usual sync.  Nothing else
+ * changes, and without -D the wire is version 1, byte for byte as before.
+ * A version-1 server rejects the plan (unsupported version); an upstream
+ * server never sees it (the client gives up at its reply to HELLO).
  */
 #ifndef EVR_SRC_WIRE_H
 #define EVR_SRC_WIRE_H
@@ -30,8 +42,14 @@
 #define EVR_PLAN_ENTRY_LEN 16
 #define EVR_PLAN_REPLY_LEN 16
 #define EVR_WIRE_VERSION 1
+#define EVR_WIRE_VERSION_DURATION 2
 
 #define EVR_PLAN_F_VERIFY 0x0001
+#define EVR_PLAN_F_DURATION 0x0002  /* version 2 only */
+#define EVR_PLAN_F_KNOWN (EVR_PLAN_F_VERIFY | EVR_PLAN_F_DURATION)
+
+#define EVR_ITER_MORE 0x4d          /* 'M': another iteration follows */
+#define EVR_ITER_LAST 0x4c          /* 'L': the test's last iteration */
 
 enum evr_plan_status {
 	EVR_PLAN_OK = 0,
@@ -41,6 +59,7 @@ enum evr_plan_status {
 	EVR_PLAN_E_COUNT = 4,     /* a zero or too large count or iterations */
 	EVR_PLAN_E_KIND = 5,      /* unknown test kind */
 	EVR_PLAN_E_NOMEM = 6,     /* the server could not allocate the buffer */
+	EVR_PLAN_E_FLAGS = 7,     /* unknown flags, or flags the version lacks */
 	EVR_PLAN_E_MAX
 };
 
