@@ -98,6 +98,29 @@ pair "default run: evrdma client, upstream server" "$U -b $A2" "$R -s $A2" 8 720
 [ -n "${EVR_RXE_DEFAULT_BOTH:-}" ] &&
 	pair "default run: upstream client, evrdma server" "$R -b $A2 --once" "$U -s $A2" 8 720
 
+# ---- duration mode and latency percentiles over RDMA (evrdma both ends:
+# -D rides on the negotiated plan); upstream's server refuses -D cleanly
+rm -f "$T"/*.out
+server $R -b $A2 --once -T a
+t0=$(now)
+timeout "$TO" $R -s $A2 -b $A1 -S 4096 -C 10 -D 2 -T a --percentiles >"$T/c.out" 2>&1
+crc=$?; el=$(since "$t0"); reap "$sp" 20; src=$?
+smp=$(awk '$1 == "name" && $2 == "samples" { getline; print $2 }' "$T/c.out")
+if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "${smp:-0}" -gt 1 ] &&
+	awk -v e="$el" 'BEGIN{exit !(e >= 2 && e < 30)}' &&
+	[ "$(rows "$T/s.out" '^custom ')" = 1 ]; then
+	ok "-D 2 --percentiles over RDMA: ${el}s, $smp round trips timed"
+else
+	ko "-D 2 --percentiles over RDMA" "rc $crc/$src, ${el}s, samples '${smp:-}'"
+fi
+rm -f "$T"/*.out
+server $U -b $A2 -S 4096 -C 10 -T a
+timeout 30 $R -s $A2 -S 4096 -C 10 -D 2 -T a >"$T/c.out" 2>&1; crc=$?
+kill "$sp" 2>/dev/null; reap "$sp" 5 >/dev/null 2>&1
+[ "$crc" = 6 ] && [ "$(wc -l <"$T/c.out")" = 1 ] &&
+	ok "-D against an upstream server over RDMA: one line, exit 6" ||
+	ko "-D against upstream" "rc $crc"
+
 # ---- errors
 rm -f "$T"/*.out
 timeout 30 $R -s $A2 -S 10 -C 1 >"$T/c.out" 2>&1; rc=$?
