@@ -744,7 +744,9 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 /* Non-blocking mode retries at once, as upstream does; a few retries in
  * place before going back to the loop save the loop's own poll call on
  * every spin, which is most of a small message's round trip. */
+#ifndef SPIN_TRIES
 #define SPIN_TRIES 64
+#endif
 
 static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 {
