@@ -49,6 +49,10 @@ static void help_extra(FILE *out)
 		     "with -T v (evrdma servers only)\n");
 	fprintf(out, "\t--trace              print every state transition "
 		     "on stderr\n");
+	fprintf(out, "\t--json               JSON Lines on stdout instead of "
+		     "the table (see rstream(1))\n");
+	fprintf(out, "\t--settings           report each connection's "
+		     "effective settings\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -154,7 +158,7 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 }
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION };
+       OPT_VERSION, OPT_JSON, OPT_SETTINGS };
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 {
@@ -166,6 +170,8 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "settings", no_argument, NULL, OPT_SETTINGS },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prog = "rstream";
@@ -291,6 +297,12 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			break;
 		case OPT_TRACE:
 			cli->trace = 1;
+			break;
+		case OPT_JSON:
+			cli->json = 1;
+			break;
+		case OPT_SETTINGS:
+			o->report_settings = 1;
 			break;
 		case OPT_HELP:
 			return RSTREAM_PARSE_HELP;
