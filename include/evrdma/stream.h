@@ -107,6 +107,8 @@ struct evr_failure {
 	int negotiated;             /* the peer knew our test plan */
 	int sys_err;                /* errno behind a resolution failure */
 	char addr[96];              /* the address that failed to resolve */
+	unsigned conn_id;           /* the connection's evr_result.conn_id
+				     * (0 before one exists) */
 };
 
 /* Round-trip latency distribution of one test on one connection: one

@@ -306,6 +306,8 @@ json_t *jo_failure(const char *type, const struct evr_failure *f,
 
 	evr_failure_str(f, line, sizeof(line));
 	set_str(o, "message", line);
+	if (f->phase != EVR_PH_SETUP)
+		set_int(o, "conn", f->conn_id);
 	set_str(o, "error", error_key(f->err));
 	if (f->err < 0 && -f->err < EVR_E_BASE)
 		set_int(o, "errno", -f->err);

@@ -220,6 +220,7 @@ static void client_finished(struct evr_sess *s)
 	int failed = s->state == EVR_SS_FAILED;
 
 	fl = s->fail;
+	fl.conn_id = s->id;
 	st->spat = s->spat;
 	st->rpat = s->rpat;
 	evr__sess_fini(s);
@@ -433,6 +434,7 @@ static void server_finished(struct evr_sess *s)
 	int ok = s->state == EVR_SS_DONE;
 	int last;
 
+	s->fail.conn_id = s->id;
 	if (!ok && s->fail.err != -EVR_E_CANCELLED && st->cbs.conn_failed)
 		st->cbs.conn_failed(st->ud, &s->fail);
 	if (ok)
