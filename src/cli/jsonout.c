@@ -103,16 +103,27 @@ static const char *addr_fmt_name(enum evr_addr_fmt f)
 	}
 }
 
+/* Both tools' first record; the caller adds to it and its options. */
+static json_t *start_record(const char *tool, const char *version,
+			    const char *mode, const char *transport)
+{
+	json_t *r = jo_record("start");
+
+	set_str(r, "tool", tool);
+	set_str(r, "version", version);
+	set_str(r, "mode", mode);
+	set_str(r, "transport", transport);
+	return r;
+}
+
 json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 {
 	const struct evr_stream_opts *o = &cli->o;
-	json_t *r = jo_record("start");
+	json_t *r = start_record("rstream", version,
+				 o->server ? "server" : "client",
+				 xport_name(o->xport));
 	json_t *opt = json_object();
 
-	set_str(r, "tool", "rstream");
-	set_str(r, "version", version);
-	set_str(r, "mode", o->server ? "server" : "client");
-	set_str(r, "transport", xport_name(o->xport));
 	set_str(r, "io", io_name(o->io));
 	if (!o->server)
 		set_str(opt, "server", o->host);
@@ -359,13 +370,11 @@ json_t *jo_rstream_summary(const struct jo_totals *t, int exit_status)
 json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 {
 	const struct evr_mcast_opts *m = &cli->o;
-	json_t *r = jo_record("start");
+	json_t *r = start_record("mckey", version,
+				 m->sender ? "sender" : "receiver",
+				 m->transport == EVR_MC_UDP ? "udp" : "rdma");
 	json_t *opt = json_object();
 
-	set_str(r, "tool", "mckey");
-	set_str(r, "version", version);
-	set_str(r, "mode", m->sender ? "sender" : "receiver");
-	set_str(r, "transport", m->transport == EVR_MC_UDP ? "udp" : "rdma");
 	set_str(opt, "group", m->group);
 	set_bool(opt, "unmapped", m->unmapped != NULL);
 	set(opt, "bind", m->bind_addr ? json_string(m->bind_addr) :
