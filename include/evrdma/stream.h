@@ -172,7 +172,8 @@ struct evr_info {
 	const char *peer;
 	int keepalive_on, keepalive_idle;
 	int negotiated;             /* the client sent its plan */
-	const struct evr_conn_settings *settings; /* EVR_INFO_SETTINGS */
+	/* EVR_INFO_SETTINGS: valid during the callback only */
+	const struct evr_conn_settings *settings;
 };
 
 struct evr_stream_cbs {

@@ -254,6 +254,90 @@ if start_server fsrv "$PORT3" "$RSTREAM" -T s -p "$PORT3" --json; then
 		 last.exit_status == 0'
 fi
 
+# 10. a client stopped by SIGTERM: why, on stdout, and exit 130
+PORT4=$(e2e_port)
+if start_server isrv "$PORT4" "$RSTREAM" -T s -T a -p "$PORT4" --json; then
+	bg_start icl 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT4" -S 1 \
+		-C 1 -I 1000000000 --json
+	if wait_established "$PORT4" 1 10; then
+		sleep 0.3
+		bg_stop icl 10
+		assert_exit "interrupted client" 130 "$RC" "$E2E_TMP/icl.out" \
+			"$E2E_TMP/icl.err"
+		jq_true "interrupted client: error record, then summary" \
+			"$E2E_TMP/icl.out" \
+			'map(.type) == ["start", "error", "summary"] and
+			 .[1].error == "cancelled" and .[1].exit_status == 130 and
+			 .[1].test == "custom" and .[2].exit_status == 130'
+	else
+		not_ok "interrupted client connects"
+		bg_kill icl
+	fi
+	bg_stop isrv 10
+	assert_exit "interrupted client: server exit" 0 "$RC" \
+		"$E2E_TMP/isrv.out" "$E2E_TMP/isrv.err"
+	jq_true "interrupted client: the server's conn_failed" \
+		"$E2E_TMP/isrv.out" \
+		'(map(select(.type == "conn_failed")) | length == 1) and
+		 last.conn_failed == 1 and last.exit_status == 0'
+fi
+
+# 11. a -T f server: each child writes its connection's records; the
+# parent's summary is the last line, and no child writes one
+PORT5=$(e2e_port)
+if start_server fksrv "$PORT5" "$RSTREAM" -T s -T f -p "$PORT5" --once \
+	--json --settings; then
+	run_cmd fkcl 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT5" -S 2000 \
+		-C 10 -I 3 --json
+	assert_exit "fork server's client" 0 "$RC" "$E2E_TMP/fkcl.out"
+	bg_wait fksrv 30
+	assert_exit "fork server (--once)" 0 "$RC" "$E2E_TMP/fksrv.out" \
+		"$E2E_TMP/fksrv.err"
+	if json_lines "fork server" "$E2E_TMP/fksrv.out"; then
+		jq_true "fork server: one result, one settings, one summary last" \
+			"$E2E_TMP/fksrv.out" \
+			'(map(select(.type == "result")) | length == 1) and
+			 (map(select(.type == "settings")) | length == 1) and
+			 (map(select(.type == "summary")) | length == 1) and
+			 last.type == "summary" and last.exit_status == 0'
+	fi
+fi
+
+# 12. under valgrind: the JSON writer leaks nothing and touches nothing
+# it should not
+if command -v valgrind >/dev/null 2>&1; then
+	VG=(valgrind --quiet --leak-check=full
+	    --show-leak-kinds=definite,indirect,possible
+	    --errors-for-leak-kinds=definite,indirect,possible
+	    --error-exitcode=99)
+	PORT6=$(e2e_port)
+	if E2E_LISTEN_SECS=30 start_server vgsrv "$PORT6" "${VG[@]}" \
+		"$RSTREAM" -T s -T a -p "$PORT6" --once --json --settings; then
+		run_cmd vgcl 120 "${VG[@]}" "$RSTREAM" -T s -T a -s 127.0.0.1 \
+			-p "$PORT6" -S 1000 -C 20 -I 5 --json --settings
+		assert_exit "valgrind: client --json --settings" 0 "$RC" \
+			"$E2E_TMP/vgcl.err"
+		assert_no_match "valgrind: client clean" '^==[0-9]+==' \
+			"$E2E_TMP/vgcl.err"
+		bg_wait vgsrv 60
+		assert_exit "valgrind: server --json --settings" 0 "$RC" \
+			"$E2E_TMP/vgsrv.err"
+		assert_no_match "valgrind: server clean" '^==[0-9]+==' \
+			"$E2E_TMP/vgsrv.err"
+	fi
+	run_cmd vgref 60 "${VG[@]}" "$RSTREAM" -T s -s 127.0.0.1 -p "$CLOSED" \
+		--json
+	assert_exit "valgrind: refused --json" 3 "$RC" "$E2E_TMP/vgref.err"
+	assert_no_match "valgrind: refused clean" '^==[0-9]+==' \
+		"$E2E_TMP/vgref.err"
+	run_cmd vgbad 60 "${VG[@]}" "$RSTREAM" -T s -S 0 --json
+	assert_exit "valgrind: bad value --json" 1 "$RC" "$E2E_TMP/vgbad.err"
+	assert_no_match "valgrind: bad value clean" '^==[0-9]+==' \
+		"$E2E_TMP/vgbad.err"
+else
+	skip "valgrind is not installed"
+fi
+
 # ------------------------------------------------------------------ mckey
 
 MCKEY=${MCKEY:-}
@@ -320,6 +404,20 @@ else
 				 (.[] | select(.type == "send_stats") | .sent == 25 and
 				  .completed == 25) and last.type == "summary" and
 				 last.exit_status == 0'
+		fi
+		if command -v valgrind >/dev/null 2>&1; then
+			run_cmd mvg 60 ip netns exec "$NS" "${VG[@]}" "$MCKEY" \
+				"${MC[@]}" --deadline 1 --json
+			assert_exit "valgrind: mckey --json receiver, deadline" \
+				146 "$RC" "$E2E_TMP/mvg.out" "$E2E_TMP/mvg.err"
+			assert_no_match "valgrind: mckey clean" '^==[0-9]+==' \
+				"$E2E_TMP/mvg.err"
+			jq_true "mckey deadline: timed out, 0 of 25" \
+				"$E2E_TMP/mvg.out" \
+				'(.[] | select(.type == "recv_stats") |
+				  .timed_out == true and .received == 0 and
+				  .expected == 25) and last.exit_status == 146 and
+				 last.return_status == -110'
 		fi
 		# a bind address the namespace does not have: an error record
 		run_cmd mbad 20 ip netns exec "$NS" "$MCKEY" --udp --settle 0 \
