@@ -7,6 +7,8 @@
 # JSON object, parsed by jq; the checks are jq expressions over the whole
 # stream of records (jq -s).
 
+# jq programs are in single quotes on purpose ($a is jq's).
+# shellcheck disable=SC2016
 # shellcheck source=lib.sh
 . "${E2E_LIB:?E2E_LIB is not set}"
 
@@ -306,6 +308,7 @@ fi
 # 12. under valgrind: the JSON writer leaks nothing and touches nothing
 # it should not
 if command -v valgrind >/dev/null 2>&1; then
+	# shellcheck disable=SC2054 # the commas are valgrind's
 	VG=(valgrind --quiet --leak-check=full
 	    --show-leak-kinds=definite,indirect,possible
 	    --errors-for-leak-kinds=definite,indirect,possible
@@ -343,6 +346,7 @@ fi
 MCKEY=${MCKEY:-}
 NS=evjs-$$
 # the namespace goes too, however the script ends
+# shellcheck disable=SC2154 # st is assigned inside the trap
 trap 'st=$?; ip netns del "$NS" 2>/dev/null; (exit $st); e2e_cleanup' EXIT
 if [ -z "$MCKEY" ] || [ ! -x "$MCKEY" ]; then
 	not_ok "mckey" "MCKEY is not set to an executable mckey"
