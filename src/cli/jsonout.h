@@ -7,7 +7,11 @@
  * schema is documented in rstream.1 and mckey.1 (JSON OUTPUT).
  *
  * To add a record type: a builder jo_<type>() that starts with
- * jo_record("<type>"), then jo_emit() it from the program.
+ * jo_record("<type>"), then jo_emit() it from the program; document it in
+ * the man page's JSON OUTPUT.  Planned: per-connection rows of -c N are
+ * "result" records already (they carry "conn"); an aggregate row would be
+ * its own type ("aggregate"), and interval progress a "progress" record
+ * (conn, test, elapsed_s, bytes so far, ...).
  */
 #ifndef EVR_CLI_JSONOUT_H
 #define EVR_CLI_JSONOUT_H
