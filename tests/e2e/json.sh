@@ -260,17 +260,31 @@ fi
 PORT4=$(e2e_port)
 if start_server isrv "$PORT4" "$RSTREAM" -T s -T a -p "$PORT4" --json; then
 	bg_start icl 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT4" -S 1 \
-		-C 1 -I 1000000000 --json
-	if wait_established "$PORT4" 1 10; then
+		-C 1 -I 1000000000 --json --settings
+	if wait_established "$PORT4" 1 10 &&
+	   wait_match "$E2E_TMP/icl.out" '"type":"settings"' 10; then
+		# what the kernel holds for the live socket (ss: tb = sk_sndbuf,
+		# rb = sk_rcvbuf; fixed, since we set them) is what we reported
+		SKMEM=$(ss -Htmn state established "( dport = :$PORT4 )" \
+			2>/dev/null | grep -o 'skmem:([^)]*)' | head -n 1)
+		TB=$(printf '%s' "$SKMEM" | grep -o 'tb[0-9]*' | tr -d tb)
+		RB=$(printf '%s' "$SKMEM" | grep -o 'rb[0-9]*' | tr -d rb)
+		if [ -n "$TB" ] && [ -n "$RB" ]; then
+			assert_eq "settings match ss -tm (sndbuf rcvbuf)" "$TB $RB" \
+				"$(grep '"type":"settings"' "$E2E_TMP/icl.out" |
+				   jq -r '"\(.sndbuf_bytes) \(.rcvbuf_bytes)"')"
+		else
+			skip "ss -tm shows no skmem here"
+		fi
 		sleep 0.3
 		bg_stop icl 10
 		assert_exit "interrupted client" 130 "$RC" "$E2E_TMP/icl.out" \
 			"$E2E_TMP/icl.err"
 		jq_true "interrupted client: error record, then summary" \
 			"$E2E_TMP/icl.out" \
-			'map(.type) == ["start", "error", "summary"] and
-			 .[1].error == "cancelled" and .[1].exit_status == 130 and
-			 .[1].test == "custom" and .[2].exit_status == 130'
+			'map(.type) == ["start", "settings", "error", "summary"] and
+			 .[2].error == "cancelled" and .[2].exit_status == 130 and
+			 .[2].test == "custom" and .[3].exit_status == 130'
 	else
 		not_ok "interrupted client connects"
 		bg_kill icl
