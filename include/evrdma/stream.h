@@ -67,6 +67,7 @@ struct evr_stream_opts {
 	uint32_t duration_ms;
 	/* call cbs.progress every interval_ms during a test; 0 = never */
 	uint32_t interval_ms;
+	int report_settings;        /* EVR_INFO_SETTINGS per connection */
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -111,6 +112,8 @@ struct evr_failure {
 	int negotiated;             /* the peer knew our test plan */
 	int sys_err;                /* errno behind a resolution failure */
 	char addr[96];              /* the address that failed to resolve */
+	unsigned conn_id;           /* the connection's evr_result.conn_id
+				     * (0 before one exists) */
 };
 
 /* Round-trip latency distribution of one test on one connection: one
@@ -137,6 +140,35 @@ enum evr_info_kind {
 	EVR_INFO_KEEPALIVE,         /* keepalive set on a socket (-k) */
 	EVR_INFO_ACCEPTED,          /* server: a connection came in */
 	EVR_INFO_CONN_DONE,         /* server: a connection finished well */
+	EVR_INFO_SETTINGS,          /* a connection is set up: what it got
+				     * (only with opts.report_settings) */
+};
+
+/* A connection's effective settings, as the kernel or the device set them
+ * and, over RDMA, as negotiated with the peer.  Fields of the other
+ * transport are 0. */
+struct evr_conn_settings {
+	enum evr_xport_kind xport;
+	char local[64];             /* "addr:port" or "" */
+	char peer[64];
+	int keepalive_on;           /* SO_KEEPALIVE / -k timer running */
+	int keepalive_idle_s;       /* TCP_KEEPIDLE, or -k over RDMA */
+	/* TCP: getsockopt() after connect or accept */
+	int tcp_sndbuf, tcp_rcvbuf; /* SO_SNDBUF, SO_RCVBUF (bytes) */
+	int tcp_nodelay;            /* TCP_NODELAY */
+	int tcp_mss;                /* TCP_MAXSEG (bytes) */
+	int tcp_keepintvl_s, tcp_keepcnt; /* TCP_KEEPINTVL, TCP_KEEPCNT */
+	/* RDMA: the rsocket endpoint */
+	uint32_t rdma_sbuf_bytes;   /* our send staging ring */
+	uint32_t rdma_rbuf_bytes;   /* our receive ring (the peer writes it) */
+	uint32_t rdma_inline_bytes; /* max inline data the QP accepted */
+	uint32_t rdma_sq_depth;     /* send queue work requests */
+	uint32_t rdma_rq_depth;     /* receive queue work requests posted */
+	uint32_t rdma_credits_granted; /* message credits we gave the peer */
+	uint32_t rdma_credits_peer; /* message credits the peer gave us */
+	uint32_t rdma_peer_target_sgl; /* entries in the peer's target SGL */
+	uint32_t rdma_peer_rbuf_bytes; /* the peer's receive ring (both
+					* halves of its advertised buffer) */
 };
 
 struct evr_info {
@@ -145,6 +177,8 @@ struct evr_info {
 	const char *peer;
 	int keepalive_on, keepalive_idle;
 	int negotiated;             /* the client sent its plan */
+	/* EVR_INFO_SETTINGS: valid during the callback only */
+	const struct evr_conn_settings *settings;
 };
 
 /* A test in progress, every opts.interval_ms (server: per connection). */

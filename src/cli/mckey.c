@@ -1,28 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * mckey: RDMA CM multicast join / send / receive / leave, on the evrdma
- * engine.  Parse options, run one engine, print upstream's lines.
+ * engine.  Parse options, run one engine, print upstream's lines (or JSON
+ * Lines with --json).
  */
 #include "config.h"
 
-#include <ev.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evrdma/loop.h"
 #include "evrdma/mcast.h"
+#include "common.h"
+#include "jsonout.h"
 #include "mckey_opts.h"
 
 struct app {
 	struct mckey_cli cli;
-	struct evr_loop *loop;
+	struct cli_loop cl;
 	struct evr_mcast *mc;
-	ev_signal sigint_w, sigterm_w;
 	int started;
 	int status;
 	int done;
+	unsigned joined;
+	uint64_t t0;
 };
 
 static void out(const char *line)
@@ -36,9 +38,14 @@ static void on_phase(void *ud, enum evr_mc_phase p)
 {
 	struct app *a = ud;
 
+	if (p == EVR_MC_PH_STARTING)
+		a->started = 1;
+	if (a->cli.json) {
+		jo_emit(stdout, jo_mc_phase(p));
+		return;
+	}
 	switch (p) {
 	case EVR_MC_PH_STARTING:
-		a->started = 1;
 		out(a->cli.o.sender ? "mckey: starting client" :
 				      "mckey: starting server");
 		break;
@@ -60,6 +67,11 @@ static void on_joined(void *ud, const struct evr_mc_joined *j)
 {
 	struct app *a = ud;
 
+	a->joined++;
+	if (a->cli.json) {
+		jo_emit(stdout, jo_mc_join(a->cli.o.group, j));
+		return;
+	}
 	printf("mckey: joined dgid: %s mlid 0x%x sl %u\n", j->dgid, j->mlid,
 	       j->sl);
 	if (a->cli.stats)
@@ -71,21 +83,47 @@ static void on_joined(void *ud, const struct evr_mc_joined *j)
 static void on_cm_event(void *ud, unsigned qp, const char *event, int status,
 			int is_error)
 {
+	struct app *a = ud;
+
+	if (a->cli.json) {
+		jo_emit(stdout, jo_mc_cm_event(qp, event, status, is_error));
+		return;
+	}
 	printf("mckey: event: %s, status: %d\n", event, status);
 	fflush(stdout);
 }
 
 static void on_failure(void *ud, const struct evr_mc_failure *f)
 {
+	struct app *a = ud;
+
 	/* upstream: perror() text on stderr, printf() text on stdout */
 	if (f->with_errno)
 		fprintf(stderr, "%s: %s\n", f->msg, strerror(f->sys_errno));
 	else if (f->detail[0])
 		fprintf(stderr, "%s: %s\n", f->msg, f->detail);
-	else if (!strcmp(f->msg, "No RDMA devices were detected"))
+	else if (!strcmp(f->msg, "No RDMA devices were detected") ||
+		 a->cli.json)
 		fprintf(stderr, "%s\n", f->msg);
 	else
 		out(f->msg);
+	if (a->cli.json)
+		jo_emit(stdout, jo_mc_failure(f));
+}
+
+static void report_json(struct app *a, unsigned n,
+			const struct evr_mc_qp_report *q)
+{
+	unsigned i, j;
+
+	for (i = 0; i < n; i++) {
+		jo_emit(stdout, jo_mc_qp(a->cli.o.sender, &q[i]));
+		if (a->cli.o.sender)
+			continue;
+		for (j = 0; j < q[i].nsenders; j++)
+			jo_emit(stdout, jo_mc_sender(q[i].qp,
+						     &q[i].senders[j]));
+	}
 }
 
 static void report(struct app *a, unsigned n,
@@ -135,28 +173,26 @@ static void on_done(void *ud, int status, unsigned n,
 
 	a->done = 1;
 	a->status = status;
-	if (a->started) {
+	if (a->cli.json) {
+		report_json(a, n, q);
+		jo_emit(stdout, jo_mckey_summary(status, status & 0xff,
+						 evr_now_ns() - a->t0,
+						 a->joined, n));
+	} else if (a->started) {
 		report(a, n, q);
 		out("test complete");
 		printf("return status %d\n", status);
 		fflush(stdout);
 	}
-	ev_signal_stop(evr_loop_ev(a->loop), &a->sigint_w);
-	ev_signal_stop(evr_loop_ev(a->loop), &a->sigterm_w);
-	evr_loop_break(a->loop);
+	cli_loop_finish(&a->cl);
 }
 
-static void on_signal(struct ev_loop *l, ev_signal *w, int revents)
+static void on_signal(void *ud)
 {
-	struct app *a = w->data;
+	struct app *a = ud;
 
 	if (a->mc && !a->done)
 		evr_mcast_cancel(a->mc);
-}
-
-static void trace_line(void *ud, const char *line)
-{
-	fprintf(stderr, "mckey: trace: %s\n", line);
 }
 
 int main(int argc, char **argv)
@@ -168,12 +204,17 @@ int main(int argc, char **argv)
 		.failure = on_failure,
 		.done = on_done,
 	};
-	struct ev_loop *evl;
+	struct cli_msg msg;
+	char why[256];
 	struct app a;
 	int ret;
 
 	memset(&a, 0, sizeof(a));
-	ret = mckey_parse(argc, argv, &a.cli, stderr);
+	a.t0 = evr_now_ns();
+	ret = mckey_parse(argc, argv, &a.cli, cli_msg_open(&msg));
+	cli_msg_close(&msg, why, sizeof(why));
+	if (ret != MCKEY_PARSE_OK && cli_argv_has(argc, argv, "--json"))
+		a.cli.json = 1;
 	switch (ret) {
 	case MCKEY_PARSE_OK:
 		break;
@@ -184,43 +225,56 @@ int main(int argc, char **argv)
 		printf("mckey (evrdma) %s\n", PACKAGE_VERSION);
 		return 0;
 	case MCKEY_PARSE_UNMAPPED:
+		if (a.cli.json) {
+			fprintf(stderr, "mckey: unmapped multicast address "
+				"requires binding to source address\n");
+			jo_emit(stdout, jo_error("unmapped multicast address "
+						 "requires binding to source "
+						 "address", 1));
+			return 1;
+		}
 		printf("unmapped multicast address requires binding to source "
 		       "address\n");
 		return 1;
 	case MCKEY_PARSE_USAGE:
+		if (a.cli.json) {
+			/* stdout carries JSON only */
+			mckey_usage(stderr, argv[0]);
+			jo_emit(stdout, jo_error("invalid command line "
+						 "(usage on stderr)", 1));
+			return 1;
+		}
 		mckey_usage(stdout, argv[0]);
 		return 1;
 	default:
+		if (a.cli.json)
+			jo_emit(stdout, jo_error(why[0] ? why : "invalid "
+						 "command line", 1));
 		return 1;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	evl = ev_default_loop(EVFLAG_AUTO);
-	if (!evl || evr_loop_new(&a.loop, evl)) {
-		fprintf(stderr, "mckey: cannot create the event loop\n");
+	if (a.cli.json)
+		jo_emit(stdout, jo_mckey_start(&a.cli, PACKAGE_VERSION));
+	if (cli_loop_open(&a.cl, "mckey", a.cli.trace)) {
+		if (a.cli.json)
+			jo_emit(stdout, jo_error("cannot create the event loop",
+						 1));
 		return 1;
 	}
-	if (a.cli.trace)
-		evr_loop_set_trace(a.loop, trace_line, NULL);
-	ret = evr_mcast_new(&a.mc, a.loop, &a.cli.o, &cbs, &a);
+	ret = evr_mcast_new(&a.mc, a.cl.loop, &a.cli.o, &cbs, &a);
 	if (ret) {
 		fprintf(stderr, "mckey: unable to allocate memory for test nodes\n");
-		evr_loop_free(a.loop);
+		if (a.cli.json)
+			jo_emit(stdout, jo_error("unable to allocate memory for "
+						 "test nodes", 1));
+		cli_loop_close(&a.cl);
 		return 1;
 	}
-	ev_signal_init(&a.sigint_w, on_signal, SIGINT);
-	ev_signal_init(&a.sigterm_w, on_signal, SIGTERM);
-	a.sigint_w.data = &a;
-	a.sigterm_w.data = &a;
-	ev_signal_start(evl, &a.sigint_w);
-	ev_signal_start(evl, &a.sigterm_w);
+	cli_loop_signals(&a.cl, on_signal, &a);
 	evr_mcast_start(a.mc);
 	if (!a.done)
-		evr_loop_run(a.loop);
+		evr_loop_run(a.cl.loop);
 	evr_mcast_free(a.mc);
-	ev_signal_stop(evl, &a.sigint_w);
-	ev_signal_stop(evl, &a.sigterm_w);
-	evr_loop_free(a.loop);
-	ev_loop_destroy(evl);
+	cli_loop_close(&a.cl);
 	/* upstream: main() returns run()'s value */
 	return a.status & 0xff;
 }

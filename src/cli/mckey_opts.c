@@ -44,6 +44,8 @@ void mckey_help(FILE *out, const char *prog)
 		     "statistics\n");
 	fprintf(out, "\t--trace             print every state transition on "
 		     "stderr\n");
+	fprintf(out, "\t--json              JSON Lines on stdout instead of "
+		     "the text (see mckey(1))\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -81,7 +83,7 @@ static int bad(FILE *err, const char *opt, const char *val, const char *what)
 }
 
 enum { OPT_UDP = 256, OPT_UDP_PORT, OPT_SETTLE, OPT_DEADLINE, OPT_RATE,
-       OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION };
+       OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON };
 
 int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 {
@@ -95,6 +97,7 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct evr_mcast_opts *o = &cli->o;
@@ -192,6 +195,9 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 			break;
 		case OPT_TRACE:
 			cli->trace = 1;
+			break;
+		case OPT_JSON:
+			cli->json = 1;
 			break;
 		case OPT_HELP:
 			return MCKEY_PARSE_HELP;

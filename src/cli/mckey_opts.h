@@ -11,6 +11,7 @@ struct mckey_cli {
 	struct evr_mcast_opts o;
 	int stats;
 	int trace;
+	int json;       /* --json: JSON Lines instead of upstream's lines */
 };
 
 enum {

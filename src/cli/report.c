@@ -34,6 +34,38 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 		 (usec / r->iters) / (r->count * 2.0));
 }
 
+void rstream_format_settings(char *buf, size_t len, unsigned conn,
+			     const char *peer,
+			     const struct evr_conn_settings *s)
+{
+	char ka[64] = "keepalive off";
+	int n;
+
+	if (s->keepalive_on && s->xport == EVR_XPORT_TCP)
+		snprintf(ka, sizeof(ka), "keepalive idle %d intvl %d probes %d",
+			 s->keepalive_idle_s, s->tcp_keepintvl_s,
+			 s->tcp_keepcnt);
+	else if (s->keepalive_on)
+		snprintf(ka, sizeof(ka), "keepalive %d", s->keepalive_idle_s);
+	n = snprintf(buf, len, "settings conn %u local %s peer %s: ", conn,
+		     s->local[0] ? s->local : "-",
+		     s->peer[0] ? s->peer : peer && peer[0] ? peer : "-");
+	if (n < 0 || (size_t)n >= len)
+		return;
+	if (s->xport == EVR_XPORT_TCP)
+		snprintf(buf + n, len - n, "tcp sndbuf %d rcvbuf %d nodelay %d "
+			 "mss %d %s\n", s->tcp_sndbuf, s->tcp_rcvbuf,
+			 s->tcp_nodelay, s->tcp_mss, ka);
+	else
+		snprintf(buf + n, len - n, "rdma sbuf %u rbuf %u inline %u "
+			 "sq %u rq %u credits %u peer_credits %u "
+			 "peer_rbuf %u peer_sgl %u %s\n", s->rdma_sbuf_bytes,
+			 s->rdma_rbuf_bytes, s->rdma_inline_bytes,
+			 s->rdma_sq_depth, s->rdma_rq_depth,
+			 s->rdma_credits_granted, s->rdma_credits_peer,
+			 s->rdma_peer_rbuf_bytes, s->rdma_peer_target_sgl, ka);
+}
+
 int rstream_exit_status(const struct evr_failure *f)
 {
 	if (!f || !f->err)

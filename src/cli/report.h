@@ -11,6 +11,10 @@
 const char *rstream_header(void);
 /* One row, with its newline, as upstream's show_perf() prints it. */
 void rstream_format_row(char *buf, size_t len, const struct evr_result *r);
+/* --settings: one line, with its newline, for a connection's settings. */
+void rstream_format_settings(char *buf, size_t len, unsigned conn,
+			     const char *peer,
+			     const struct evr_conn_settings *s);
 
 
 

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rstream: upstream's streaming ping-pong test on the evrdma engine.  This
- * file is a thin layer: parse options, start one engine, print its rows.
+ * file is a thin layer: parse options, start one engine, print its rows
+ * (upstream's table, or JSON Lines with --json).
  */
 #include "config.h"
 
-#include <ev.h>
 #include <infiniband/verbs.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +14,16 @@
 
 #include "evrdma/loop.h"
 #include "evrdma/stream.h"
+#include "common.h"
+#include "jsonout.h"
 #include "progress.h"
 #include "report.h"
 #include "rstream_opts.h"
 
 struct app {
 	struct rstream_cli cli;
-	struct evr_loop *loop;
+	struct cli_loop cl;
 	struct evr_stream *st;
-	ev_signal sigint_w, sigterm_w;
 	int status;
 	int done;
 	int in_child;
@@ -35,11 +35,14 @@ struct app {
 		struct evr_lat_stats l;
 	} *lat;
 	size_t nlat, lat_cap;
+	int error_done;           /* --json: the error record is out */
+	uint64_t t0;
+	struct jo_totals tot;
 };
 
 static void print_header(struct app *a)
 {
-	if (a->header_done)
+	if (a->header_done || a->cli.json)
 		return;
 	a->header_done = 1;
 	fputs(rstream_header(), stdout);
@@ -69,7 +72,7 @@ static void print_lat(struct app *a)
 	char row[160];
 	size_t i;
 
-	if (!a->nlat)
+	if (!a->nlat || a->cli.json)
 		return;
 	fputc('\n', stdout);
 	fputs(lat_header(), stdout);
@@ -86,6 +89,21 @@ static void on_result(void *ud, const struct evr_result *r)
 	char row[160];
 
 	progress_clear(&a->prog);
+	a->tot.results++;
+	a->tot.total_bytes += r->bytes;
+	if (a->cli.json) {
+		struct evr_result rr = *r;
+		char peer[320];
+
+		/* a client's connection does not know the name it used */
+		if ((!rr.peer || !rr.peer[0]) && !a->cli.o.server) {
+			snprintf(peer, sizeof(peer), "%s:%s", a->cli.o.host,
+				 a->cli.o.port);
+			rr.peer = peer;
+		}
+		jo_emit(stdout, jo_result(&rr));
+		return;
+	}
 	rstream_format_row(row, sizeof(row), r);
 	fputs(row, stdout);
 	fflush(stdout);
@@ -97,13 +115,28 @@ static void on_progress(void *ud, const struct evr_progress *p)
 {
 	struct app *a = ud;
 
-	progress_print(&a->prog, p);
+	if (a->cli.json)
+		jo_emit(stdout, jo_progress(p));
+	else
+		progress_print(&a->prog, p);
 }
 
 static void on_info(void *ud, const struct evr_info *i)
 {
 	struct app *a = ud;
+	char line[512];
 
+	if (i->kind == EVR_INFO_ACCEPTED)
+		a->tot.accepted++;
+	else if (i->kind == EVR_INFO_CONN_DONE)
+		a->tot.conn_done++;
+	if (a->cli.json) {
+		json_t *rec = jo_info(i);
+
+		if (rec)
+			jo_emit(stdout, rec);
+		return;
+	}
 	switch (i->kind) {
 	case EVR_INFO_LISTENING:
 		print_header(a);
@@ -111,6 +144,12 @@ static void on_info(void *ud, const struct evr_info *i)
 	case EVR_INFO_KEEPALIVE:
 		printf("Keepalive: %s\n", i->keepalive_on ? "ON" : "OFF");
 		printf("  time: %i\n", i->keepalive_idle);
+		fflush(stdout);
+		break;
+	case EVR_INFO_SETTINGS:
+		rstream_format_settings(line, sizeof(line), i->conn_id, i->peer,
+					i->settings);
+		fputs(line, stdout);
 		fflush(stdout);
 		break;
 	default:
@@ -124,8 +163,22 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 	char line[512];
 
 	progress_clear(&a->prog);
+	a->tot.conn_failed++;
 	evr_failure_str(f, line, sizeof(line));
 	fprintf(stderr, "rstream: connection dropped: %s\n", line);
+	if (a->cli.json)
+		jo_emit(stdout, jo_failure("conn_failed", f, -1));
+}
+
+/* --json: why the program ends, for a reader of stdout alone. */
+static void json_error(struct app *a, const struct evr_failure *f,
+		       const char *msg, int status)
+{
+	if (!a->cli.json || a->error_done)
+		return;
+	a->error_done = 1;
+	jo_emit(stdout, f ? jo_failure("error", f, status) :
+			    jo_error(msg, status));
 }
 
 static void on_done(void *ud, int status, const struct evr_failure *f,
@@ -141,27 +194,22 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	if (f && status && status != -EVR_E_CANCELLED && !a->cli.o.server) {
 		evr_failure_str(f, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
-	} else if (f && status && a->cli.o.server && !in_child) {
-		/* --once: the connection's failure was reported already */
 	}
+	/* A server (and --once) reported the connection's failure already,
+	 * as a conn_failed record with --json. */
 	if (a->cli.o.server && status == -EVR_E_CANCELLED)
 		a->status = 0;
-	ev_signal_stop(evr_loop_ev(a->loop), &a->sigint_w);
-	ev_signal_stop(evr_loop_ev(a->loop), &a->sigterm_w);
-	evr_loop_break(a->loop);
+	if (a->status && !in_child)
+		json_error(a, f, "interrupted", a->status);
+	cli_loop_finish(&a->cl);
 }
 
-static void on_signal(struct ev_loop *l, ev_signal *w, int revents)
+static void on_signal(void *ud)
 {
-	struct app *a = w->data;
+	struct app *a = ud;
 
 	if (a->st && !a->done)
 		evr_stream_cancel(a->st);
-}
-
-static void trace_line(void *ud, const char *line)
-{
-	fprintf(stderr, "rstream: trace: %s\n", line);
 }
 
 /* Upstream's check and message when rsockets find no device. */
@@ -175,6 +223,47 @@ static int have_rdma_device(void)
 	return n > 0;
 }
 
+/* The program's last word: with --json, a summary record. */
+static int finish(struct app *a, int status)
+{
+	if (a->cli.json && !a->in_child) {
+		a->tot.elapsed_ns = evr_now_ns() - a->t0;
+		jo_emit(stdout, jo_rstream_summary(&a->tot, status));
+	}
+	fflush(stdout);
+	return status;
+}
+
+/* A failure before the engine runs: the line on stderr, and with --json
+ * an error record and the summary. */
+static int fail_early(struct app *a, const char *prefix, const char *msg,
+		      int status)
+{
+	fprintf(stderr, "%s%s\n", prefix, msg);
+	json_error(a, NULL, msg, status);
+	return finish(a, status);
+}
+
+/* Parse; with --json, a command line that does not parse still ends in
+ * an error record, and the usage goes to stderr. */
+static int parse(struct app *a, int argc, char **argv)
+{
+	struct cli_msg msg;
+	char why[256];
+	int ret, json;
+
+	ret = rstream_parse(argc, argv, &a->cli, cli_msg_open(&msg));
+	cli_msg_close(&msg, why, sizeof(why));
+	json = a->cli.json || cli_argv_has(argc, argv, "--json");
+	if (ret == RSTREAM_PARSE_USAGE)
+		rstream_usage(json ? stderr : stdout, argv[0]);
+	if ((ret == RSTREAM_PARSE_USAGE || ret == RSTREAM_PARSE_BAD) && json)
+		jo_emit(stdout, jo_error(why[0] ? why : "invalid command line "
+					 "(usage on stderr)",
+					 RSTREAM_EXIT_USAGE));
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct evr_stream_cbs cbs = {
@@ -186,14 +275,13 @@ int main(int argc, char **argv)
 	};
 	struct app a;
 	struct evr_failure f;
-	struct ev_loop *evl;
 	char line[512];
 	int ret;
 
 	memset(&a, 0, sizeof(a));
 	progress_init(&a.prog, stderr, isatty(STDERR_FILENO));
-	ret = rstream_parse(argc, argv, &a.cli, stderr);
-	switch (ret) {
+	a.t0 = evr_now_ns();
+	switch (parse(&a, argc, argv)) {
 	case RSTREAM_PARSE_OK:
 		break;
 	case RSTREAM_PARSE_HELP:
@@ -202,43 +290,31 @@ int main(int argc, char **argv)
 	case RSTREAM_PARSE_VERSION:
 		printf("rstream (evrdma) %s\n", PACKAGE_VERSION);
 		return 0;
-	case RSTREAM_PARSE_USAGE:
-		rstream_usage(stdout, argv[0]);
-		return RSTREAM_EXIT_USAGE;
 	default:
 		return RSTREAM_EXIT_USAGE;
 	}
-	/* The engine never raises SIGPIPE (MSG_NOSIGNAL), and nothing else
-	 * here should kill the process for a closed peer either. */
-	signal(SIGPIPE, SIG_IGN);
+	if (a.cli.json)
+		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
 
 	if (a.cli.o.xport == EVR_XPORT_RDMA) {
-		if (!have_rdma_device()) {
-			fprintf(stderr, "No RDMA devices were detected\n");
-			return RSTREAM_EXIT_NODEV;
-		}
+		if (!have_rdma_device())
+			return fail_early(&a, "", "No RDMA devices were detected",
+					  RSTREAM_EXIT_NODEV);
 	}
 
-	evl = ev_default_loop(EVFLAG_AUTO);
-	if (!evl || evr_loop_new(&a.loop, evl)) {
-		fprintf(stderr, "rstream: cannot create the event loop\n");
-		return RSTREAM_EXIT_LOCAL;
+	if (cli_loop_open(&a.cl, "rstream", a.cli.trace)) {
+		json_error(&a, NULL, "cannot create the event loop",
+			   RSTREAM_EXIT_LOCAL);
+		return finish(&a, RSTREAM_EXIT_LOCAL);
 	}
-	if (a.cli.trace)
-		evr_loop_set_trace(a.loop, trace_line, NULL);
-	ret = evr_stream_new(&a.st, a.loop, &a.cli.o, &cbs, &a);
+	ret = evr_stream_new(&a.st, a.cl.loop, &a.cli.o, &cbs, &a);
 	if (ret) {
-		fprintf(stderr, "rstream: cannot create the engine: %s\n",
-			strerror(-ret));
-		evr_loop_free(a.loop);
-		return RSTREAM_EXIT_LOCAL;
+		snprintf(line, sizeof(line), "cannot create the engine: %s",
+			 strerror(-ret));
+		cli_loop_close(&a.cl);
+		return fail_early(&a, "rstream: ", line, RSTREAM_EXIT_LOCAL);
 	}
-	ev_signal_init(&a.sigint_w, on_signal, SIGINT);
-	ev_signal_init(&a.sigterm_w, on_signal, SIGTERM);
-	a.sigint_w.data = &a;
-	a.sigterm_w.data = &a;
-	ev_signal_start(evl, &a.sigint_w);
-	ev_signal_start(evl, &a.sigterm_w);
+	cli_loop_signals(&a.cl, on_signal, &a);
 
 	if (!a.cli.o.server)
 		print_header(&a); /* upstream prints it before connecting */
@@ -247,17 +323,14 @@ int main(int argc, char **argv)
 		evr_failure_str(&f, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
 		a.status = rstream_exit_status(&f);
+		json_error(&a, &f, NULL, a.status);
 	} else if (!a.done) {
-		evr_loop_run(a.loop);
+		evr_loop_run(a.cl.loop);
 	}
 	evr_stream_free(a.st);
 	if (!a.in_child)
 		print_lat(&a);
 	free(a.lat);
-	ev_signal_stop(evl, &a.sigint_w);
-	ev_signal_stop(evl, &a.sigterm_w);
-	evr_loop_free(a.loop);
-	ev_loop_destroy(evl);
-	fflush(stdout);
-	return a.status;
+	cli_loop_close(&a.cl);
+	return finish(&a, a.status);
 }

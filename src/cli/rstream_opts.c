@@ -58,6 +58,10 @@ static void help_extra(FILE *out)
 		     "mean (usec)\n");
 	fprintf(out, "\t--interval SEC       report progress on stderr every "
 		     "SEC seconds\n");
+	fprintf(out, "\t--json               JSON Lines on stdout instead of "
+		     "the table (see rstream(1))\n");
+	fprintf(out, "\t--settings           report each connection's "
+		     "effective settings\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -163,7 +167,7 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 }
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION, OPT_PCT, OPT_INTERVAL };
+       OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS };
 
 /* Seconds in [min, max] as a number of milliseconds, or -1. */
 static long long parse_secs_ms(const char *s, double min, double max)
@@ -191,6 +195,8 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "settings", no_argument, NULL, OPT_SETTINGS },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prog = "rstream";
@@ -339,6 +345,12 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			break;
 		case OPT_TRACE:
 			cli->trace = 1;
+			break;
+		case OPT_JSON:
+			cli->json = 1;
+			break;
+		case OPT_SETTINGS:
+			o->report_settings = 1;
 			break;
 		case OPT_HELP:
 			return RSTREAM_PARSE_HELP;

@@ -13,6 +13,7 @@ struct rstream_cli {
 	/* -T a and -T b are independent flags, as upstream; the I/O mode is
 	 * derived from them once parsing is done. */
 	int async, blocking;
+	int json;       /* --json: JSON Lines instead of the table */
 };
 
 enum {

@@ -866,11 +866,41 @@ static void r_close(struct evr_conn *c)
 	own_watch(rc);
 }
 
+/* The endpoint as create_ep sized it and the peer's private data told
+ * us; only meaningful once connected or accepted. */
+static int r_settings(struct evr_conn *c, struct evr_conn_settings *o)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+	const struct evr_stream_opts *so = rc->x->base.o;
+
+	memset(o, 0, sizeof(*o));
+	o->xport = EVR_XPORT_RDMA;
+	if (!rc->id || !rc->established)
+		return -ENOTCONN;
+	evr__sockaddr_str(rdma_get_local_addr(rc->id), o->local,
+			  sizeof(o->local));
+	evr__sockaddr_str(rdma_get_peer_addr(rc->id), o->peer,
+			  sizeof(o->peer));
+	o->keepalive_on = so->keepalive > 0;
+	o->keepalive_idle_s = so->keepalive;
+	o->rdma_sbuf_bytes = rc->sbuf_size;
+	o->rdma_rbuf_bytes = rc->rbuf_size;
+	o->rdma_inline_bytes = rc->max_inline;
+	o->rdma_sq_depth = rc->sq_size;
+	o->rdma_rq_depth = rc->rq_post;
+	o->rdma_credits_granted = rc->rq_size;
+	o->rdma_credits_peer = rc->peer.credits;
+	o->rdma_peer_target_sgl = rc->peer.target_sgl.length;
+	o->rdma_peer_rbuf_bytes = rc->peer.data_buf.length * 2;
+	return 0;
+}
+
 static const struct evr_conn_ops rdma_conn_ops = {
 	.send = r_send,
 	.recv = r_recv,
 	.shutdown = r_shutdown,
 	.close = r_close,
+	.settings = r_settings,
 };
 
 /* Free everything of a connection, in reverse order of creation. */

@@ -175,6 +175,27 @@ static void info(struct evr_stream *st, enum evr_info_kind kind,
 		st->cbs.info(st->ud, &i);
 }
 
+/* --settings: what a connection got, once it is set up.  A transport
+ * without the op, or one that cannot tell, reports nothing. */
+static void report_settings(struct evr_stream *st, unsigned conn_id,
+			    struct evr_conn *c)
+{
+	struct evr_conn_settings cs;
+	struct evr_info i;
+
+	if (!st->o.report_settings || !st->cbs.info || !c->ops->settings ||
+	    c->ops->settings(c, &cs))
+		return;
+	memset(&i, 0, sizeof(i));
+	i.kind = EVR_INFO_SETTINGS;
+	i.conn_id = conn_id;
+	i.peer = cs.peer[0] ? cs.peer : c->peer;
+	i.keepalive_on = cs.keepalive_on;
+	i.keepalive_idle = cs.keepalive_idle_s;
+	i.settings = &cs;
+	st->cbs.info(st->ud, &i);
+}
+
 static void sess_result(struct evr_sess *s, const struct evr_test *t,
 			uint64_t ns)
 {
@@ -215,6 +236,7 @@ static void client_finished(struct evr_sess *s)
 	int failed = s->state == EVR_SS_FAILED;
 
 	fl = s->fail;
+	fl.conn_id = s->id;
 	st->spat = s->spat;
 	st->rpat = s->rpat;
 	evr__sess_fini(s);
@@ -246,6 +268,11 @@ static void xport_connected(void *ud, struct evr_conn *c, int err)
 
 	if (!s || s->conn != c)
 		return;
+	if (!err) {
+		report_settings(st, s->id, c);
+		if (st->cs != s) /* the callback cancelled the engine */
+			return;
+	}
 	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
 }
 
@@ -424,6 +451,7 @@ static void server_finished(struct evr_sess *s)
 	int ok = s->state == EVR_SS_DONE;
 	int last;
 
+	s->fail.conn_id = s->id;
 	if (!ok && s->fail.err != -EVR_E_CANCELLED && st->cbs.conn_failed)
 		st->cbs.conn_failed(st->ud, &s->fail);
 	if (ok)
@@ -643,6 +671,7 @@ static void server_accept_one(void *ud, struct evr_conn *c,
 		info(st, EVR_INFO_KEEPALIVE, ss->s.id, c->peer, c->ka_on,
 		     c->ka_idle, 0);
 	info(st, EVR_INFO_ACCEPTED, ss->s.id, c->peer, 0, 0, 0);
+	report_settings(st, ss->s.id, c);
 	evr__sess_drive(&ss->s, EVR_SE_CONNECTED, 0);
 }
 

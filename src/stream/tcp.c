@@ -178,11 +178,57 @@ static void tcp_close(struct evr_conn *c)
 	free(t);
 }
 
+static int getint(int fd, int level, int name, int *val)
+{
+	socklen_t len = sizeof(*val);
+
+	*val = 0;
+	return getsockopt(fd, level, name, val, &len) ? -errno : 0;
+}
+
+/* What the kernel made of our requests: Linux doubles SO_SNDBUF and
+ * SO_RCVBUF and caps them at wmem_max/rmem_max, so these may differ from
+ * -B. */
+static int tcp_settings(struct evr_conn *c, struct evr_conn_settings *o)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	o->xport = EVR_XPORT_TCP;
+	if (!getsockname(c->fd, (struct sockaddr *)&ss, &sl))
+		evr__sockaddr_str((struct sockaddr *)&ss, o->local,
+				  sizeof(o->local));
+	sl = sizeof(ss);
+	if (!getpeername(c->fd, (struct sockaddr *)&ss, &sl))
+		evr__sockaddr_str((struct sockaddr *)&ss, o->peer,
+				  sizeof(o->peer));
+	ret = getint(c->fd, SOL_SOCKET, SO_SNDBUF, &o->tcp_sndbuf);
+	if (!ret)
+		ret = getint(c->fd, SOL_SOCKET, SO_RCVBUF, &o->tcp_rcvbuf);
+	if (ret)
+		return ret;
+	getint(c->fd, IPPROTO_TCP, TCP_NODELAY, &o->tcp_nodelay);
+	getint(c->fd, IPPROTO_TCP, TCP_MAXSEG, &o->tcp_mss);
+	getint(c->fd, SOL_SOCKET, SO_KEEPALIVE, &o->keepalive_on);
+	if (o->keepalive_on) {
+		getint(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &o->keepalive_idle_s);
+		getint(c->fd, IPPROTO_TCP, TCP_KEEPINTVL,
+		       &o->tcp_keepintvl_s);
+		getint(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &o->tcp_keepcnt);
+	}
+	o->tcp_nodelay = !!o->tcp_nodelay;
+	o->keepalive_on = !!o->keepalive_on;
+	return 0;
+}
+
 static const struct evr_conn_ops tcp_ops = {
 	.send = tcp_send,
 	.recv = tcp_recv,
 	.shutdown = tcp_shutdown,
 	.close = tcp_close,
+	.settings = tcp_settings,
 };
 
 struct evr_conn *evr__tcp_conn_new(int fd)

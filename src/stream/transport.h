@@ -26,6 +26,9 @@ struct evr_conn_ops {
 	/* Close: the owner lets go.  The transport may keep the connection a
 	 * little longer to close it cleanly, but never calls wake again. */
 	void (*close)(struct evr_conn *c);
+	/* The connection's effective settings (optional: NULL when the
+	 * transport has none to tell).  0 or a negative errno. */
+	int (*settings)(struct evr_conn *c, struct evr_conn_settings *out);
 };
 
 struct evr_conn {

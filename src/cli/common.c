@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static void trace_line(void *ud, const char *line)
+{
+	fprintf(stderr, "%s: trace: %s\n", (const char *)ud, line);
+}
+
+static void signal_cb(struct ev_loop *l, ev_signal *w, int revents)
+{
+	struct cli_loop *cl = w->data;
+
+	if (cl->on_signal)
+		cl->on_signal(cl->ud);
+}
+
+int cli_loop_open(struct cli_loop *cl, const char *prog, int trace)
+{
+	memset(cl, 0, sizeof(*cl));
+	cl->prog = prog;
+	/* The engines never raise SIGPIPE (MSG_NOSIGNAL), and nothing else
+	 * here should kill the process for a closed peer either. */
+	signal(SIGPIPE, SIG_IGN);
+	cl->evl = ev_default_loop(EVFLAG_AUTO);
+	if (!cl->evl || evr_loop_new(&cl->loop, cl->evl)) {
+		fprintf(stderr, "%s: cannot create the event loop\n", prog);
+		return -1;
+	}
+	if (trace)
+		evr_loop_set_trace(cl->loop, trace_line, (void *)prog);
+	ev_signal_init(&cl->sigint_w, signal_cb, SIGINT);
+	ev_signal_init(&cl->sigterm_w, signal_cb, SIGTERM);
+	cl->sigint_w.data = cl;
+	cl->sigterm_w.data = cl;
+	return 0;
+}
+
+void cli_loop_signals(struct cli_loop *cl, void (*on_signal)(void *ud),
+		      void *ud)
+{
+	cl->on_signal = on_signal;
+	cl->ud = ud;
+	ev_signal_start(cl->evl, &cl->sigint_w);
+	ev_signal_start(cl->evl, &cl->sigterm_w);
+}
+
+static void signals_stop(struct cli_loop *cl)
+{
+	ev_signal_stop(cl->evl, &cl->sigint_w);
+	ev_signal_stop(cl->evl, &cl->sigterm_w);
+}
+
+void cli_loop_finish(struct cli_loop *cl)
+{
+	signals_stop(cl);
+	evr_loop_break(cl->loop);
+}
+
+void cli_loop_close(struct cli_loop *cl)
+{
+	if (cl->evl)
+		signals_stop(cl);
+	if (cl->loop)
+		evr_loop_free(cl->loop);
+	cl->loop = NULL;
+	if (cl->evl)
+		ev_loop_destroy(cl->evl);
+	cl->evl = NULL;
+}
+
+FILE *cli_msg_open(struct cli_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->f = open_memstream(&m->buf, &m->len);
+	return m->f ? m->f : stderr;
+}
+
+void cli_msg_close(struct cli_msg *m, char *first, size_t len)
+{
+	char *nl;
+
+	if (len)
+		first[0] = '\0';
+	if (!m->f)
+		return;
+	fclose(m->f);
+	if (m->buf && m->len) {
+		fputs(m->buf, stderr);
+		nl = strchr(m->buf, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(first, len, "%s", m->buf);
+	}
+	free(m->buf);
+	memset(m, 0, sizeof(*m));
+}
+
+int cli_argv_has(int argc, char **argv, const char *opt)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], opt))
+			return 1;
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * What every evrdma program does around its engine: the default libev
+ * loop, the evrdma loop on it, --trace, and SIGINT/SIGTERM turned into a
+ * cancel of the engine.
+ */
+#ifndef EVR_CLI_COMMON_H
+#define EVR_CLI_COMMON_H
+
+#include <ev.h>
+#include <stdio.h>
+
+#include "evrdma/loop.h"
+
+struct cli_loop {
+	const char *prog;           /* "rstream": prefix of trace lines */
+	struct ev_loop *evl;
+	struct evr_loop *loop;
+	ev_signal sigint_w, sigterm_w;
+	void (*on_signal)(void *ud);
+	void *ud;
+};
+
+/* Ignore SIGPIPE, create the loops, set the trace sink when trace is set.
+ * 0, or -1 after "<prog>: cannot create the event loop" on stderr. */
+int cli_loop_open(struct cli_loop *cl, const char *prog, int trace);
+/* SIGINT and SIGTERM call on_signal(ud) from the loop. */
+void cli_loop_signals(struct cli_loop *cl, void (*on_signal)(void *ud),
+		      void *ud);
+/* The engine is done: stop catching signals and leave evr_loop_run(). */
+void cli_loop_finish(struct cli_loop *cl);
+/* Free both loops (the signal watchers are stopped first). */
+void cli_loop_close(struct cli_loop *cl);
+
+/* The parser's messages, kept for an error record as well: open() gives
+ * the stream to parse with (stderr if memory is short); close() writes
+ * what was said to stderr, copies its first line to first ("" if none)
+ * and frees the rest. */
+struct cli_msg {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+FILE *cli_msg_open(struct cli_msg *m);
+void cli_msg_close(struct cli_msg *m, char *first, size_t len);
+
+/* opt (e.g. "--json") among the arguments, before any "--": the parser
+ * may have stopped before it. */
+int cli_argv_has(int argc, char **argv, const char *opt);
+
+#endif

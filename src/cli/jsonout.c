@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* --json records; the schema is rstream.1's and mckey.1's JSON OUTPUT. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "jsonout.h"
+#include "mckey_opts.h"
+#include "rstream_opts.h"
+
+/* Enough digits for nanosecond times and rates, without the 17-digit
+ * noise of a double's exact value. */
+#define JO_DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | \
+		       JSON_REAL_PRECISION(12))
+
+int jo_emit(FILE *out, json_t *rec)
+{
+	int ret = -1;
+
+	if (!rec)
+		return -1;
+	if (!json_dumpf(rec, out, JO_DUMP_FLAGS) && fputc('\n', out) != EOF)
+		ret = 0;
+	json_decref(rec);
+	if (fflush(out))
+		ret = -1;
+	return ret;
+}
+
+json_t *jo_record(const char *type)
+{
+	return json_pack("{s:s}", "type", type);
+}
+
+/* Setters that tolerate a NULL object (a failed allocation earlier): the
+ * record is then dropped by jo_emit as a whole. */
+static void set(json_t *o, const char *k, json_t *v)
+{
+	if (o)
+		json_object_set_new(o, k, v);
+	else
+		json_decref(v);
+}
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+	set(o, k, json_string(v ? v : ""));
+}
+
+static void set_int(json_t *o, const char *k, long long v)
+{
+	set(o, k, json_integer(v));
+}
+
+static void set_u64(json_t *o, const char *k, uint64_t v)
+{
+	/* JSON numbers above 2^63 do not occur in these counters */
+	set(o, k, json_integer((json_int_t)(v > INT64_MAX ? INT64_MAX : v)));
+}
+
+static void set_real(json_t *o, const char *k, double v)
+{
+	set(o, k, json_real(v));
+}
+
+static void set_bool(json_t *o, const char *k, int v)
+{
+	set(o, k, json_boolean(v));
+}
+
+/* ------------------------------------------------------------------ */
+/* rstream                                                             */
+
+static const char *xport_name(enum evr_xport_kind k)
+{
+	return k == EVR_XPORT_TCP ? "tcp" : "rdma";
+}
+
+static const char *io_name(enum evr_io_mode m)
+{
+	switch (m) {
+	case EVR_IO_ASYNC:
+		return "async";
+	case EVR_IO_BLOCK:
+		return "blocking";
+	default:
+		return "nonblocking";
+	}
+}
+
+static const char *addr_fmt_name(enum evr_addr_fmt f)
+{
+	switch (f) {
+	case EVR_ADDR_IP:
+		return "ip";
+	case EVR_ADDR_IPV6:
+		return "ipv6";
+	case EVR_ADDR_GID:
+		return "gid";
+	default:
+		return "name";
+	}
+}
+
+/* Both tools' first record; the caller adds to it and its options. */
+static json_t *start_record(const char *tool, const char *version,
+			    const char *mode, const char *transport)
+{
+	json_t *r = jo_record("start");
+
+	set_str(r, "tool", tool);
+	set_str(r, "version", version);
+	set_str(r, "mode", mode);
+	set_str(r, "transport", transport);
+	return r;
+}
+
+json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
+{
+	const struct evr_stream_opts *o = &cli->o;
+	json_t *r = start_record("rstream", version,
+				 o->server ? "server" : "client",
+				 xport_name(o->xport));
+	json_t *opt = json_object();
+
+	set_str(r, "io", io_name(o->io));
+	if (!o->server)
+		set_str(opt, "server", o->host);
+	set(opt, "bind", o->bind_addr ? json_string(o->bind_addr) :
+					json_null());
+	set_str(opt, "port", o->port);
+	set_str(opt, "address_format", addr_fmt_name(o->addr_fmt));
+	/* the test series: "all" sizes, one custom test, or the default */
+	set_str(opt, "tests", o->custom ? "custom" :
+			      o->size_all ? "all" : "default");
+	if (o->custom) {
+		set_int(opt, "bytes_per_xfer", o->size);
+		set_int(opt, "xfers_per_iter", o->count);
+		set_int(opt, "iters", o->iters);
+	}
+	set_int(opt, "buffer_bytes", o->buffer_size ? o->buffer_size :
+				     1 << 19);
+	set_int(opt, "inline_bytes", o->inline_size);
+	set_int(opt, "keepalive_s", o->keepalive);
+	set_bool(opt, "verify", o->verify);
+	set_bool(opt, "fork", o->fork);
+	set_bool(opt, "resolve_rdma", o->resolve_rdma);
+	set_real(opt, "stall_timeout_s",
+		 (o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS) / 1000.0);
+	if (o->server)
+		set_bool(opt, "once", o->once);
+	else
+		set_str(opt, "negotiate", o->no_negotiate ? "never" :
+					  o->force_negotiate ? "always" :
+					  "auto");
+	set_bool(opt, "settings", o->report_settings);
+	if (!o->server) {
+		set_real(opt, "duration_s", o->duration_ms / 1000.0);
+		set_bool(opt, "percentiles", o->percentiles);
+	}
+	set_real(opt, "interval_s", o->interval_ms / 1000.0);
+	set(r, "options", opt);
+	return r;
+}
+
+json_t *jo_lat(const struct evr_lat_stats *l)
+{
+	json_t *o = json_object();
+
+	set_u64(o, "samples", l->samples);
+	set_u64(o, "min_ns", l->min_ns);
+	set_u64(o, "p50_ns", l->p50_ns);
+	set_u64(o, "p90_ns", l->p90_ns);
+	set_u64(o, "p99_ns", l->p99_ns);
+	set_u64(o, "p99_9_ns", l->p999_ns);
+	set_u64(o, "max_ns", l->max_ns);
+	set_real(o, "mean_ns", l->mean_ns);
+	return o;
+}
+
+json_t *jo_progress(const struct evr_progress *p)
+{
+	json_t *o = jo_record("progress");
+
+	set_str(o, "test", p->test);
+	set_int(o, "conn", p->conn_id);
+	if (p->peer && p->peer[0])
+		set_str(o, "peer", p->peer);
+	set_real(o, "elapsed_s", p->elapsed_ns / 1e9);
+	set_u64(o, "iters_done", p->iters_done);
+	if (p->iters_total)
+		set_u64(o, "iters_total", p->iters_total);
+	if (p->duration_ns)
+		set_real(o, "duration_s", p->duration_ns / 1e9);
+	set_u64(o, "bytes", p->bytes);
+	set_real(o, "gbps", p->gbps);
+	return o;
+}
+
+json_t *jo_result(const struct evr_result *r)
+{
+	json_t *o = jo_record("result");
+	double usec = r->elapsed_ns / 1000.0;
+
+	set_str(o, "test", r->name);
+	set_int(o, "conn", r->conn_id);
+	set_str(o, "peer", r->peer);
+	set_int(o, "bytes_per_xfer", r->size);
+	set_int(o, "xfers_per_iter", r->count);
+	set_int(o, "iters", r->iters);
+	set_u64(o, "total_bytes", r->bytes);
+	set_u64(o, "elapsed_ns", r->elapsed_ns);
+	set_real(o, "elapsed_s", r->elapsed_ns / 1e9);
+	/* upstream's columns, unrounded; 0 for a run too short to time */
+	set_real(o, "gbps", r->elapsed_ns ?
+			    (r->bytes * 8.0) / (double)r->elapsed_ns : 0.0);
+	set_real(o, "usec_per_xfer", r->iters && r->count ?
+		 (usec / r->iters) / (r->count * 2.0) : 0.0);
+	if (r->lat)
+		set(o, "latency", jo_lat(r->lat));
+	return o;
+}
+
+json_t *jo_settings(unsigned conn, const char *peer,
+		    const struct evr_conn_settings *s)
+{
+	json_t *o = jo_record("settings");
+
+	set_int(o, "conn", conn);
+	set_str(o, "peer", s->peer[0] ? s->peer : peer);
+	set_str(o, "local", s->local);
+	set_str(o, "transport", xport_name(s->xport));
+	if (s->xport == EVR_XPORT_TCP) {
+		set_int(o, "sndbuf_bytes", s->tcp_sndbuf);
+		set_int(o, "rcvbuf_bytes", s->tcp_rcvbuf);
+		set_bool(o, "nodelay", s->tcp_nodelay);
+		set_int(o, "mss_bytes", s->tcp_mss);
+	} else {
+		set_int(o, "sbuf_bytes", s->rdma_sbuf_bytes);
+		set_int(o, "rbuf_bytes", s->rdma_rbuf_bytes);
+		set_int(o, "inline_bytes", s->rdma_inline_bytes);
+		set_int(o, "sq_depth", s->rdma_sq_depth);
+		set_int(o, "rq_depth", s->rdma_rq_depth);
+		set_int(o, "credits_granted", s->rdma_credits_granted);
+		set_int(o, "credits_peer", s->rdma_credits_peer);
+		set_int(o, "peer_target_sgl_entries", s->rdma_peer_target_sgl);
+		set_int(o, "peer_rbuf_bytes", s->rdma_peer_rbuf_bytes);
+	}
+	set_bool(o, "keepalive", s->keepalive_on);
+	if (s->keepalive_on) {
+		set_int(o, "keepalive_idle_s", s->keepalive_idle_s);
+		if (s->xport == EVR_XPORT_TCP) {
+			set_int(o, "keepalive_intvl_s", s->tcp_keepintvl_s);
+			set_int(o, "keepalive_probes", s->tcp_keepcnt);
+		}
+	}
+	return o;
+}
+
+json_t *jo_info(const struct evr_info *i)
+{
+	json_t *o;
+
+	switch (i->kind) {
+	case EVR_INFO_LISTENING:
+		return jo_record("listening");
+	case EVR_INFO_KEEPALIVE:
+		/* conn 0 on a server: the listener */
+		o = jo_record("keepalive");
+		set_int(o, "conn", i->conn_id);
+		set_bool(o, "on", i->keepalive_on);
+		set_int(o, "idle_s", i->keepalive_idle);
+		return o;
+	case EVR_INFO_ACCEPTED:
+		o = jo_record("accepted");
+		set_int(o, "conn", i->conn_id);
+		set_str(o, "peer", i->peer);
+		return o;
+	case EVR_INFO_CONN_DONE:
+		o = jo_record("conn_done");
+		set_int(o, "conn", i->conn_id);
+		set_str(o, "peer", i->peer);
+		set_bool(o, "negotiated", i->negotiated);
+		return o;
+	case EVR_INFO_SETTINGS:
+		return i->settings ? jo_settings(i->conn_id, i->peer,
+						 i->settings) : NULL;
+	}
+	return NULL;
+}
+
+static const char *phase_key(enum evr_phase p)
+{
+	static const char *const names[] = {
+		[EVR_PH_SETUP] = "setup", [EVR_PH_CONNECT] = "connect",
+		[EVR_PH_NEGOTIATE] = "negotiate", [EVR_PH_SYNC] = "sync",
+		[EVR_PH_SEND] = "send", [EVR_PH_RECV] = "recv",
+		[EVR_PH_CLOSE] = "close",
+	};
+
+	return (unsigned)p < sizeof(names) / sizeof(names[0]) && names[p] ?
+	       names[p] : "unknown";
+}
+
+/* A stable name for what went wrong: "system" with "errno" for an errno
+ * value, the engine's own reason otherwise. */
+static const char *error_key(int err)
+{
+	switch (-err) {
+	case EVR_E_EOF:
+		return "eof";
+	case EVR_E_STALL:
+		return "stall";
+	case EVR_E_VERIFY:
+		return "verify";
+	case EVR_E_REJECTED:
+		return "rejected";
+	case EVR_E_RESOLVE:
+		return "resolve";
+	case EVR_E_NODEV:
+		return "nodev";
+	case EVR_E_EXTRA:
+		return "extra";
+	case EVR_E_CANCELLED:
+		return "cancelled";
+	case EVR_E_PROTO:
+		return "proto";
+	case EVR_E_NOTSUP:
+		return "notsup";
+	default:
+		return "system";
+	}
+}
+
+json_t *jo_failure(const char *type, const struct evr_failure *f,
+		   int exit_status)
+{
+	json_t *o = jo_record(type);
+	char line[512];
+
+	evr_failure_str(f, line, sizeof(line));
+	set_str(o, "message", line);
+	if (f->phase != EVR_PH_SETUP)
+		set_int(o, "conn", f->conn_id);
+	set_str(o, "error", error_key(f->err));
+	if (f->err < 0 && -f->err < EVR_E_BASE)
+		set_int(o, "errno", -f->err);
+	set_str(o, "phase", phase_key(f->phase));
+	set_str(o, "where", f->where);
+	set_str(o, "peer", f->peer);
+	if (f->test[0]) {
+		set_str(o, "test", f->test);
+		set_int(o, "test_index", f->test_index);
+		set_int(o, "tests_total", f->test_total);
+		set_u64(o, "iters_done", f->iters_done);
+		set_u64(o, "iters_total", f->iters_total);
+		set_u64(o, "xfers_done", f->xfers_done);
+		set_u64(o, "xfers_total", f->xfers_total);
+	}
+	set_u64(o, "bytes_done", f->bytes_done);
+	if (exit_status >= 0)
+		set_int(o, "exit_status", exit_status);
+	return o;
+}
+
+json_t *jo_error(const char *message, int exit_status)
+{
+	json_t *o = jo_record("error");
+
+	set_str(o, "message", message);
+	set_int(o, "exit_status", exit_status);
+	return o;
+}
+
+json_t *jo_rstream_summary(const struct jo_totals *t, int exit_status)
+{
+	json_t *o = jo_record("summary");
+
+	set_str(o, "tool", "rstream");
+	set_int(o, "results", t->results);
+	set_u64(o, "total_bytes", t->total_bytes);
+	set_real(o, "elapsed_s", t->elapsed_ns / 1e9);
+	set_int(o, "accepted", t->accepted);
+	set_int(o, "conn_done", t->conn_done);
+	set_int(o, "conn_failed", t->conn_failed);
+	set_int(o, "exit_status", exit_status);
+	return o;
+}
+
+/* ------------------------------------------------------------------ */
+/* mckey                                                               */
+
+json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
+{
+	const struct evr_mcast_opts *m = &cli->o;
+	json_t *r = start_record("mckey", version,
+				 m->sender ? "sender" : "receiver",
+				 m->transport == EVR_MC_UDP ? "udp" : "rdma");
+	json_t *opt = json_object();
+
+	set_str(opt, "group", m->group);
+	set_bool(opt, "unmapped", m->unmapped != NULL);
+	set(opt, "bind", m->bind_addr ? json_string(m->bind_addr) :
+					json_null());
+	set_int(opt, "qps", m->nqps ? m->nqps : 1);
+	set_int(opt, "messages_per_qp", m->count);
+	set_int(opt, "message_bytes", m->size);
+	if (m->transport == EVR_MC_UDP)
+		set_int(opt, "udp_port", m->udp_port);
+	else
+		set_int(opt, "port_space", m->port_space);
+	set_bool(opt, "sendonly", m->sendonly);
+	set_bool(opt, "loopback", !m->no_loopback);
+	set_real(opt, "settle_s", m->settle_ms / 1000.0);
+	set_real(opt, "deadline_s", m->deadline_ms / 1000.0);
+	set_real(opt, "rate_per_s", m->rate);
+	set(r, "options", opt);
+	return r;
+}
+
+json_t *jo_mc_phase(enum evr_mc_phase p)
+{
+	static const char *const names[] = {
+		[EVR_MC_PH_STARTING] = "starting",
+		[EVR_MC_PH_JOINING] = "joining",
+		[EVR_MC_PH_TRANSFER] = "transfer",
+		[EVR_MC_PH_TRANSFER_DONE] = "transfer_done",
+	};
+	json_t *o = jo_record("phase");
+
+	set_str(o, "phase", (unsigned)p < sizeof(names) / sizeof(names[0]) ?
+			    names[p] : "unknown");
+	return o;
+}
+
+json_t *jo_mc_join(const char *group, const struct evr_mc_joined *j)
+{
+	json_t *o = jo_record("join");
+
+	set_int(o, "qp", j->qp);
+	set_str(o, "group", group);
+	set_str(o, "joined_address", j->dgid);
+	set_int(o, "mlid", j->mlid);
+	set_int(o, "sl", j->sl);
+	set_u64(o, "join_ns", j->join_ns);
+	set_real(o, "join_ms", j->join_ns / 1e6);
+	return o;
+}
+
+json_t *jo_mc_cm_event(unsigned qp, const char *event, int status,
+		       int is_error)
+{
+	json_t *o = jo_record("cm_event");
+
+	set_int(o, "qp", qp);
+	set_str(o, "event", event);
+	set_int(o, "status", status);
+	set_bool(o, "is_error", is_error);
+	return o;
+}
+
+json_t *jo_mc_failure(const struct evr_mc_failure *f)
+{
+	json_t *o = jo_record("error");
+	char line[512];
+
+	if (f->with_errno)
+		snprintf(line, sizeof(line), "%s: %s", f->msg,
+			 strerror(f->sys_errno));
+	else if (f->detail[0])
+		snprintf(line, sizeof(line), "%s: %s", f->msg, f->detail);
+	else
+		snprintf(line, sizeof(line), "%s", f->msg);
+	set_str(o, "message", line);
+	set_int(o, "qp", f->qp);
+	set_int(o, "err", f->err);
+	if (f->with_errno)
+		set_int(o, "errno", f->sys_errno);
+	return o;
+}
+
+json_t *jo_mc_qp(int sender, const struct evr_mc_qp_report *q)
+{
+	json_t *o = jo_record(sender ? "send_stats" : "recv_stats");
+
+	set_int(o, "qp", q->qp);
+	set_bool(o, "joined", q->joined);
+	set_bool(o, "timed_out", q->timed_out);
+	if (sender) {
+		set_u64(o, "sent", q->sent);
+		set_u64(o, "completed", q->send_completed);
+	} else {
+		set_u64(o, "received", q->received);
+		set_u64(o, "expected", q->expected);
+		set_u64(o, "foreign", q->foreign);
+		set_int(o, "senders", q->nsenders);
+	}
+	return o;
+}
+
+json_t *jo_mc_sender(unsigned qp, const struct evr_mc_sender_report *s)
+{
+	json_t *o = jo_record("sender_stats");
+	char id[16];
+
+	snprintf(id, sizeof(id), "%08x", s->sender);
+	set_int(o, "qp", qp);
+	set_str(o, "sender", id);
+	set_u64(o, "received", s->unique);
+	set_int(o, "expected", s->count);
+	set_u64(o, "lost", s->lost);
+	set_u64(o, "duplicates", s->duplicates);
+	set_u64(o, "reordered", s->reordered);
+	return o;
+}
+
+json_t *jo_mckey_summary(int return_status, int exit_status,
+			 uint64_t elapsed_ns, unsigned joined, unsigned nqps)
+{
+	json_t *o = jo_record("summary");
+
+	set_str(o, "tool", "mckey");
+	set_int(o, "qps", nqps);
+	set_int(o, "joined", joined);
+	set_real(o, "elapsed_s", elapsed_ns / 1e9);
+	set_int(o, "return_status", return_status);
+	set_int(o, "exit_status", exit_status);
+	return o;
+}
