@@ -19,6 +19,7 @@ struct evr_loop {
 	int owned;
 	evr_trace_fn trace;
 	void *trace_ud;
+	unsigned spinning;      /* sessions retrying from an idle watcher */
 };
 
 /* fd helpers: return 0 or a negative errno. */
