@@ -42,7 +42,7 @@ awk -v dir="$tmp" '
 /^@@ end/ { close(f); f = ""; next }
 f != "" { sub(/\r$/, ""); print > f }' "$log"
 {
-	for c in default 64B-async 4KiB 64KiB 1MB 1MB-blocking; do
+	for c in $(sed -n 's/^bench: case \([^:]*\):.*/\1/p' "$log"); do
 		[ -d "$tmp/$c" ] || { echo "bench: no results for $c" >&2; continue; }
 		echo "### $(grep -a -m1 "^bench: case $c:" "$log" | sed 's/^bench: case //')"
 		echo
