@@ -55,6 +55,20 @@ has "$T/r.out" "received 10 of 10 expected, 10 without an evrdma header" &&
 pair "evrdma -> upstream" "$U -m $G -b $A2" "$M -m $G -b $A1 -s --settle 1"
 expect_ok "evrdma sender, upstream receiver"
 
+# --json over RDMA CM: the join records carry the joined address, and the
+# receiver's per-sender record counts every message
+pair "json" "$M -m $G -b $A2 --settle 1 --json" "$M -m $G -b $A1 -s --settle 1 --json"
+if [ "$rrc" = 0 ] && [ "$src" = 0 ] &&
+	grep -q '"type":"join".*"joined_address":"::ffff:239' "$T/r.out" &&
+	grep -q '"type":"join"' "$T/s.out" &&
+	grep -q '"type":"sender_stats".*"received":10,"expected":10,"lost":0' "$T/r.out" &&
+	grep -q '"type":"summary".*"exit_status":0' "$T/r.out" &&
+	! grep -qv '^{.*}$' "$T/r.out"; then
+	ok "--json over RDMA: join, sender_stats and summary records, nothing else on stdout"
+else
+	ko "--json over RDMA" "receiver rc $rrc, sender rc $src"
+fi
+
 pair "c8" "$M -m $G -b $A2 -c 8 --settle 1" "$M -m $G -b $A1 -s -c 8 --settle 1"
 expect_ok "-c 8 on both sides (evrdma)"
 [ "$(grep -c 'mckey: joined dgid: ::ffff:239.1.1.1' "$T/r.out")" = 8 ] &&
