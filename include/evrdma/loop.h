@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "evrdma/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
