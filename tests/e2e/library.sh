@@ -99,7 +99,7 @@ if [ -n "$PC" ]; then
 		assert_match "it runs with the installed libevrdma.so" \
 			"libevrdma\\.so\\.0 => $LIBDIR/" <(ldd "$T/embed-shared")
 		P=$(e2e_port)
-		run_cmd run1 120 "$T/embed-shared" -p "$P" -q
+		run_cmd run1 120 "$T/embed-shared" -p "$P" -q -G 10000 -B 5000
 		assert_exit "the example, built against the install, passes" 0 "$RC" "$T/run1.out"
 	fi
 	# Static: the archive, then what --static says it needs.
@@ -111,7 +111,7 @@ if [ -n "$PC" ]; then
 	if [ -x "$T/embed-static" ]; then
 		assert_no_match "the static build needs no libevrdma.so" libevrdma <(ldd "$T/embed-static")
 		P=$(e2e_port)
-		run_cmd run2 120 "$T/embed-static" -p "$P" -q
+		run_cmd run2 120 "$T/embed-static" -p "$P" -q -G 10000 -B 5000
 		assert_exit "the statically linked example passes" 0 "$RC" "$T/run2.out"
 	fi
 else
