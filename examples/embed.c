@@ -4,23 +4,25 @@
  *
  * The host creates its own ev_loop and its own periodic timer, attaches
  * evrdma to the loop, and runs several engines side by side: an rstream
- * server on TCP, three clients with different plans (one of them spinning
+ * server on TCP, four clients with different plans (one of them spinning
  * in EVR_IO_NONBLOCK), and optionally an mckey receiver and sender on the
  * kernel UDP transport.  From its own timer it cancels the third client
- * midway.  Everything it learns comes from callbacks.
+ * midway; the fourth cancels itself from inside its own callback.
+ * Everything it learns comes from callbacks.
  *
  * It checks, and exits 1 if any check fails:
  *   - its timer kept firing throughout: no gap between ticks beyond
- *     -G ms of wall time (1000), nor beyond -B ms (200) of this process's
+ *     -G ms of wall time (3000), nor beyond -B ms (200) of this process's
  *     CPU time, which tells a callback holding the loop from a host too
  *     loaded to schedule us;
- *   - the cancelled client reported -EVR_E_CANCELLED through done();
+ *   - the cancelled clients reported -EVR_E_CANCELLED through done();
  *   - the other engines finished with the right results;
  *   - once every engine is freed, ev_run() returns by itself: evrdma left
  *     no active watcher on the host's loop.
  * Memory is checked by running it under valgrind (tests/e2e/embed.sh).
  *
- *   embed [-p PORT] [-g GROUP -b ADDR] [-t TICK_MS] [-G MAX_GAP_MS] [-B MAX_BUSY_MS] [-q]
+ *   embed [-p PORT] [-g GROUP -b ADDR] [-t TICK_MS] [-G MAX_GAP_MS]
+ *         [-B MAX_BUSY_MS] [-q]
  *
  * Build against an installed evrdma:
  *   cc embed.c $(pkg-config --cflags --libs evrdma) -lev
@@ -37,8 +39,9 @@
 #include <evrdma/mcast.h>
 #include <evrdma/stream.h>
 
-#define NCLIENTS 3
-#define CANCELLED_CLIENT 2
+#define NCLIENTS 4
+#define CANCELLED_CLIENT 2   /* by the host's timer */
+#define SELF_CANCELLED 3     /* from inside its own callback */
 
 struct client {
 	struct host *h;
@@ -46,7 +49,8 @@ struct client {
 	struct evr_stream *st;
 	uint32_t size, count, iters;
 	enum evr_io_mode io;
-	unsigned results;
+	int keepalive;
+	unsigned results, infos;
 	uint64_t bytes;
 	int done, status;
 };
@@ -145,6 +149,21 @@ static void c_result(void *ud, const struct evr_result *r)
 	c->bytes += r->bytes;
 	say(c->h, "%s: %s %llu bytes in %.3f ms\n", c->name, r->name,
 	    (unsigned long long)r->bytes, r->elapsed_ns / 1e6);
+}
+
+/* client-d cancels itself from its first callback (the keepalive info,
+ * which evr_stream_start() itself delivers): the engine is on the stack
+ * then, so the cancel takes effect from the loop, and no result follows. */
+static void c_info(void *ud, const struct evr_info *i)
+{
+	struct client *c = ud;
+
+	c->infos++;
+	if (i->kind == EVR_INFO_KEEPALIVE && c == &c->h->c[SELF_CANCELLED]) {
+		say(c->h, "%s: cancelling itself from its info callback\n",
+		    c->name);
+		evr_stream_cancel(c->st);
+	}
 }
 
 static void c_done(void *ud, int status, const struct evr_failure *f,
@@ -334,6 +353,7 @@ int main(int argc, char **argv)
 {
 	static const struct evr_stream_cbs ccbs = {
 		.result = c_result,
+		.info = c_info,
 		.done = c_done,
 	};
 	static const struct evr_stream_cbs scbs = {
@@ -352,7 +372,7 @@ int main(int argc, char **argv)
 	memset(&h, 0, sizeof(h));
 	h.port = "27471";
 	h.tick_s = 0.02;
-	h.max_gap_s = 1.0;
+	h.max_gap_s = 3.0;
 	h.max_busy_s = 0.2;
 	h.cancel_at = 0.5;
 	while ((opt = getopt(argc, argv, "p:g:b:t:G:B:q")) != -1) {
@@ -402,9 +422,10 @@ int main(int argc, char **argv)
 	if (start_stream(&h, &h.srv, &so, &scbs, &h, "server"))
 		return 1;
 
-	/* Three clients with different plans: a bandwidth-like one, a
-	 * latency one that spins (EVR_IO_NONBLOCK), and one too long to
-	 * finish, which the host cancels from its timer. */
+	/* Four clients with different plans: a bandwidth-like one, a
+	 * latency one that spins (EVR_IO_NONBLOCK), one too long to
+	 * finish, which the host cancels from its timer, and one that
+	 * cancels itself from its own first callback (client-d, below). */
 	h.c[0] = (struct client){ .name = "client-a", .size = 65536,
 				  .count = 10, .iters = 40,
 				  .io = EVR_IO_ASYNC };
@@ -414,6 +435,9 @@ int main(int argc, char **argv)
 	h.c[2] = (struct client){ .name = "client-c", .size = 4096,
 				  .count = 100, .iters = 100000000,
 				  .io = EVR_IO_ASYNC };
+	h.c[3] = (struct client){ .name = "client-d", .size = 1000,
+				  .count = 10, .iters = 1000,
+				  .io = EVR_IO_ASYNC, .keepalive = 30 };
 	for (i = 0; i < NCLIENTS; i++) {
 		struct client *c = &h.c[i];
 
@@ -427,6 +451,7 @@ int main(int argc, char **argv)
 		so.size = c->size;
 		so.count = c->count;
 		so.iters = c->iters;
+		so.keepalive = c->keepalive;
 		if (start_stream(&h, &c->st, &so, &ccbs, c, c->name))
 			return 1;
 	}
@@ -487,7 +512,7 @@ int main(int argc, char **argv)
 		struct client *c = &h.c[i];
 		char what[96];
 
-		if (i == CANCELLED_CLIENT)
+		if (i == CANCELLED_CLIENT || i == SELF_CANCELLED)
 			continue;
 		snprintf(what, sizeof(what), "%s: status 0, one result, "
 			 "%llu bytes", c->name, (unsigned long long)
@@ -499,8 +524,15 @@ int main(int argc, char **argv)
 	      "the server stopped with status 0 when cancelled");
 	say(&h, "server: %u accepted, %u served, %u dropped\n",
 	    h.srv_accepted, h.srv_conn_done, h.srv_conn_failed);
-	check(&h, h.srv_accepted == NCLIENTS && h.srv_conn_done ==
-	      NCLIENTS - 1 && h.srv_conn_failed <= 1,
+	check(&h, h.c[SELF_CANCELLED].done &&
+	      h.c[SELF_CANCELLED].status == -EVR_E_CANCELLED &&
+	      h.c[SELF_CANCELLED].results == 0,
+	      "the client that cancelled itself in a callback reported "
+	      "-EVR_E_CANCELLED and no result");
+	/* client-d's connection may or may not have reached the server */
+	check(&h, h.srv_accepted >= NCLIENTS - 1 &&
+	      h.srv_conn_done == NCLIENTS - 2 &&
+	      h.srv_conn_done + h.srv_conn_failed == h.srv_accepted,
 	      "the server served every client");
 	if (h.use_mcast) {
 		check(&h, h.recv.done && h.recv.status == 0 &&
