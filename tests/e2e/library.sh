@@ -45,6 +45,14 @@ assert_eq "no evr__ internal is exported" 0 \
 assert_match "the exports carry a version node" ' EVRDMA_0$' \
 	<(nm -D --defined-only "$SO")
 
+# ---- what the engine may not do, as far as its imports tell: it never
+# exits or aborts, never touches signal dispositions or masks, never adds
+# a signal watcher, never creates libev's default loop, never prints
+nm -D --undefined-only "$SO" | awk '{ sub(/@.*/, "", $2); print $2 }' |
+	sort -u >"$T/imported"
+BAD=$(grep -xE 'exit|_exit|_Exit|abort|signal|sigaction|sigprocmask|pthread_sigmask|ev_signal_start|ev_default_loop|ev_default_loop_init|printf|fprintf|vfprintf|puts|fputs|putchar|perror|fwrite|__printf_chk|__fprintf_chk|__vfprintf_chk' "$T/imported" | tr '\n' ' ')
+assert_eq "libevrdma imports no exit/abort/signal/print function" "" "$BAD"
+
 # ---- the programs do not need the shared library
 for p in rstream mckey; do
 	if head -c 4 "$B/$p" | grep -q 'ELF' && ! ldd "$B/$p" | grep -q libevrdma; then
