@@ -184,8 +184,9 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
  * Start it, once: resolve, bind/listen or connect.  Errors found here are
  * returned at once (a negative code; *f, when not NULL, describes them)
  * and then done() will not be called; free the engine.  After a 0 return
- * the rest comes through the callbacks, ending with done().  info() (a
- * server's EVR_INFO_LISTENING) may be called before this returns.
+ * the rest comes through the callbacks, ending with done().  info() may
+ * be called before this returns (a server's EVR_INFO_LISTENING, a
+ * client's EVR_INFO_KEEPALIVE); done() never is.
  */
 int evr_stream_start(struct evr_stream *s, struct evr_failure *f);
 /*
