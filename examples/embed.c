@@ -22,13 +22,19 @@
  * Memory is checked by running it under valgrind (tests/e2e/embed.sh).
  *
  *   embed [-p PORT] [-g GROUP -b ADDR] [-t TICK_MS] [-G MAX_GAP_MS]
- *         [-B MAX_BUSY_MS] [-q]
+ *         [-B MAX_BUSY_MS] [-j THREADS] [-q]
+ *
+ * With -j N, N such hosts run at once, each in a thread of its own with
+ * its own loop and engines (ports PORT, PORT+1, ...): one loop per
+ * thread, no locking.
  *
  * Build against an installed evrdma:
- *   cc embed.c $(pkg-config --cflags --libs evrdma) -lev
+ *   cc -pthread embed.c $(pkg-config --cflags --libs evrdma) -lev
  */
 #include <errno.h>
 #include <ev.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +82,10 @@ struct host {
 	unsigned ticks;
 	double cancel_at;
 	int quiet;
+	const char *group, *bind_addr;
+	char tag[16];             /* "thread N: " with -j */
+	char portbuf[8];
+	pthread_t thread;
 	/* rstream */
 	const char *port;
 	struct evr_stream *srv;
@@ -90,11 +100,26 @@ struct host {
 	int failed;
 };
 
-#define say(h, ...) do { if (!(h)->quiet) printf(__VA_ARGS__); } while (0)
+static void say(struct host *h, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void say(struct host *h, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (h->quiet)
+		return;
+	flockfile(stdout);
+	fputs(h->tag, stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	funlockfile(stdout);
+}
 
 static void check(struct host *h, int ok, const char *what)
 {
-	printf("%s - %s\n", ok ? "ok" : "FAIL", what);
+	printf("%s - %s%s\n", ok ? "ok" : "FAIL", h->tag, what);
 	if (!ok)
 		h->failed = 1;
 }
@@ -103,7 +128,12 @@ static double cpu_s(void)
 {
 	struct rusage ru;
 
+	/* this thread's: the one running this host's loop */
+#ifdef RUSAGE_THREAD
+	getrusage(RUSAGE_THREAD, &ru);
+#else
 	getrusage(RUSAGE_SELF, &ru);
+#endif
 	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
@@ -336,8 +366,8 @@ static void guard_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct host *h = w->data;
 
-	printf("FAIL - the loop is still alive after %.0f s (%u engines "
-	       "live)\n", w->repeat, h->live);
+	printf("FAIL - %sthe loop is still alive after 60 s (%u engines "
+	       "live)\n", h->tag, h->live);
 	h->failed = 1;
 	ev_ref(loop); /* balance the ev_unref of a watcher now stopped */
 	ev_break(loop, EVBREAK_ALL);
@@ -346,10 +376,13 @@ static void guard_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void usage(void)
 {
 	fprintf(stderr, "usage: embed [-p PORT] [-g GROUP -b ADDR] "
-		"[-t TICK_MS] [-G MAX_GAP_MS] [-B MAX_BUSY_MS] [-q]\n");
+		"[-t TICK_MS] [-G MAX_GAP_MS] [-B MAX_BUSY_MS] [-j THREADS] "
+		"[-q]\n");
 }
 
-int main(int argc, char **argv)
+/* One host: its loop, its timer, its engines, its checks.  Returns 1 if a
+ * check failed.  Several run at once in threads of their own (-j). */
+static int run_host(struct host *h)
 {
 	static const struct evr_stream_cbs ccbs = {
 		.result = c_result,
@@ -361,90 +394,62 @@ int main(int argc, char **argv)
 		.conn_failed = s_conn_failed,
 		.done = s_done,
 	};
-	const char *group = NULL, *bind_addr = NULL;
 	struct evr_stream_opts so;
 	struct evr_mcast_opts mo;
-	struct host h;
-	const char *vs;
 	double elapsed;
-	int opt, i;
-
-	memset(&h, 0, sizeof(h));
-	h.port = "27471";
-	h.tick_s = 0.02;
-	h.max_gap_s = 3.0;
-	h.max_busy_s = 0.2;
-	h.cancel_at = 0.5;
-	while ((opt = getopt(argc, argv, "p:g:b:t:G:B:q")) != -1) {
-		switch (opt) {
-		case 'p': h.port = optarg; break;
-		case 'g': group = optarg; break;
-		case 'b': bind_addr = optarg; break;
-		case 't': h.tick_s = atoi(optarg) / 1000.0; break;
-		case 'G': h.max_gap_s = atoi(optarg) / 1000.0; break;
-		case 'B': h.max_busy_s = atoi(optarg) / 1000.0; break;
-		case 'q': h.quiet = 1; break;
-		default: usage(); return 2;
-		}
-	}
-	if (h.tick_s <= 0 || (!group != !bind_addr)) {
-		usage();
-		return 2;
-	}
-	h.use_mcast = group != NULL;
-	evr_version(&vs);
-	say(&h, "host: evrdma %s (headers %s)\n", vs, EVR_VERSION_STRING);
+	int i;
 
 	/* The host's loop, not libev's default one, and its own timer. */
-	h.loop = ev_loop_new(EVFLAG_AUTO);
-	if (!h.loop || evr_loop_new(&h.el, h.loop)) {
+	if (!h->loop)
+		h->loop = ev_loop_new(EVFLAG_AUTO);
+	if (!h->loop || evr_loop_new(&h->el, h->loop)) {
 		fprintf(stderr, "embed: cannot create the loop\n");
 		return 1;
 	}
-	ev_timer_init(&h.tick_w, tick_cb, h.tick_s, h.tick_s);
-	h.tick_w.data = &h;
-	ev_timer_start(h.loop, &h.tick_w);
-	ev_timer_init(&h.guard_w, guard_cb, 60, 0);
-	h.guard_w.data = &h;
-	ev_timer_start(h.loop, &h.guard_w);
-	ev_unref(h.loop); /* the guard alone must not keep ev_run going */
-	ev_now_update(h.loop);
-	h.t_start = h.t_last = ev_time();
-	h.cpu_last = cpu_s();
+	ev_timer_init(&h->tick_w, tick_cb, h->tick_s, h->tick_s);
+	h->tick_w.data = h;
+	ev_timer_start(h->loop, &h->tick_w);
+	ev_timer_init(&h->guard_w, guard_cb, 60, 0);
+	h->guard_w.data = h;
+	ev_timer_start(h->loop, &h->guard_w);
+	ev_unref(h->loop); /* the guard alone must not keep ev_run going */
+	ev_now_update(h->loop);
+	h->t_start = h->t_last = ev_time();
+	h->cpu_last = cpu_s();
 
 	/* An rstream server on TCP: serves every client until cancelled. */
 	memset(&so, 0, sizeof(so));
 	so.server = 1;
 	so.bind_addr = "127.0.0.1";
-	so.port = h.port;
+	so.port = h->port;
 	so.xport = EVR_XPORT_TCP;
 	so.io = EVR_IO_ASYNC;
-	if (start_stream(&h, &h.srv, &so, &scbs, &h, "server"))
+	if (start_stream(h, &h->srv, &so, &scbs, h, "server"))
 		return 1;
 
 	/* Four clients with different plans: a bandwidth-like one, a
 	 * latency one that spins (EVR_IO_NONBLOCK), one too long to
 	 * finish, which the host cancels from its timer, and one that
 	 * cancels itself from its own first callback (client-d, below). */
-	h.c[0] = (struct client){ .name = "client-a", .size = 65536,
+	h->c[0] = (struct client){ .name = "client-a", .size = 65536,
 				  .count = 10, .iters = 40,
 				  .io = EVR_IO_ASYNC };
-	h.c[1] = (struct client){ .name = "client-b", .size = 64,
+	h->c[1] = (struct client){ .name = "client-b", .size = 64,
 				  .count = 1, .iters = 1500,
 				  .io = EVR_IO_NONBLOCK };
-	h.c[2] = (struct client){ .name = "client-c", .size = 4096,
+	h->c[2] = (struct client){ .name = "client-c", .size = 4096,
 				  .count = 100, .iters = 100000000,
 				  .io = EVR_IO_ASYNC };
-	h.c[3] = (struct client){ .name = "client-d", .size = 1000,
+	h->c[3] = (struct client){ .name = "client-d", .size = 1000,
 				  .count = 10, .iters = 1000,
 				  .io = EVR_IO_ASYNC, .keepalive = 30 };
 	for (i = 0; i < NCLIENTS; i++) {
-		struct client *c = &h.c[i];
+		struct client *c = &h->c[i];
 
-		c->h = &h;
+		c->h = h;
 		memset(&so, 0, sizeof(so));
 		so.host = "127.0.0.1";
-		so.port = h.port;
+		so.port = h->port;
 		so.xport = EVR_XPORT_TCP;
 		so.io = c->io;
 		so.custom = 1;
@@ -452,64 +457,64 @@ int main(int argc, char **argv)
 		so.count = c->count;
 		so.iters = c->iters;
 		so.keepalive = c->keepalive;
-		if (start_stream(&h, &c->st, &so, &ccbs, c, c->name))
+		if (start_stream(h, &c->st, &so, &ccbs, c, c->name))
 			return 1;
 	}
 
 	/* mckey on kernel UDP: a receiver with two sockets and a sender, in
 	 * the same process, on the group's port. */
-	if (h.use_mcast) {
+	if (h->use_mcast) {
 		memset(&mo, 0, sizeof(mo));
 		mo.transport = EVR_MC_UDP;
-		mo.group = group;
-		mo.bind_addr = bind_addr;
+		mo.group = h->group;
+		mo.bind_addr = h->bind_addr;
 		mo.nqps = 2;
 		mo.count = 20;
 		mo.size = 100;
 		mo.settle_ms = 100;
 		mo.deadline_ms = 20000;
-		if (start_mcast(&h, &h.recv, "mc-recv", &mo))
+		if (start_mcast(h, &h->recv, "mc-recv", &mo))
 			return 1;
 		mo.sender = 1;
 		mo.nqps = 1;
 		mo.settle_ms = 600; /* the receiver is in by then */
 		mo.rate = 200;
-		if (start_mcast(&h, &h.send, "mc-send", &mo))
+		if (start_mcast(h, &h->send, "mc-send", &mo))
 			return 1;
 	}
 
 	/* Returns only when no active watcher is left: the host's stopped,
 	 * the guard unref'd, and evrdma's all gone. */
-	ev_run(h.loop, 0);
-	elapsed = ev_time() - h.t_start;
+	ev_run(h->loop, 0);
+	elapsed = ev_time() - h->t_start;
 
-	if (ev_is_active(&h.guard_w)) {
-		ev_ref(h.loop);
-		ev_timer_stop(h.loop, &h.guard_w);
+	if (ev_is_active(&h->guard_w)) {
+		ev_ref(h->loop);
+		ev_timer_stop(h->loop, &h->guard_w);
 	}
 
-	check(&h, h.live == 0, "every engine finished and was freed");
+	check(h, h->live == 0, "every engine finished and was freed");
 	/* The end counts as a tick: the timer must have fired at the last
 	 * until the engines were gone, not only early on. */
-	if (h.ticks && h.t_end - h.t_last > h.worst_gap)
-		h.worst_gap = h.t_end - h.t_last;
-	say(&h, "host: %u ticks of %.0f ms in %.3f s (%.0f expected), worst "
+	if (h->ticks && h->t_end - h->t_last > h->worst_gap)
+		h->worst_gap = h->t_end - h->t_last;
+	say(h, "host: %u ticks of %.0f ms in %.3f s (%.0f expected), worst "
 	    "gap %.1f ms (limit %.0f), busiest gap %.1f ms of CPU (limit "
-	    "%.0f)\n", h.ticks, h.tick_s * 1e3, elapsed, elapsed / h.tick_s,
-	    h.worst_gap * 1e3, h.max_gap_s * 1e3, h.worst_busy * 1e3,
-	    h.max_busy_s * 1e3);
-	check(&h, h.ticks > 0 && h.worst_gap <= h.max_gap_s,
+	    "%.0f)\n", h->ticks, h->tick_s * 1e3, elapsed, elapsed / h->tick_s,
+	    h->worst_gap * 1e3, h->max_gap_s * 1e3, h->worst_busy * 1e3,
+	    h->max_busy_s * 1e3);
+	check(h, h->ticks > 0 && h->worst_gap <= h->max_gap_s,
 	      "the host's timer kept firing throughout (no gap beyond the "
 	      "limit)");
-	check(&h, h.worst_busy <= h.max_busy_s,
+	check(h, h->worst_busy <= h->max_busy_s,
 	      "no callback held the loop (CPU time between ticks within the "
 	      "limit)");
-	check(&h, h.cancel_sent, "the host cancelled a client from its timer");
-	check(&h, h.c[CANCELLED_CLIENT].done &&
-	      h.c[CANCELLED_CLIENT].status == -EVR_E_CANCELLED,
+	check(h, h->cancel_sent, "the host cancelled a client from its timer");
+	check(h, h->c[CANCELLED_CLIENT].done &&
+	      h->c[CANCELLED_CLIENT].status == -EVR_E_CANCELLED,
 	      "the cancelled client reported -EVR_E_CANCELLED");
 	for (i = 0; i < NCLIENTS; i++) {
-		struct client *c = &h.c[i];
+		struct client *c = &h->c[i];
 		char what[96];
 
 		if (i == CANCELLED_CLIENT || i == SELF_CANCELLED)
@@ -517,34 +522,114 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "%s: status 0, one result, "
 			 "%llu bytes", c->name, (unsigned long long)
 			 2ull * c->size * c->count * c->iters);
-		check(&h, c->done && c->status == 0 && c->results == 1 &&
+		check(h, c->done && c->status == 0 && c->results == 1 &&
 		      c->bytes == 2ull * c->size * c->count * c->iters, what);
 	}
-	check(&h, h.srv_done && h.srv_status == 0,
+	check(h, h->srv_done && h->srv_status == 0,
 	      "the server stopped with status 0 when cancelled");
-	say(&h, "server: %u accepted, %u served, %u dropped\n",
-	    h.srv_accepted, h.srv_conn_done, h.srv_conn_failed);
-	check(&h, h.c[SELF_CANCELLED].done &&
-	      h.c[SELF_CANCELLED].status == -EVR_E_CANCELLED &&
-	      h.c[SELF_CANCELLED].results == 0,
+	say(h, "server: %u accepted, %u served, %u dropped\n",
+	    h->srv_accepted, h->srv_conn_done, h->srv_conn_failed);
+	check(h, h->c[SELF_CANCELLED].done &&
+	      h->c[SELF_CANCELLED].status == -EVR_E_CANCELLED &&
+	      h->c[SELF_CANCELLED].results == 0,
 	      "the client that cancelled itself in a callback reported "
 	      "-EVR_E_CANCELLED and no result");
 	/* client-d's connection may or may not have reached the server */
-	check(&h, h.srv_accepted >= NCLIENTS - 1 &&
-	      h.srv_conn_done == NCLIENTS - 2 &&
-	      h.srv_conn_done + h.srv_conn_failed == h.srv_accepted,
+	check(h, h->srv_accepted >= NCLIENTS - 1 &&
+	      h->srv_conn_done == NCLIENTS - 2 &&
+	      h->srv_conn_done + h->srv_conn_failed == h->srv_accepted,
 	      "the server served every client");
-	if (h.use_mcast) {
-		check(&h, h.recv.done && h.recv.status == 0 &&
-		      h.recv.expected == 40 && h.recv.received == 40,
+	if (h->use_mcast) {
+		check(h, h->recv.done && h->recv.status == 0 &&
+		      h->recv.expected == 40 && h->recv.received == 40,
 		      "mckey receiver: 20 messages on each of 2 sockets");
-		check(&h, h.send.done && h.send.status == 0 &&
-		      h.send.sent == 20, "mckey sender: 20 messages sent");
+		check(h, h->send.done && h->send.status == 0 &&
+		      h->send.sent == 20, "mckey sender: 20 messages sent");
 	}
-	check(&h, ev_pending_count(h.loop) == 0, "nothing pending on the loop");
+	check(h, ev_pending_count(h->loop) == 0, "nothing pending on the loop");
 
-	evr_loop_free(h.el); /* borrowed: the host's loop survives it */
-	ev_loop_destroy(h.loop);
-	printf("%s\n", h.failed ? "embed: FAILED" : "embed: all checks passed");
-	return h.failed ? 1 : 0;
+	evr_loop_free(h->el); /* borrowed: the host's loop survives it */
+	ev_loop_destroy(h->loop);
+	return h->failed;
+}
+
+static void *host_thread(void *arg)
+{
+	return (void *)(long)run_host(arg);
+}
+
+int main(int argc, char **argv)
+{
+	struct host tmpl, *hosts;
+	unsigned nthreads = 1, t;
+	const char *vs;
+	int opt, failed = 0;
+
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.port = "27471";
+	tmpl.tick_s = 0.02;
+	tmpl.max_gap_s = 3.0;
+	tmpl.max_busy_s = 0.2;
+	tmpl.cancel_at = 0.5;
+	while ((opt = getopt(argc, argv, "p:g:b:t:G:B:j:q")) != -1) {
+		switch (opt) {
+		case 'p': tmpl.port = optarg; break;
+		case 'g': tmpl.group = optarg; break;
+		case 'b': tmpl.bind_addr = optarg; break;
+		case 't': tmpl.tick_s = atoi(optarg) / 1000.0; break;
+		case 'G': tmpl.max_gap_s = atoi(optarg) / 1000.0; break;
+		case 'B': tmpl.max_busy_s = atoi(optarg) / 1000.0; break;
+		case 'j': nthreads = (unsigned)atoi(optarg); break;
+		case 'q': tmpl.quiet = 1; break;
+		default: usage(); return 2;
+		}
+	}
+	if (tmpl.tick_s <= 0 || !tmpl.group != !tmpl.bind_addr ||
+	    nthreads < 1 || nthreads > 8 || atoi(tmpl.port) <= 0) {
+		usage();
+		return 2;
+	}
+	evr_version(&vs);
+	if (!tmpl.quiet)
+		printf("host: evrdma %s (headers %s)\n", vs,
+		       EVR_VERSION_STRING);
+	if (nthreads == 1) {
+		tmpl.use_mcast = tmpl.group != NULL;
+		failed = run_host(&tmpl);
+	} else {
+		/* One loop per thread, each with its own engines on its own
+		 * port: evrdma has no global state and takes no lock.  The
+		 * multicast engines run in the first only (one group port). */
+		hosts = calloc(nthreads, sizeof(*hosts));
+		if (!hosts)
+			return 1;
+		for (t = 0; t < nthreads; t++) {
+			hosts[t] = tmpl;
+			hosts[t].use_mcast = t == 0 && tmpl.group != NULL;
+			snprintf(hosts[t].portbuf, sizeof(hosts[t].portbuf),
+				 "%d", atoi(tmpl.port) + (int)t);
+			hosts[t].port = hosts[t].portbuf;
+			/* Made here, before the threads: libev sets its own
+			 * process-wide clock flags in the first ev_loop_new(). */
+			hosts[t].loop = ev_loop_new(EVFLAG_AUTO);
+			if (!hosts[t].loop)
+				return 1;
+			snprintf(hosts[t].tag, sizeof(hosts[t].tag),
+				 "thread %u: ", t);
+			if (pthread_create(&hosts[t].thread, NULL,
+					   host_thread, &hosts[t])) {
+				fprintf(stderr, "embed: pthread_create\n");
+				return 1;
+			}
+		}
+		for (t = 0; t < nthreads; t++) {
+			void *ret;
+
+			pthread_join(hosts[t].thread, &ret);
+			failed |= ret != NULL;
+		}
+		free(hosts);
+	}
+	printf("%s\n", failed ? "embed: FAILED" : "embed: all checks passed");
+	return failed ? 1 : 0;
 }

@@ -71,6 +71,29 @@ else
 	skip "embed under valgrind: valgrind is not installed"
 fi
 
+# ---- one loop per thread: three hosts at once, each in a thread of its
+# own with its own loop and engines; then two under helgrind (no race:
+# evrdma has no global state and needs no lock)
+for _ in 1 2 3 4 5 6 7 8; do # the hosts listen on P, P+1 and P+2
+	P=$(e2e_port)
+	e2e_port_busy $((P + 1)) || e2e_port_busy $((P + 2)) || break
+done
+run_cmd threads 120 "$EMBED" -p "$P" -j 3 -q
+assert_exit "three hosts in three threads: exit status" 0 "$RC" "$T/threads.out" "$T/threads.err"
+assert_lines "three hosts in three threads: every check of every host" 33 \
+	"$T/threads.out" '^ok - thread [0-2]: '
+if command -v valgrind >/dev/null; then
+	for _ in 1 2 3 4 5 6 7 8; do
+		P=$(e2e_port)
+		e2e_port_busy $((P + 1)) || break
+	done
+	run_cmd hg 300 valgrind --tool=helgrind --quiet --error-exitcode=99 \
+		"$EMBED" -p "$P" -j 2 -q -G 20000 -B 10000
+	assert_exit "two hosts in two threads under helgrind: exit status" 0 "$RC" \
+		"$T/hg.out" "$T/hg.err"
+	assert_no_match "helgrind reports no data race" 'Possible data race|lock order' "$T/hg.err"
+fi
+
 # ---- plus mckey's UDP engine (a receiver with 2 sockets and a sender),
 # inside a namespace of our own
 NS=evemb-$$
