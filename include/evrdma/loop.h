@@ -11,7 +11,9 @@
  *    exits.  Results, progress and failures leave through callbacks.
  *  - Threads: no locks and no global state.  An evr_loop and every
  *    engine on it belong to the thread that runs that ev_loop; call them
- *    only from there.  Separate loops in separate threads are independent.
+ *    only from there.  Separate loops in separate threads are independent
+ *    (libev sets process-wide flags in its first ev_loop_new(): make the
+ *    first loop before starting threads).
  *  - Callbacks run on the loop's thread, from inside ev_run().  Pointers
  *    they receive (results, failures, strings) are valid only during the
  *    call.  From any callback the host may create, start and cancel
