@@ -192,8 +192,9 @@ int evr_stream_start(struct evr_stream *s, struct evr_failure *f);
 /*
  * Stop: close every connection (a server also stops listening and sends
  * SIGTERM to its -T f children).  done() follows from the loop with
- * -EVR_E_CANCELLED for a client and 0 for a server; no result, info or
- * conn_failed comes after this call.  Does nothing once the engine has
+ * -EVR_E_CANCELLED for a client and 0 for a server (or with how it ended,
+ * had it ended first); no result, info or conn_failed comes after this
+ * call.  Does nothing once the engine has
  * finished.  Allowed from any callback, this engine's own included (it
  * then takes effect from the loop just after the callback returns).
  */
