@@ -1023,6 +1023,123 @@ START_TEST(test_receiver_success)
 }
 END_TEST
 
+/* ---- the embedding rules (mcast.h): cancel from inside the engine's own
+ * callback takes effect from the loop; free from inside done() ---- */
+
+static unsigned cancel_on_phase = 99; /* the phase whose callback cancels */
+static int free_in_done;
+
+static void on_phase_cancel(void *ud, enum evr_mc_phase p)
+{
+	struct rec *r = ud;
+
+	on_phase(ud, p);
+	if (p == cancel_on_phase)
+		evr_mcast_cancel(r->m);
+}
+
+static void on_done_free(void *ud, int status, unsigned nqps,
+			 const struct evr_mc_qp_report *qps)
+{
+	struct rec *r = ud;
+
+	on_done(ud, status, nqps, qps);
+	if (free_in_done) {
+		LIVE = NULL;
+		evr_mcast_free(r->m); /* the engine's last act was this call */
+		r->m = NULL;
+	}
+}
+
+static const struct evr_mcast_cbs CBS_REENTER = {
+	.phase = on_phase_cancel,
+	.failure = on_failure,
+	.done = on_done_free,
+};
+
+static struct evr_mcast *mk_reenter(const struct evr_mcast_opts *o)
+{
+	struct evr_mcast *m = NULL;
+
+	ck_assert_int_eq(evr__mcast_new_xport(&m, L, o, &CBS_REENTER, &R,
+					      &mock_xport), 0);
+	R.m = m;
+	LIVE = m;
+	return m;
+}
+
+START_TEST(test_cancel_inside_own_callback)
+{
+	struct evr_mcast_opts o = opts(0, 2, 5);
+	struct evr_mcast *m;
+
+	cancel_on_phase = EVR_MC_PH_TRANSFER;
+	free_in_done = 0;
+	m = mk_reenter(&o);
+	evr_mcast_start(m);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_JOINED);
+	/* the settle timer fires the TRANSFER phase, whose callback cancels:
+	 * the engine goes on with its own step (both QPs start running) and
+	 * tears down from the loop afterwards */
+	RUN_UNTIL(R.nphase >= 3, 5000);
+	ck_assert_int_eq(R.phase[2], EVR_MC_PH_TRANSFER);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_RUNNING);
+	ck_assert_int_eq(ST(m, 1), EVR_MC_RUNNING);
+	ck_assert_uint_eq(R.ndone, 0);
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, -EINTR);
+	assert_phases(PH_NODONE);
+	ck_assert_uint_eq(M.n_leave[0], 1);
+	ck_assert_uint_eq(M.n_leave[1], 1);
+	finish(m);
+	cancel_on_phase = 99;
+}
+END_TEST
+
+/* A cancel from inside evr_mcast_start()'s own phase callback: the start
+ * finishes its step, and the teardown follows from the loop. */
+START_TEST(test_cancel_inside_start)
+{
+	struct evr_mcast_opts o = opts(1, 1, 3);
+	struct evr_mcast *m;
+
+	cancel_on_phase = EVR_MC_PH_STARTING;
+	free_in_done = 0;
+	m = mk_reenter(&o);
+	evr_mcast_start(m);
+	ck_assert_uint_eq(R.ndone, 0);
+	ck_assert_int_ne(ev_is_active(&m->cancel_w), 0);
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, -EINTR);
+	ck_assert_uint_eq(M.nsent[0], 0);
+	finish(m);
+	cancel_on_phase = 99;
+}
+END_TEST
+
+START_TEST(test_free_inside_done)
+{
+	struct evr_mcast_opts o = opts(0, 1, 2);
+	struct evr_mcast *m;
+
+	cancel_on_phase = 99;
+	free_in_done = 1;
+	m = mk_reenter(&o);
+	evr_mcast_start(m);
+	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
+	EV(m, 0, EVR_MCE_RECV_COMP, 0);
+	EV(m, 0, EVR_MCE_RECV_COMP, 0);
+	WAIT_DONE();
+	ck_assert_ptr_null(R.m);
+	ck_assert_int_eq(R.status, 0);
+	ck_assert_uint_eq(R.rep[0].received, 2);
+	run_ms(5); /* nothing of the engine is left to fire */
+	ck_assert_uint_eq(R.ndone, 1);
+	ck_assert_uint_eq(M.n_engine_fini, 1);
+	free_in_done = 0;
+}
+END_TEST
+
 /* Receives posted before the join may complete before GO; they count. */
 START_TEST(test_receiver_all_before_go)
 {
@@ -2279,6 +2396,9 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_prepare_failure);
 	tcase_add_test(tc, test_receiver_report);
 	tcase_add_test(tc, test_free_mid_run);
+	tcase_add_test(tc, test_cancel_inside_own_callback);
+	tcase_add_test(tc, test_cancel_inside_start);
+	tcase_add_test(tc, test_free_inside_done);
 	tcase_add_test(tc, test_engine_defaults);
 	suite_add_tcase(s, tc);
 

@@ -2,11 +2,40 @@
 /*
  * evrdma loop core: one libev loop that evrdma owns, or borrows from the
  * program that embeds it.  Everything evrdma waits for is a watcher on it.
+ *
+ * The rules every evrdma object follows (man 3 evrdma):
+ *
+ *  - The host owns the loop.  evrdma adds its watchers to it and removes
+ *    them; it never runs, breaks or destroys a borrowed loop, never
+ *    installs signal handlers or signal watchers, never prints and never
+ *    exits.  Results, progress and failures leave through callbacks.
+ *  - Threads: no locks and no global state.  An evr_loop and every
+ *    engine on it belong to the thread that runs that ev_loop; call them
+ *    only from there.  Separate loops in separate threads are independent
+ *    (libev sets process-wide flags in its first ev_loop_new(): make the
+ *    first loop before starting threads).
+ *  - Callbacks run on the loop's thread, from inside ev_run().  Pointers
+ *    they receive (results, failures, strings) are valid only during the
+ *    call.  From any callback the host may create, start and cancel
+ *    engines; it may free an engine from that engine's done() callback
+ *    (done() is its last act, always delivered from the loop, never from
+ *    inside an evr_* call) or from any callback of another engine, but
+ *    not from one of the engine's own other callbacks (cancel it there,
+ *    and free it in done()).
+ *  - Struct growth: option, callback and failure structs are filled by
+ *    the caller.  Zero-initialise them (memset or "= {0}") and set fields
+ *    by name: a new release only appends fields, whose zero value keeps
+ *    the old behaviour, so a rebuild is all it takes; a release that grows
+ *    one changes libevrdma's soname, so old binaries keep the old library.
+ *    Structs evrdma hands to callbacks are read by field; enums only gain
+ *    values at their end (a switch over one wants a default case).
  */
 #ifndef EVRDMA_LOOP_H
 #define EVRDMA_LOOP_H
 
 #include <stdint.h>
+
+#include "evrdma/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,16 +48,25 @@ struct evr_loop;
 typedef void (*evr_trace_fn)(void *ud, const char *line);
 
 /*
- * Create a loop context.  host == NULL: evrdma creates and owns a new
- * ev_loop.  Otherwise it attaches to the caller's loop and never destroys it.
- * Returns 0 or a negative errno.
+ * Create a loop context in *out.  host == NULL: evrdma creates and owns a
+ * new ev_loop (ev_loop_new(), leaving the signal mask alone).  Otherwise
+ * it attaches to the host's loop -- any loop, the default one or not --
+ * without blocking, running it or taking anything over.  Returns 0 or
+ * -ENOMEM.
  */
 int evr_loop_new(struct evr_loop **out, struct ev_loop *host);
+/* Free the context; free every engine on it first.  A borrowed loop is
+ * left alone, an owned one destroyed.  NULL is allowed. */
 void evr_loop_free(struct evr_loop *l);
+/* The ev_loop underneath, for the host's own watchers. */
 struct ev_loop *evr_loop_ev(struct evr_loop *l);
-/* Run until no active watcher is left or evr_loop_break() is called. */
+/* ev_run(): until no active watcher is left or evr_loop_break().  For a
+ * program that lets evrdma own the loop; a host runs its loop itself. */
 void evr_loop_run(struct evr_loop *l);
+/* ev_break(EVBREAK_ALL), for the one who runs the loop. */
 void evr_loop_break(struct evr_loop *l);
+/* Every state machine transition of every engine on this loop is reported
+ * to fn (one line, valid during the call) while it is set; NULL stops. */
 void evr_loop_set_trace(struct evr_loop *l, evr_trace_fn fn, void *ud);
 
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -20,6 +20,7 @@ enum evr_mc_transport {
 	EVR_MC_UDP,          /* kernel UDP/IP multicast sockets */
 };
 
+/* Zero-initialise, then set by name: every zero is a default. */
 struct evr_mcast_opts {
 	enum evr_mc_transport transport;
 	const char *group;        /* -m: IPv4/IPv6 group or name */
@@ -87,6 +88,9 @@ struct evr_mc_failure {
 	char detail[160];         /* preformatted extra text, or "" */
 };
 
+/* Any member may be NULL.  The struct is copied by evr_mcast_new().
+ * phase, joined, failure and cm_event may come from inside
+ * evr_mcast_start(); done() never does. */
 struct evr_mcast_cbs {
 	void (*phase)(void *ud, enum evr_mc_phase p);
 	void (*joined)(void *ud, const struct evr_mc_joined *j);
@@ -95,20 +99,35 @@ struct evr_mcast_cbs {
 			 int is_error);
 	/* A failure: the text upstream prints for it.  More may follow. */
 	void (*failure)(void *ud, const struct evr_mc_failure *f);
-	/* Everything torn down: status is upstream's "return status". */
+	/* Everything torn down: status is upstream's "return status" (0,
+	 * a negative errno, -EINTR after evr_mcast_cancel()).  qps[0..nqps)
+	 * is valid during the call.  Exactly once after evr_mcast_start(),
+	 * always from the loop, as the engine's last act: the callback may
+	 * evr_mcast_free() it. */
 	void (*done)(void *ud, int status, unsigned nqps,
 		     const struct evr_mc_qp_report *qps);
 };
 
 struct evr_mcast;
 
+/* Create an engine in *out; o and cbs are copied (strings too).  Nothing
+ * happens until evr_mcast_start().  Returns 0 or -ENOMEM. */
 int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
 		  const struct evr_mcast_opts *o,
 		  const struct evr_mcast_cbs *cbs, void *ud);
 /* Resolve and start joining.  An early failure is reported through the
- * callbacks too (failure, then done), as the rest are. */
+ * callbacks too (failure, then done), as the rest are.  A second call
+ * does nothing. */
 void evr_mcast_start(struct evr_mcast *m);
+/* Leave and tear down every QP; done() follows from the loop with
+ * -EINTR unless a failure came first.  failure/cm_event may still report
+ * the teardown.  Does nothing once finished.  Allowed from any callback,
+ * this engine's own included (then it takes effect from the loop just
+ * after the callback returns). */
 void evr_mcast_cancel(struct evr_mcast *m);
+/* Free the engine and all it owns, at once, with no callback: from
+ * outside callbacks, from its own done(), or from another engine's
+ * callbacks; not from this engine's other callbacks.  NULL is allowed. */
 void evr_mcast_free(struct evr_mcast *m);
 
 #ifdef __cplusplus

@@ -39,17 +39,26 @@ enum evr_addr_fmt {
 	EVR_ADDR_GID,        /* numeric GIDs, AF_IB (RDMA only) */
 };
 
+/* Zero-initialise, then set by name: every zero is a default. */
 struct evr_stream_opts {
 	int server;                 /* 1: listen and serve; 0: client */
 	const char *host;           /* client: the server's address */
 	const char *bind_addr;      /* server: listen address; client: source */
 	const char *port;           /* default "7471" */
 	enum evr_xport_kind xport;
-	enum evr_io_mode io;
+	enum evr_io_mode io;        /* a host wants EVR_IO_ASYNC: NONBLOCK
+				     * keeps the loop busy (idle watchers),
+				     * BLOCK blocks it in socket calls for up
+				     * to stall_ms */
 	enum evr_addr_fmt addr_fmt;
 	int resolve_rdma;           /* -T r: resolve with rdma_getaddrinfo */
 	int verify;                 /* -T v */
-	int fork;                   /* -T f: server forks per connection */
+	int fork;                   /* -T f: server forks per connection;
+				     * not for embedding: needs libev's
+				     * default loop (else -EVR_E_NOTSUP),
+				     * forks the host, and relies on the
+				     * SIGCHLD handling libev's default loop
+				     * installs (see man 3 evr_stream_new) */
 	int buffer_size;            /* -B; 0 = 512 KiB */
 	int inline_size;            /* -i; RDMA only */
 	int keepalive;              /* -k seconds; 0 = off */
@@ -196,6 +205,7 @@ struct evr_progress {
 	double gbps;                /* over the last interval */
 };
 
+/* Any member may be NULL.  The struct is copied by evr_stream_new(). */
 struct evr_stream_cbs {
 	/* One finished test: a row of the table. */
 	void (*result)(void *ud, const struct evr_result *r);
@@ -203,8 +213,12 @@ struct evr_stream_cbs {
 	void (*info)(void *ud, const struct evr_info *i);
 	/* Server: one connection failed and was dropped; the server goes on. */
 	void (*conn_failed)(void *ud, const struct evr_failure *f);
-	/* The engine has finished: status 0 or the failure that ended it.
-	 * in_child is 1 in a -T f child process, which should exit now. */
+	/* The engine has finished: status 0 or the failure that ended it
+	 * (f is NULL when there is nothing to tell).  Exactly once after a
+	 * successful evr_stream_start(), always from the loop, never from
+	 * inside an evr_* call, and as the engine's last act: the callback
+	 * may evr_stream_free() it.  in_child is 1 in a -T f child process,
+	 * which should _exit() now. */
 	void (*done)(void *ud, int status, const struct evr_failure *f,
 		     int in_child);
 	/* Optional: a test in progress, every opts.interval_ms. */
@@ -213,15 +227,41 @@ struct evr_stream_cbs {
 
 struct evr_stream;
 
+/*
+ * Create an engine on loop in *out.  opts and cbs are copied (strings
+ * too): the caller may free or reuse them at once.  ud goes to every
+ * callback.  Nothing happens on the loop until evr_stream_start().
+ * Returns 0, -ENOMEM, or -EINVAL for options that make no plan.
+ */
 int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 		   const struct evr_stream_opts *opts,
 		   const struct evr_stream_cbs *cbs, void *ud);
-/* Resolve, bind/listen or connect: errors found here are returned at once
- * (0 or negative; *f describes them), later ones arrive through done(). */
+/*
+ * Start it, once: resolve, bind/listen or connect.  Errors found here are
+ * returned at once (a negative code; *f, when not NULL, describes them)
+ * and then done() will not be called; free the engine.  After a 0 return
+ * the rest comes through the callbacks, ending with done().  info() may
+ * be called before this returns (a server's EVR_INFO_LISTENING, a
+ * client's EVR_INFO_KEEPALIVE); done() never is.
+ */
 int evr_stream_start(struct evr_stream *s, struct evr_failure *f);
-/* Stop now: close every connection; done() is called with
- * -EVR_E_CANCELLED for a client and 0 for a server. */
+/*
+ * Stop: close every connection (a server also stops listening and sends
+ * SIGTERM to its -T f children).  done() follows from the loop with
+ * -EVR_E_CANCELLED for a client and 0 for a server (or with how it ended,
+ * had it ended first); no result, info or conn_failed comes after this
+ * call.  Does nothing once the engine has
+ * finished.  Allowed from any callback, this engine's own included (it
+ * then takes effect from the loop just after the callback returns).
+ */
 void evr_stream_cancel(struct evr_stream *s);
+/*
+ * Free the engine and all it owns, at once: watchers stopped, sockets
+ * closed without waiting for the peer, no callback called.  From outside
+ * callbacks, from the engine's own done(), or from another engine's
+ * callbacks; not from this engine's result/info/conn_failed.  NULL is
+ * allowed.
+ */
 void evr_stream_free(struct evr_stream *s);
 
 /* One line of text for a failure, without the program name or newline. */

@@ -104,6 +104,10 @@ struct evr_mcast {
 	int started;
 	ev_timer settle_w, deadline_w;
 	ev_timer finish_w;
+	/* evr_mcast_cancel() from inside one of our callbacks (cb_depth > 0)
+	 * runs from cancel_w, once the engine is off the stack. */
+	ev_timer cancel_w;
+	unsigned cb_depth;
 	struct evr_mc_qp_report *reports;
 	struct evr_mc_sender_report *sreports;
 };
@@ -119,6 +123,7 @@ void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
 /* Transport hooks into the engine. */
 void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
 		      int status, int is_error);
+void evr__mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j);
 
 /* A random sender id base for payload headers; the low 12 bits are left
  * for the QP index. */

@@ -53,15 +53,39 @@ void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
 		m->status = status;
 		m->have_status = 1;
 	}
-	if (m->cbs.failure)
+	if (m->cbs.failure) {
+		m->cb_depth++;
 		m->cbs.failure(m->ud, &f);
+		m->cb_depth--;
+	}
 }
 
 void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
 		      int status, int is_error)
 {
-	if (m->cbs.cm_event)
+	if (m->cbs.cm_event) {
+		m->cb_depth++;
 		m->cbs.cm_event(m->ud, qp, event, status, is_error);
+		m->cb_depth--;
+	}
+}
+
+void evr__mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j)
+{
+	if (m->cbs.joined) {
+		m->cb_depth++;
+		m->cbs.joined(m->ud, j);
+		m->cb_depth--;
+	}
+}
+
+static void phase(struct evr_mcast *m, enum evr_mc_phase p)
+{
+	if (m->cbs.phase) {
+		m->cb_depth++;
+		m->cbs.phase(m->ud, p);
+		m->cb_depth--;
+	}
 }
 
 static int terminal(const struct evr_mc_node *n)
@@ -300,8 +324,7 @@ static void settle_cb(struct ev_loop *l, ev_timer *w, int revents)
 	unsigned i;
 
 	m->phase_go = 1;
-	if (m->cbs.phase)
-		m->cbs.phase(m->ud, EVR_MC_PH_TRANSFER);
+	phase(m, EVR_MC_PH_TRANSFER);
 	if (m->o.count) {
 		ev_tstamp d = (m->o.deadline_ms ? m->o.deadline_ms :
 			       EVR_MC_DEFAULT_DEADLINE_MS) / 1000.0;
@@ -396,14 +419,16 @@ static void finish_cb(struct ev_loop *l, ev_timer *w, int revents)
 	ev_timer_stop(l, w);
 	ev_timer_stop(l, &m->settle_w);
 	ev_timer_stop(l, &m->deadline_w);
-	if (m->phase_go && !m->have_status && m->cbs.phase && m->o.count)
-		m->cbs.phase(m->ud, EVR_MC_PH_TRANSFER_DONE);
+	if (m->phase_go && !m->have_status && m->o.count)
+		phase(m, EVR_MC_PH_TRANSFER_DONE);
 	build_reports(m);
 	/* Tear down in upstream's order once the report is taken. */
 	for (i = 0; i < m->nnodes; i++)
 		m->x->node_fini(&m->nodes[i]);
 	m->x->engine_fini(m);
 	m->finished = 1;
+	ev_timer_stop(l, &m->cancel_w);
+	/* the engine's last act: done() may free it */
 	if (m->cbs.done)
 		m->cbs.done(m->ud, m->status, m->reports ? m->nnodes : 0,
 			    m->reports);
@@ -434,6 +459,8 @@ uint32_t evr__mc_sender_base(void)
 		b = (uint32_t)getpid() << 12 ^ (uint32_t)evr_now_ns();
 	return b & ~0xfffu;
 }
+
+static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
 static char *dup_or_null(const char *s)
 {
@@ -489,6 +516,7 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	ev_init(&m->settle_w, settle_cb);
 	ev_init(&m->deadline_w, deadline_cb);
 	ev_timer_init(&m->finish_w, finish_cb, 0, 0);
+	ev_timer_init(&m->cancel_w, cancel_cb, 0, 0);
 	*out = m;
 	return 0;
 }
@@ -525,21 +553,19 @@ void evr_mcast_start(struct evr_mcast *m)
 			return;
 		}
 	}
-	if (m->cbs.phase)
-		m->cbs.phase(m->ud, EVR_MC_PH_STARTING);
+	phase(m, EVR_MC_PH_STARTING);
 	if (m->x->prepare(m) < 0) {
 		for (i = 0; i < m->nnodes; i++)
 			set_state(&m->nodes[i], EVR_MC_FAILED);
 		check_all_done(m);
 		return;
 	}
-	if (m->cbs.phase)
-		m->cbs.phase(m->ud, EVR_MC_PH_JOINING);
+	phase(m, EVR_MC_PH_JOINING);
 	for (i = 0; i < m->nnodes && !m->have_status; i++)
 		evr__mc_node_event(&m->nodes[i], EVR_MCE_START, 0);
 }
 
-void evr_mcast_cancel(struct evr_mcast *m)
+static void cancel_now(struct evr_mcast *m)
 {
 	unsigned i;
 
@@ -556,6 +582,27 @@ void evr_mcast_cancel(struct evr_mcast *m)
 			evr__mc_node_event(&m->nodes[i], EVR_MCE_CANCEL, 0);
 	}
 	check_all_done(m);
+}
+
+static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_mcast *m = evr__container_of(w, struct evr_mcast, cancel_w);
+
+	ev_timer_stop(l, w);
+	cancel_now(m);
+}
+
+void evr_mcast_cancel(struct evr_mcast *m)
+{
+	if (m->finished)
+		return;
+	if (m->cb_depth) {
+		/* From our own callback: a node or the transport is below us
+		 * on the stack; tear down from the loop. */
+		ev_timer_start(m->loop->ev, &m->cancel_w);
+		return;
+	}
+	cancel_now(m);
 }
 
 void evr_mcast_free(struct evr_mcast *m)
@@ -580,6 +627,7 @@ void evr_mcast_free(struct evr_mcast *m)
 		ev_timer_stop(m->loop->ev, &m->settle_w);
 		ev_timer_stop(m->loop->ev, &m->deadline_w);
 		ev_timer_stop(m->loop->ev, &m->finish_w);
+		ev_timer_stop(m->loop->ev, &m->cancel_w);
 	}
 	free(m->nodes);
 	free(m->reports);

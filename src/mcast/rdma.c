@@ -557,8 +557,7 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 			j.sl = ud.ah_attr.sl;
 			j.join_ns = evr_now_ns() - n->join_t0;
 			snprintf(n->dgid, sizeof(n->dgid), "%s", j.dgid);
-			if (m->cbs.joined)
-				m->cbs.joined(m->ud, &j);
+			evr__mc_joined(m, &j);
 			r->remote_qpn = ud.qp_num;
 			r->remote_qkey = ud.qkey;
 			r->ah = ibv_create_ah(r->pd, &ud.ah_attr);

@@ -335,8 +335,7 @@ static int u_join(struct evr_mc_node *n)
 			  sizeof(j.dgid));
 	}
 	j.join_ns = evr_now_ns() - n->join_t0;
-	if (m->cbs.joined)
-		m->cbs.joined(m->ud, &j);
+	evr__mc_joined(m, &j);
 	return 1;
 }
 

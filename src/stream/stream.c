@@ -76,7 +76,17 @@ struct evr_stream {
 	unsigned forked, reaped;
 	int once_status;
 	struct evr_failure once_fail;
+	/* Embedding rules (stream.h): done() comes from done_w, at the top
+	 * of a loop callback, so the host may free the engine in it; a
+	 * cancel asked for inside one of our callbacks (cb_depth > 0) runs
+	 * from cancel_w once the engine is off the stack. */
+	ev_timer done_w, cancel_w;
+	unsigned cb_depth;
+	int cancel_req;           /* no result/info/conn_failed after cancel */
 };
+
+static void done_cb(struct ev_loop *l, ev_timer *w, int revents);
+static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
 static char *dup_or_null(const char *s)
 {
@@ -115,6 +125,8 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 		evr_stream_free(st);
 		return -EINVAL;
 	}
+	ev_timer_init(&st->done_w, done_cb, 0, 0);
+	ev_timer_init(&st->cancel_w, cancel_cb, 0, 0);
 	if (evr__plan_build(&st->plan, &st->o)) {
 		evr_stream_free(st);
 		return -EINVAL;
@@ -123,14 +135,27 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	return 0;
 }
 
-static void finish_now(struct evr_stream *st)
+/* done() goes out from the loop, never from inside a session, a
+ * transport or an API call: after it the engine touches nothing of its
+ * own, so the callback may free it. */
+static void done_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
-	st->finishing = 0;
-	st->finished = 1;
+	struct evr_stream *st = evr__container_of(w, struct evr_stream,
+						  done_w);
+
+	ev_timer_stop(l, w);
 	if (st->cbs.done)
 		st->cbs.done(st->ud, st->fin_status,
 			     st->fin_has_fail ? &st->fin_fail : NULL,
 			     st->in_child);
+}
+
+static void finish_now(struct evr_stream *st)
+{
+	st->finishing = 0;
+	st->finished = 1;
+	ev_timer_stop(st->loop->ev, &st->cancel_w);
+	ev_timer_start(st->loop->ev, &st->done_w);
 }
 
 static void finish(struct evr_stream *st, int status,
@@ -171,8 +196,11 @@ static void info(struct evr_stream *st, enum evr_info_kind kind,
 		.negotiated = negotiated,
 	};
 
-	if (st->cbs.info)
+	if (st->cbs.info && !st->cancel_req) {
+		st->cb_depth++;
 		st->cbs.info(st->ud, &i);
+		st->cb_depth--;
+	}
 }
 
 /* --settings: what a connection got, once it is set up.  A transport
@@ -212,8 +240,11 @@ static void sess_result(struct evr_sess *s, const struct evr_test *t,
 		.lat = s->lat_valid ? &s->lat_res : NULL,
 	};
 
-	if (st->cbs.result)
+	if (st->cbs.result && !st->cancel_req) {
+		st->cb_depth++;
 		st->cbs.result(st->ud, &r);
+		st->cb_depth--;
+	}
 }
 
 static void sess_progress(struct evr_sess *s, const struct evr_progress *p)
@@ -452,8 +483,12 @@ static void server_finished(struct evr_sess *s)
 	int last;
 
 	s->fail.conn_id = s->id;
-	if (!ok && s->fail.err != -EVR_E_CANCELLED && st->cbs.conn_failed)
+	if (!ok && s->fail.err != -EVR_E_CANCELLED && st->cbs.conn_failed &&
+	    !st->cancel_req) {
+		st->cb_depth++;
 		st->cbs.conn_failed(st->ud, &s->fail);
+		st->cb_depth--;
+	}
 	if (ok)
 		info(st, EVR_INFO_CONN_DONE, s->id, s->conn ? s->conn->peer : "",
 		     0, 0, s->negotiated);
@@ -735,7 +770,7 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 	return ret;
 }
 
-void evr_stream_cancel(struct evr_stream *st)
+static void cancel_now(struct evr_stream *st)
 {
 	struct fork_child *fc;
 
@@ -756,12 +791,37 @@ void evr_stream_cancel(struct evr_stream *st)
 	server_maybe_finish(st);
 }
 
+static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_stream *st = evr__container_of(w, struct evr_stream,
+						  cancel_w);
+
+	ev_timer_stop(l, w);
+	cancel_now(st);
+}
+
+void evr_stream_cancel(struct evr_stream *st)
+{
+	if (st->finished || st->finishing)
+		return;
+	st->cancel_req = 1;
+	if (st->cb_depth) {
+		/* Called from our own callback: a session or the transport
+		 * is below us on the stack; tear down from the loop. */
+		ev_timer_start(st->loop->ev, &st->cancel_w);
+		return;
+	}
+	cancel_now(st);
+}
+
 void evr_stream_free(struct evr_stream *st)
 {
 	struct fork_child *fc, *fn;
 
 	if (!st)
 		return;
+	ev_timer_stop(st->loop->ev, &st->done_w);
+	ev_timer_stop(st->loop->ev, &st->cancel_w);
 	if (st->cs) {
 		evr__sess_stop_watchers(st->cs);
 		evr__sess_fini(st->cs);
