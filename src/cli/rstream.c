@@ -14,6 +14,7 @@
 
 #include "evrdma/loop.h"
 #include "evrdma/stream.h"
+#include "fdlimit.h"
 #include "report.h"
 #include "rstream_opts.h"
 
@@ -39,8 +40,12 @@ static void print_header(struct app *a)
 
 static void on_result(void *ud, const struct evr_result *r)
 {
+	struct app *a = ud;
 	char row[160];
 
+	/* -c N: the aggregate rows; one connection's only with --per-conn */
+	if (r->conn_index && !a->cli.per_conn)
+		return;
 	rstream_format_row(row, sizeof(row), r);
 	fputs(row, stdout);
 	fflush(stdout);
@@ -158,6 +163,25 @@ int main(int argc, char **argv)
 			fprintf(stderr, "No RDMA devices were detected\n");
 			return RSTREAM_EXIT_NODEV;
 		}
+	}
+
+	/* Room for every connection, checked before any is made. */
+	if (!a.cli.o.server) {
+		unsigned n = a.cli.o.conns ? a.cli.o.conns : 1;
+		unsigned long need = rstream_fds_needed(n,
+				a.cli.o.xport == EVR_XPORT_RDMA);
+		unsigned long lim;
+
+		if (fdlimit_raise(need, &lim)) {
+			fprintf(stderr, "rstream: -c %u needs ~%lu file "
+				"descriptors, the limit is %lu and cannot be "
+				"raised\n", n, need, lim);
+			return RSTREAM_EXIT_LOCAL;
+		}
+	} else {
+		unsigned long lim;
+
+		fdlimit_raise(0, &lim); /* a server takes what it may */
 	}
 
 	evl = ev_default_loop(EVFLAG_AUTO);

@@ -49,6 +49,11 @@ static void help_extra(FILE *out)
 		     "with -T v (evrdma servers only)\n");
 	fprintf(out, "\t--trace              print every state transition "
 		     "on stderr\n");
+	fprintf(out, "\t-c, --connections N  client: N connections side by "
+		     "side per series (1 to 100000),\n"
+		     "\t                     one aggregate row per test\n");
+	fprintf(out, "\t--per-conn           with -c: a row per connection "
+		     "too, named test#K\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -154,7 +159,16 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 }
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION };
+       OPT_VERSION, OPT_PER_CONN };
+
+/* Per connection: its socket (TCP), or its completion channel and the
+ * verbs objects' (RDMA); besides: stdio, the loop's epoll, signal and
+ * async fds, the listener and its spare, RDMA CM's event channel and the
+ * devices.  A little slack for the C library (resolver, /proc). */
+unsigned long rstream_fds_needed(unsigned n, int rdma)
+{
+	return (unsigned long)n * (rdma ? 2 : 1) + (rdma ? 32 : 16);
+}
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 {
@@ -166,6 +180,8 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "trace", no_argument, NULL, OPT_TRACE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "per-conn", no_argument, NULL, OPT_PER_CONN },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prog = "rstream";
@@ -184,7 +200,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	o->server = 1;
 	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
 	opterr = 1;
-	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:",
+	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:c:",
 				 longopts, NULL)) != -1) {
 		switch (op) {
 		case 's':
@@ -280,6 +296,15 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			o->stall_ms = (unsigned)(sec * 1000.0 + 0.5);
 			break;
 		}
+		case 'c':
+			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v))
+				return bad(err, prog, 'c', optarg,
+					   "connections must be 1 to 100000");
+			o->conns = (unsigned)v;
+			break;
+		case OPT_PER_CONN:
+			cli->per_conn = 1;
+			break;
 		case OPT_ONCE:
 			o->once = 1;
 			break;
@@ -316,6 +341,20 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			"other\n", prog);
 		return RSTREAM_PARSE_BAD;
 	}
+	if (o->conns > 1 && o->server) {
+		fprintf(err, "%s: -c is a client option (a server serves any "
+			"number of connections)\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->conns > 1 && o->io == EVR_IO_BLOCK) {
+		fprintf(err, "%s: -c with -T b: blocking calls serve one "
+			"connection at a time; use -T a or -T n\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	/* Many connections of one run are told apart by the plan they send:
+	 * a verifying client negotiates too (unless told not to). */
+	if (o->conns > 1 && o->verify && !o->no_negotiate)
+		o->force_negotiate = 1;
 	if (o->fork && !o->server) {
 		/* upstream ignores -T f on a client; so do we */
 		o->fork = 0;

@@ -13,6 +13,7 @@ struct rstream_cli {
 	/* -T a and -T b are independent flags, as upstream; the I/O mode is
 	 * derived from them once parsing is done. */
 	int async, blocking;
+	int per_conn;           /* --per-conn: a row per connection too */
 };
 
 enum {
@@ -30,5 +31,9 @@ void rstream_usage(FILE *out, const char *prog);
 void rstream_help(FILE *out, const char *prog);
 /* -T letters and words, as upstream: returns 0 or -1. */
 int rstream_test_opt(struct rstream_cli *cli, const char *arg);
+
+/* File descriptors a process needs for n connections of this transport,
+ * and for what it always holds (stdio, the loop, a listener...). */
+unsigned long rstream_fds_needed(unsigned n, int rdma);
 
 #endif

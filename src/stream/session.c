@@ -140,9 +140,15 @@ static void begin_test(struct evr_sess *s)
 		sync_recv(s);
 }
 
-/* After the sync: the clock starts and the client sends first. */
-static void start_data(struct evr_sess *s)
+static int ensure_buf(struct evr_sess *s, size_t size);
+
+/* After the sync: the clock starts and the client sends first.  The
+ * buffer grows here, to this test's size: a connection holds no more
+ * than the test in hand needs (many connections, -c). */
+static enum evr_sess_want start_data(struct evr_sess *s)
 {
+	if (ensure_buf(s, cur(s)->size))
+		return fail(s, -ENOMEM, 0, "malloc");
 	s->iter = 0;
 	s->xfer = 0;
 	s->t0 = evr_now_ns();
@@ -150,6 +156,7 @@ static void start_data(struct evr_sess *s)
 		data_send(s);
 	else
 		data_recv(s);
+	return EVR_WANT_READ;
 }
 
 static int check_pattern(struct evr_sess *s, const uint8_t *b, size_t len)
@@ -197,7 +204,9 @@ static int ensure_buf(struct evr_sess *s, size_t size)
 	b = calloc(1, size);
 	if (!b)
 		return -ENOMEM;
-	free(s->buf);
+	if (!s->buf_ext)
+		free(s->buf);
+	s->buf_ext = 0;
 	s->buf = b;
 	s->bufsize = size;
 	return 0;
@@ -320,7 +329,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			/* An upstream server: that exchange was the first
 			 * test's sync. */
 			set_state(s, EVR_SS_SYNC_RECV);
-			start_data(s);
+			return start_data(s);
 		}
 		break;
 	case EVR_SS_PLAN_SEND:
@@ -371,15 +380,14 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		if (s->client)
 			sync_recv(s);
 		else
-			start_data(s);
+			return start_data(s);
 		break;
 	case EVR_SS_SYNC_RECV:
 		if (check_pattern(s, s->buf, EVR_SYNC_LEN))
 			return EVR_WANT_NONE;
 		if (s->client)
-			start_data(s);
-		else
-			sync_send(s);
+			return start_data(s);
+		sync_send(s);
 		break;
 	case EVR_SS_DATA_SEND:
 		if (++s->xfer < t->count) {
@@ -508,7 +516,17 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->plan = *plan;
 	s->conn_index = conn_index;
 	s->conn_total = conn_total;
-	return ensure_buf(s, evr__conn_plan_max_size(plan));
+	/* the sync message for now; each test grows it (start_data) */
+	return ensure_buf(s, EVR_SYNC_LEN);
+}
+
+void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size)
+{
+	if (!s->buf_ext)
+		free(s->buf);
+	s->buf = buf;
+	s->bufsize = size;
+	s->buf_ext = 1;
 }
 
 static void sess_wake(struct evr_conn *c)
@@ -537,8 +555,10 @@ void evr__sess_fini(struct evr_sess *s)
 		s->conn->ops->close(s->conn);
 		s->conn = NULL;
 	}
-	free(s->buf);
+	if (!s->buf_ext)
+		free(s->buf);
 	s->buf = NULL;
+	s->buf_ext = 0;
 }
 
 /* ---- the driver: loop watchers that feed the machine ---- */
