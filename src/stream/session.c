@@ -622,6 +622,11 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 
 		ev_init(&s->io_w, io_cb);
 		ev_idle_init(&s->idle_w, idle_cb);
+		/* At the top priority a machine that yielded runs in the
+		 * next loop turn whatever else is pending; at the default
+		 * one it would wait for a turn with nothing else to do,
+		 * which never comes with thousands of busy connections. */
+		ev_set_priority(&s->idle_w, EV_MAXPRI);
 		ev_timer_init(&s->wd_w, wd_cb, iv, iv);
 		ev_timer_start(l, &s->wd_w);
 		s->wd_last = ev_now(l);
