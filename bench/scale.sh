@@ -7,9 +7,11 @@
 # the CPU time per transfer; prints a markdown table and plots it.  Not a
 # test: it asserts nothing.
 #
-#   bench/scale.sh [-n "1 10 100 1000"] [-m io] [-o table.md] [-p plot.png]
-#                  [-- rstream test options]
-#   defaults: -n "1 10 100 1000 10000" -m a -- -S 4096 -C 10 -I 10
+#   bench/scale.sh [-n "1 10 100 1000"] [-r rounds] [-m io] [-o table.md]
+#                  [-p plot.png] [-- rstream test options]
+#   defaults: -n "1 10 100 1000 10000" -r 1 -m a -- -S 4096 -C 10 -I 10
+#   (each N runs -r times, with a fresh server each time; the round with
+#   the median throughput is the one shown)
 #
 # Memory: the peak RSS (VmHWM) over what the same process holds with no
 # connection (the server: before the run; the client: the run with one
@@ -24,6 +26,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${RSTREAM:-$top/build/rstream}
 conns="1 10 100 1000 10000"
+rounds=1
 mode=a
 out=
 png=$top/bench/scale.png
@@ -31,10 +34,11 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-n) conns=$2; shift 2 ;;
 	-m) mode=$2; shift 2 ;;
+	-r) rounds=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	-p) png=$2; shift 2 ;;
 	--) shift; break ;;
-	*) echo "usage: $0 [-n \"N...\"] [-m a|n] [-o out.md] [-p out.png] [-- rstream options]" >&2
+	*) echo "usage: $0 [-n \"N...\"] [-r rounds] [-m a|n] [-o out.md] [-p out.png] [-- rstream options]" >&2
 	   exit 1 ;;
 	esac
 done
@@ -99,7 +103,9 @@ data=$tmp/scale.dat
 rows=()
 base_cli=
 for n in $conns; do
-	p=$((port + n % 1000))
+  : >"$tmp/rounds.$n"
+  for r in $(seq 1 "$rounds"); do
+	p=$((port + (n + r * 7) % 1000))
 	"$bin" -T s -T "$mode" -p "$p" >/dev/null 2>"$tmp/srv.$n.err" &
 	spid=$!
 	wait_listen "$p" || exit 1
@@ -138,7 +144,7 @@ for n in $conns; do
 	if [ "$rc" != 0 ]; then
 		echo "bench: -c $n failed (exit $rc):" >&2
 		cat "$tmp/cli.$n.err" >&2
-		rows+=("| $n | failed (exit $rc) | | | | | | |")
+		echo "-1 | $n | failed (exit $rc) | | | | | | |" >>"$tmp/rounds.$n"
 		continue
 	fi
 	read -r c_hwm c_u c_s wall <"$tmp/time.$n"
@@ -159,9 +165,17 @@ for n in $conns; do
 		sm = (sh - sb) / sp - sz / 1024
 		cpu = (cu + cs + st / hz) * 1e6 / x
 		printf "%.2f %.2f %.2f\n", cm, sm, cpu }')
-	echo "$n $gbps $c_mem $s_mem $cpu $usec" >>"$data"
-	rows+=("| $n | $wall | $gbps | $usec | $c_peak / $s_peak | $c_mem | $s_mem | $cpu |")
-	echo "bench: -c $n: $wall s, $gbps Gb/s" >&2
+	echo "$gbps | $n | $wall | $gbps | $usec | $c_peak / $s_peak | $c_mem | $s_mem | $cpu |" \
+		>>"$tmp/rounds.$n"
+	echo "bench: -c $n round $r: $wall s, $gbps Gb/s" >&2
+  done
+	# the round with the median throughput stands for N
+	med=$(sort -t'|' -k1,1g "$tmp/rounds.$n" | sed -n "$(( ($(wc -l <"$tmp/rounds.$n") + 1) / 2 ))p")
+	row="|${med#*|}"
+	rows+=("$row")
+	if [ "${med%% *}" != -1 ]; then
+		awk -F'|' '{gsub(/ /, ""); print $2, $4, $7, $8, $9, $5}' <<<"$row" >>"$data"
+	fi
 done
 
 table=$(
