@@ -12,6 +12,7 @@
 #   defaults: -n "1 10 100 1000 10000" -r 1 -m a -- -S 4096 -C 10 -I 10
 #   (each N runs -r times, with a fresh server each time; the round with
 #   the median throughput is the one shown)
+#   bench/scale.sh -P table.md [-p plot.png]: plot a table printed before
 #
 # Memory: the peak RSS (VmHWM) over what the same process holds with no
 # connection (the server: before the run; the client: the run with one
@@ -27,6 +28,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${RSTREAM:-$top/build/rstream}
 conns="1 10 100 1000 10000"
 rounds=1
+replot=
 mode=a
 out=
 png=$top/bench/scale.png
@@ -37,14 +39,15 @@ while [ $# -gt 0 ]; do
 	-r) rounds=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	-p) png=$2; shift 2 ;;
+	-P) replot=$2; shift 2 ;;
 	--) shift; break ;;
-	*) echo "usage: $0 [-n \"N...\"] [-r rounds] [-m a|n] [-o out.md] [-p out.png] [-- rstream options]" >&2
+	*) echo "usage: $0 [-n \"N...\"] [-r rounds] [-m a|n] [-o out.md] [-p out.png] [-P table.md] [-- rstream options]" >&2
 	   exit 1 ;;
 	esac
 done
 opts=("$@")
 [ ${#opts[@]} -gt 0 ] || opts=(-S 4096 -C 10 -I 10)
-[ -x "$bin" ] || { echo "bench: build first ($bin missing)" >&2; exit 1; }
+[ -n "$replot" ] || [ -x "$bin" ] || { echo "bench: build first ($bin missing)" >&2; exit 1; }
 command -v gnuplot >/dev/null || echo "bench: gnuplot missing, no plot" >&2
 
 # the test's numbers, for the data buffer and the transfer count
@@ -97,9 +100,49 @@ peak_fds() { # PID OUTFILE
 	done
 }
 
+# Plot a table this script printed: throughput on the left axis; memory
+# and CPU on the right, from 100 connections up only (below that one page
+# of RSS or one clock tick is more than the whole figure).
+plot() { # TABLE.md
+	command -v gnuplot >/dev/null || return 0
+	awk -F'|' '$2 ~ /^ *[0-9]+ *$/ && $4 ~ /[0-9]/ {
+		n = $2 + 0; m = n >= 100
+		printf "%d %s %s %s %s\n", n, $4 + 0, m ? $7 + 0 : "?",
+			m ? $8 + 0 : "?", m ? $9 + 0 : "?" }' "$1" >"$tmp/plot.dat"
+	[ -s "$tmp/plot.dat" ] || return 0
+	local term=png
+	gnuplot -e 'set terminal png' 2>/dev/null || term=pngcairo
+	gnuplot <<GP
+set terminal $term size 900,560
+set output '$png'
+set title "rstream -c N over TCP loopback (-T $mode ${opts[*]}), one evrdma server"
+set datafile missing '?'
+set logscale x
+set xrange [0.7:14000]
+set xlabel 'connections'
+set ylabel 'aggregate Gb/s'
+set y2label 'KiB per connection | CPU usec per transfer'
+set ytics nomirror
+set y2tics
+set yrange [0:*]
+set y2range [0:*]
+set key below
+set grid
+plot '$tmp/plot.dat' using 1:2 with linespoints lw 2 title 'aggregate Gb/s (left)', \\
+     '' using 1:3 axes x1y2 with linespoints title 'client KiB/conn', \\
+     '' using 1:4 axes x1y2 with linespoints title 'server KiB/conn beyond its buffer', \\
+     '' using 1:5 axes x1y2 with linespoints title 'CPU usec/transfer'
+GP
+	echo "bench: plot in $png" >&2
+}
+
+# -P TABLE: only plot a table printed before
+if [ -n "$replot" ]; then
+	plot "$replot"
+	exit 0
+fi
+
 echo "bench: $bin -T s -T $mode ${opts[*]}, connections: $conns" >&2
-data=$tmp/scale.dat
-: >"$data"
 rows=()
 base_cli=
 for n in $conns; do
@@ -173,9 +216,6 @@ for n in $conns; do
 	med=$(sort -t'|' -k1,1g "$tmp/rounds.$n" | sed -n "$(( ($(wc -l <"$tmp/rounds.$n") + 1) / 2 ))p")
 	row="|${med#*|}"
 	rows+=("$row")
-	if [ "${med%% *}" != -1 ]; then
-		awk -F'|' '{gsub(/ /, ""); print $2, $4, $7, $8, $9, $5}' <<<"$row" >>"$data"
-	fi
 done
 
 table=$(
@@ -185,28 +225,5 @@ table=$(
 )
 echo "$table"
 [ -n "$out" ] && echo "$table" >"$out"
-
-if command -v gnuplot >/dev/null && [ -s "$data" ]; then
-	term=png
-	gnuplot -e 'set terminal png' 2>/dev/null || term=pngcairo
-	gnuplot <<GP
-set terminal $term size 900,540
-set output '$png'
-set title "rstream -c N over TCP loopback (-T $mode ${opts[*]}), one evrdma server"
-set logscale x
-set xlabel 'connections'
-set ylabel 'aggregate Gb/s'
-set y2label 'KiB per connection / CPU usec per transfer'
-set ytics nomirror
-set y2tics
-set yrange [0:*]
-set y2range [0:*]
-set key top left
-set grid
-plot '$data' using 1:2 with linespoints lw 2 title 'aggregate Gb/s', \
-     '' using 1:3 axes x1y2 with linespoints title 'client KiB/conn', \
-     '' using 1:4 axes x1y2 with linespoints title 'server KiB/conn (beyond buffer)', \
-     '' using 1:5 axes x1y2 with linespoints title 'CPU usec/transfer'
-GP
-	echo "bench: plot in $png" >&2
-fi
+echo "$table" >"$tmp/table.md"
+plot "$tmp/table.md"

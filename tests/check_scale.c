@@ -243,7 +243,7 @@ START_TEST(test_fds_needed)
 	ck_assert_uint_eq(rstream_fds_needed(1, 0), 17);
 	ck_assert_uint_eq(rstream_fds_needed(1000, 0), 1016);
 	ck_assert_uint_eq(rstream_fds_needed(100000, 0), 100016);
-	ck_assert_uint_eq(rstream_fds_needed(1000, 1), 2032);
+	ck_assert_uint_eq(rstream_fds_needed(1000, 1), 1032);
 }
 END_TEST
 

@@ -161,13 +161,14 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PER_CONN };
 
-/* Per connection: its socket (TCP), or its completion channel and the
- * verbs objects' (RDMA); besides: stdio, the loop's epoll, signal and
- * async fds, the listener and its spare, RDMA CM's event channel and the
- * devices.  A little slack for the C library (resolver, /proc). */
+/* Per connection: its socket (TCP) or its completion channel (RDMA: the
+ * CM ids share one event channel); besides: stdio, the loop's epoll,
+ * signal and async fds, the listener and its spare, RDMA CM's event
+ * channel and the devices' verbs contexts.  A little slack for the C
+ * library (resolver, /proc). */
 unsigned long rstream_fds_needed(unsigned n, int rdma)
 {
-	return (unsigned long)n * (rdma ? 2 : 1) + (rdma ? 32 : 16);
+	return (unsigned long)n + (rdma ? 32 : 16);
 }
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
