@@ -523,8 +523,9 @@ START_TEST(test_init)
 	ck_assert_int_eq(s.verify, 0);
 	ck_assert_uint_eq(s.plan.ntests, 1);
 	ck_assert_uint_eq(s.plan.tests[0].size, 100);
+	/* a sync message's worth; each test grows it to its size */
 	ck_assert_ptr_nonnull(s.buf);
-	ck_assert_uint_ge(s.bufsize, 100);
+	ck_assert_uint_eq(s.bufsize, EVR_SYNC_LEN);
 	evr__sess_fini(&s);
 	s_live = 0;
 	ck_assert_uint_eq(m.closes, 1);
@@ -2149,6 +2150,67 @@ START_TEST(test_e2e_lat2_negotiated)
 }
 END_TEST
 
+/* Buffers follow the test in hand: 16 bytes until the first test, then
+ * each test's size (rstream -c N keeps many connections). */
+START_TEST(test_e2e_buffer_per_test)
+{
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+
+	base_opts(&oc);
+	base_opts(&os);
+	lat2_plan(&pc);
+	custom_plan(&ps, 100, 3, 4);
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	ck_assert_uint_eq(cl.s.bufsize, EVR_SYNC_LEN);
+	ck_assert_uint_eq(sv.s.bufsize, EVR_SYNC_LEN);
+	pump();
+	assert_both_done();
+	ck_assert_uint_eq(cl.s.bufsize, 1536);
+	ck_assert_uint_eq(cl.s.buf_ext, 0);
+}
+END_TEST
+
+/* A buffer the owner lends (-c N without -T v) is used while it is large
+ * enough, and never freed by the machine. */
+START_TEST(test_e2e_shared_buffer)
+{
+	static uint8_t shared[2048];
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+
+	base_opts(&oc);
+	base_opts(&os);
+	lat2_plan(&pc);
+	custom_plan(&ps, 100, 3, 4);
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	evr__sess_use_buf(&cl.s, shared, sizeof(shared));
+	ck_assert_ptr_eq(cl.s.buf, shared);
+	pump();
+	assert_both_done();
+	ck_assert_uint_eq(cl.rec.n, 2);
+	ck_assert_ptr_eq(cl.s.buf, shared);
+	ck_assert_uint_eq(cl.s.buf_ext, 1);
+	evr__sess_fini(&cl.s); /* must not free shared */
+	cl.live = 0;
+	ck_assert_ptr_null(cl.s.buf);
+
+	/* lent too small: the machine takes a buffer of its own */
+	pair_teardown();
+	pair_setup();
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	evr__sess_use_buf(&cl.s, shared, 64);
+	pump();
+	assert_both_done();
+	ck_assert_ptr_ne(cl.s.buf, shared);
+	ck_assert_uint_eq(cl.s.buf_ext, 0);
+	ck_assert_uint_ge(cl.s.bufsize, 1536);
+}
+END_TEST
+
 START_TEST(test_e2e_verify)
 {
 	struct evr_stream_opts oc, os;
@@ -2653,6 +2715,8 @@ static Suite *session_suite(void)
 	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
 	tcase_add_test(tc, test_e2e_custom_negotiated);
 	tcase_add_test(tc, test_e2e_lat2_negotiated);
+	tcase_add_test(tc, test_e2e_buffer_per_test);
+	tcase_add_test(tc, test_e2e_shared_buffer);
 	tcase_add_test(tc, test_e2e_verify);
 	tcase_add_test(tc, test_e2e_verify_counter_carried);
 	tcase_add_test(tc, test_e2e_verify_negotiated);

@@ -77,10 +77,18 @@ struct evr_stream_opts {
 	/* call cbs.progress every interval_ms during a test; 0 = never */
 	uint32_t interval_ms;
 	int report_settings;        /* EVR_INFO_SETTINGS per connection */
+	/* client: connections per series, run side by side (rstream -c);
+	 * 0 or 1: one, as upstream */
+	unsigned conns;
+	/* client: at most this many connects in flight at a time;
+	 * 0 = EVR_DEFAULT_MAX_CONNECTING */
+	unsigned max_connecting;
 };
 
 #define EVR_DEFAULT_PORT "7471"
 #define EVR_DEFAULT_STALL_MS 10000u
+#define EVR_DEFAULT_MAX_CONNECTING 256u
+#define EVR_MAX_CONNS 100000u
 
 /* Failure codes beyond negative errno values. */
 enum {
@@ -123,6 +131,8 @@ struct evr_failure {
 	char addr[96];              /* the address that failed to resolve */
 	unsigned conn_id;           /* the connection's evr_result.conn_id
 				     * (0 before one exists) */
+	/* client with opts.conns > 1: which connection failed (1..N) */
+	unsigned conn_index, conn_total;
 };
 
 /* Round-trip latency distribution of one test on one connection: one
@@ -142,6 +152,16 @@ struct evr_result {
 	unsigned conn_id;           /* engine-wide connection number */
 	const char *peer;
 	const struct evr_lat_stats *lat; /* NULL unless opts.percentiles */
+	/* Many connections (opts.conns = N > 1), client only.  A result with
+	 * nconns 0 is one connection's, conn_index (1..N) says which; when
+	 * all N have finished a test, one more result with nconns = N sums
+	 * them up: bytes summed, elapsed_ns from the first connection's
+	 * start to the last one's end, conn_mean_ns the mean of their own
+	 * elapsed times (lat NULL). */
+	unsigned conn_index;
+	unsigned nconns;
+	uint64_t start_ns;          /* evr_now_ns() when the clock started */
+	uint64_t conn_mean_ns;      /* = elapsed_ns for one connection */
 };
 
 enum evr_info_kind {

@@ -204,7 +204,15 @@ json_t *jo_result(const struct evr_result *r)
 	double usec = r->elapsed_ns / 1000.0;
 
 	set_str(o, "test", r->name);
-	set_int(o, "conn", r->conn_id);
+	if (r->nconns > 1) {
+		/* -c N: the sum over N connections */
+		set_int(o, "connections", r->nconns);
+		set_real(o, "conn_mean_elapsed_s", r->conn_mean_ns / 1e9);
+	} else {
+		set_int(o, "conn", r->conn_id);
+		if (r->conn_index)
+			set_int(o, "conn_index", r->conn_index);
+	}
 	set_str(o, "peer", r->peer);
 	set_int(o, "bytes_per_xfer", r->size);
 	set_int(o, "xfers_per_iter", r->count);
@@ -215,6 +223,9 @@ json_t *jo_result(const struct evr_result *r)
 	/* upstream's columns, unrounded; 0 for a run too short to time */
 	set_real(o, "gbps", r->elapsed_ns ?
 			    (r->bytes * 8.0) / (double)r->elapsed_ns : 0.0);
+	/* -c N: per connection, as the table's column (rstream(1)) */
+	if (r->nconns)
+		usec = r->conn_mean_ns / 1000.0;
 	set_real(o, "usec_per_xfer", r->iters && r->count ?
 		 (usec / r->iters) / (r->count * 2.0) : 0.0);
 	if (r->lat)

@@ -15,6 +15,7 @@
 #include "evrdma/loop.h"
 #include "evrdma/stream.h"
 #include "common.h"
+#include "fdlimit.h"
 #include "jsonout.h"
 #include "progress.h"
 #include "report.h"
@@ -89,8 +90,12 @@ static void on_result(void *ud, const struct evr_result *r)
 	char row[160];
 
 	progress_clear(&a->prog);
+	/* -c N: the aggregate rows; one connection's only with --per-conn */
+	if (r->conn_index && !a->cli.per_conn)
+		return;
 	a->tot.results++;
-	a->tot.total_bytes += r->bytes;
+	if (!r->conn_index)
+		a->tot.total_bytes += r->bytes;
 	if (a->cli.json) {
 		struct evr_result rr = *r;
 		char peer[320];
@@ -300,6 +305,26 @@ int main(int argc, char **argv)
 		if (!have_rdma_device())
 			return fail_early(&a, "", "No RDMA devices were detected",
 					  RSTREAM_EXIT_NODEV);
+	}
+
+	/* Room for every connection, checked before any is made. */
+	if (!a.cli.o.server) {
+		unsigned n = a.cli.o.conns ? a.cli.o.conns : 1;
+		unsigned long need = rstream_fds_needed(n,
+				a.cli.o.xport == EVR_XPORT_RDMA);
+		unsigned long lim;
+
+		if (fdlimit_raise(need, &lim)) {
+			snprintf(line, sizeof(line), "-c %u needs ~%lu file "
+				 "descriptors, the limit is %lu and cannot be "
+				 "raised", n, need, lim);
+			return fail_early(&a, "rstream: ", line,
+					  RSTREAM_EXIT_LOCAL);
+		}
+	} else {
+		unsigned long lim;
+
+		fdlimit_raise(0, &lim); /* a server takes what it may */
 	}
 
 	if (cli_loop_open(&a.cl, "rstream", a.cli.trace)) {

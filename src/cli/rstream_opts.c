@@ -62,6 +62,11 @@ static void help_extra(FILE *out)
 		     "the table (see rstream(1))\n");
 	fprintf(out, "\t--settings           report each connection's "
 		     "effective settings\n");
+	fprintf(out, "\t-c, --connections N  client: N connections side by "
+		     "side per series (1 to 100000),\n"
+		     "\t                     one aggregate row per test\n");
+	fprintf(out, "\t--per-conn           with -c: a row per connection "
+		     "too, named test#K\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -167,7 +172,8 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 }
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS };
+       OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
+       OPT_PER_CONN };
 
 /* Seconds in [min, max] as a number of milliseconds, or -1. */
 static long long parse_secs_ms(const char *s, double min, double max)
@@ -180,6 +186,16 @@ static long long parse_secs_ms(const char *s, double min, double max)
 	if (end == s || *end || errno || !(sec >= min) || sec > max)
 		return -1;
 	return (long long)(sec * 1000.0 + 0.5);
+}
+
+/* Per connection: its socket (TCP) or its completion channel (RDMA: the
+ * CM ids share one event channel); besides: stdio, the loop's epoll,
+ * signal and async fds, the listener and its spare, RDMA CM's event
+ * channel and the devices' verbs contexts.  A little slack for the C
+ * library (resolver, /proc). */
+unsigned long rstream_fds_needed(unsigned n, int rdma)
+{
+	return (unsigned long)n + (rdma ? 32 : 16);
 }
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
@@ -197,6 +213,8 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "settings", no_argument, NULL, OPT_SETTINGS },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "per-conn", no_argument, NULL, OPT_PER_CONN },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *prog = "rstream";
@@ -215,7 +233,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	o->server = 1;
 	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
 	opterr = 1;
-	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:D:",
+	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:D:c:",
 				 longopts, NULL)) != -1) {
 		switch (op) {
 		case 's':
@@ -334,6 +352,15 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			}
 			o->interval_ms = (uint32_t)v;
 			break;
+		case 'c':
+			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v))
+				return bad(err, prog, 'c', optarg,
+					   "connections must be 1 to 100000");
+			o->conns = (unsigned)v;
+			break;
+		case OPT_PER_CONN:
+			cli->per_conn = 1;
+			break;
 		case OPT_ONCE:
 			o->once = 1;
 			break;
@@ -396,6 +423,20 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			"(its iteration mark takes a data byte)\n", prog);
 		return RSTREAM_PARSE_BAD;
 	}
+	if (o->conns > 1 && o->server) {
+		fprintf(err, "%s: -c is a client option (a server serves any "
+			"number of connections)\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	if (o->conns > 1 && o->io == EVR_IO_BLOCK) {
+		fprintf(err, "%s: -c with -T b: blocking calls serve one "
+			"connection at a time; use -T a or -T n\n", prog);
+		return RSTREAM_PARSE_BAD;
+	}
+	/* Many connections of one run are told apart by the plan they send:
+	 * a verifying client negotiates too (unless told not to). */
+	if (o->conns > 1 && o->verify && !o->no_negotiate)
+		o->force_negotiate = 1;
 	if (o->fork && !o->server) {
 		/* upstream ignores -T f on a client; so do we */
 		o->fork = 0;

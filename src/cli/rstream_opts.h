@@ -14,6 +14,7 @@ struct rstream_cli {
 	 * derived from them once parsing is done. */
 	int async, blocking;
 	int json;       /* --json: JSON Lines instead of the table */
+	int per_conn;           /* --per-conn: a row per connection too */
 };
 
 enum {
@@ -31,5 +32,9 @@ void rstream_usage(FILE *out, const char *prog);
 void rstream_help(FILE *out, const char *prog);
 /* -T letters and words, as upstream: returns 0 or -1. */
 int rstream_test_opt(struct rstream_cli *cli, const char *arg);
+
+/* File descriptors a process needs for n connections of this transport,
+ * and for what it always holds (stdio, the loop, a listener...). */
+unsigned long rstream_fds_needed(unsigned n, int rdma);
 
 #endif

@@ -82,7 +82,7 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 {
-	char r[192], ctx[192] = "";
+	char r[192], ctx[192] = "", conn[48] = "";
 	int hint = 0;
 
 	reason(f, r, sizeof(r));
@@ -104,7 +104,10 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 	}
 	if (f->err == -EVR_E_EXTRA && !f->negotiated)
 		hint = 1;
-	snprintf(buf, len, "%s%s%s%s%s", f->peer[0] ? f->peer : "",
+	if (f->conn_total > 1)
+		snprintf(conn, sizeof(conn), "connection %u of %u: ",
+			 f->conn_index, f->conn_total);
+	snprintf(buf, len, "%s%s%s%s%s%s", conn, f->peer[0] ? f->peer : "",
 		 f->peer[0] ? ": " : "", ctx, r,
 		 hint ? " (do both sides run the same test options?)" : "");
 }

@@ -97,6 +97,7 @@ struct evr_sess {
 	uint32_t iter, xfer;
 	uint8_t *buf;
 	size_t bufsize;
+	int buf_ext;                /* buf is the owner's (evr__sess_use_buf) */
 	uint8_t ctl[EVR_PLAN_HDR_LEN + EVR_PLAN_MAX_TESTS * EVR_PLAN_ENTRY_LEN];
 	int reply_status;
 	/* the current I/O operation */
@@ -145,6 +146,11 @@ void evr__sess_attach(struct evr_sess *s, struct evr_conn *c);
  * machine: it touches no watcher, so tests can drive it directly. */
 enum evr_sess_want evr__sess_event(struct evr_sess *s,
 				   enum evr_sess_event ev, int arg);
+/* Send from and receive into the owner's buf of size bytes, which
+ * outlives the machine, instead of a buffer of its own: machines that do
+ * not verify never look at their bytes, so one buffer serves them all.
+ * A test larger than size still gets a buffer of its own. */
+void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size);
 /* Release the buffer and the connection. */
 void evr__sess_fini(struct evr_sess *s);
 

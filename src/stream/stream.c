@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include "agg.h"
 #include "rdma.h"
 #include "session.h"
 #include "tcp.h"
@@ -28,6 +29,13 @@ struct srv_sess {
 	struct srv_sess *prev, *next;
 	struct sockaddr_storage peer;
 	unsigned plan_index;      /* which of our own connections it serves */
+};
+
+/* A client connection: the k-th (0..N-1) of its series with -c N. */
+struct cli_sess {
+	struct evr_sess s;
+	unsigned k;
+	int connecting;           /* counted in cs_connecting */
 };
 
 struct peer_hist {
@@ -61,9 +69,18 @@ struct evr_stream {
 	int fin_status;
 	struct evr_failure fin_fail;
 	int fin_has_fail;
-	/* client */
-	struct evr_sess *cs;
-	unsigned conn_next;
+	/* client: the N connections of the current series (-c N), started
+	 * in order, at most max_connecting of them connecting at a time */
+	struct cli_sess **cs;
+	unsigned nconn, max_connecting;
+	unsigned cs_started, cs_live, cs_connecting;
+	unsigned conn_next;       /* the next series of the plan */
+	int progressing, progress_again;
+	int failing;              /* a connection failed: cancel the rest */
+	struct evr_failure first_fail;
+	struct evr_agg agg[EVR_PLAN_MAX_TESTS];
+	uint8_t *shared_buf;      /* -c N without -T v: one for all */
+	size_t shared_size;
 	struct evr_addr dst, src;
 	struct evr_pattern spat, rpat;
 	/* server */
@@ -116,6 +133,13 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	st->o.port = st->port;
 	if (!st->o.stall_ms)
 		st->o.stall_ms = EVR_DEFAULT_STALL_MS;
+	st->nconn = opts->conns ? opts->conns : 1;
+	st->max_connecting = opts->max_connecting ? opts->max_connecting :
+			     EVR_DEFAULT_MAX_CONNECTING;
+	if (st->nconn > EVR_MAX_CONNS) {
+		evr_stream_free(st);
+		return -EINVAL;
+	}
 	st->cbs = *cbs;
 	st->ud = ud;
 	/* Duration mode needs the plan negotiated, and its iteration mark
@@ -221,7 +245,34 @@ static void report_settings(struct evr_stream *st, unsigned conn_id,
 	i.keepalive_on = cs.keepalive_on;
 	i.keepalive_idle = cs.keepalive_idle_s;
 	i.settings = &cs;
+	if (st->cancel_req)
+		return;
+	st->cb_depth++;
 	st->cbs.info(st->ud, &i);
+	st->cb_depth--;
+}
+
+/* -c N: the connection's own result, then the test's aggregate once all
+ * N connections have reported it (they run the same tests in order, so
+ * aggregates come out in the plan's order). */
+static void client_result_many(struct evr_stream *st, struct evr_sess *s,
+			       struct evr_result *r)
+{
+	struct cli_sess *cs = evr__container_of(s, struct cli_sess, s);
+	struct evr_agg *a = &st->agg[s->ti < EVR_PLAN_MAX_TESTS ? s->ti : 0];
+
+	r->conn_index = cs->k + 1;
+	if (st->cbs.result)
+		st->cbs.result(st->ud, r);
+	evr__agg_add(a, r->start_ns, r->elapsed_ns, r->bytes);
+	if (a->n < st->nconn)
+		return;
+	evr__agg_result(a, r);
+	r->conn_index = 0;
+	r->conn_id = 0;
+	r->lat = NULL;
+	if (st->cbs.result)
+		st->cbs.result(st->ud, r);
 }
 
 static void sess_result(struct evr_sess *s, const struct evr_test *t,
@@ -238,13 +289,18 @@ static void sess_result(struct evr_sess *s, const struct evr_test *t,
 		.conn_id = s->id,
 		.peer = s->conn ? s->conn->peer : "",
 		.lat = s->lat_valid ? &s->lat_res : NULL,
+		.start_ns = s->t0,
+		.conn_mean_ns = ns,
 	};
 
-	if (st->cbs.result && !st->cancel_req) {
-		st->cb_depth++;
+	if (st->cancel_req)
+		return; /* nothing after a cancel */
+	st->cb_depth++;
+	if (!st->o.server && st->nconn > 1)
+		client_result_many(st, s, &r);
+	else if (st->cbs.result)
 		st->cbs.result(st->ud, &r);
-		st->cb_depth--;
-	}
+	st->cb_depth--;
 }
 
 static void sess_progress(struct evr_sess *s, const struct evr_progress *p)
@@ -258,32 +314,46 @@ static void sess_progress(struct evr_sess *s, const struct evr_progress *p)
 /* ------------------------------------------------------------------ */
 /* client                                                              */
 
-static int client_connect_next(struct evr_stream *st, struct evr_failure *f);
+static void client_progress(struct evr_stream *st);
+
+static void client_fail(struct evr_stream *st, const struct cli_sess *cs,
+			const struct evr_failure *f)
+{
+	if (st->failing)
+		return; /* the first failure is the one reported */
+	st->failing = 1;
+	st->first_fail = *f;
+	if (st->nconn > 1) {
+		st->first_fail.conn_index = cs->k + 1;
+		st->first_fail.conn_total = st->nconn;
+	}
+}
+
+static void client_not_connecting(struct evr_stream *st, struct cli_sess *cs)
+{
+	if (cs->connecting) {
+		cs->connecting = 0;
+		st->cs_connecting--;
+	}
+}
 
 static void client_finished(struct evr_sess *s)
 {
+	struct cli_sess *cs = evr__container_of(s, struct cli_sess, s);
 	struct evr_stream *st = s->owner_ud;
-	struct evr_failure fl;
-	int failed = s->state == EVR_SS_FAILED;
 
-	fl = s->fail;
-	fl.conn_id = s->id;
+	client_not_connecting(st, cs);
+	s->fail.conn_id = s->id;
+	if (s->state == EVR_SS_FAILED)
+		client_fail(st, cs, &s->fail);
+	/* verification's counters go on on the next series' connections */
 	st->spat = s->spat;
 	st->rpat = s->rpat;
+	st->cs[cs->k] = NULL;
+	st->cs_live--;
 	evr__sess_fini(s);
-	free(s);
-	st->cs = NULL;
-	if (failed) {
-		finish(st, fl.err, &fl);
-		return;
-	}
-	if (st->conn_next < st->plan.nconns) {
-		memset(&fl, 0, sizeof(fl));
-		if (client_connect_next(st, &fl))
-			finish(st, fl.err, &fl);
-		return;
-	}
-	finish(st, 0, NULL);
+	free(cs);
+	client_progress(st);
 }
 
 static const struct evr_sess_owner client_owner = {
@@ -295,16 +365,21 @@ static const struct evr_sess_owner client_owner = {
 static void xport_connected(void *ud, struct evr_conn *c, int err)
 {
 	struct evr_stream *st = ud;
-	struct evr_sess *s = st->cs;
+	struct evr_sess *s;
+	struct cli_sess *cs;
 
-	if (!s || s->conn != c)
+	if (!c->wake)
+		return; /* its session has let go of it */
+	s = c->wake_ud;
+	cs = evr__container_of(s, struct cli_sess, s);
+	if (s->conn != c)
 		return;
-	if (!err) {
-		report_settings(st, s->id, c);
-		if (st->cs != s) /* the callback cancelled the engine */
-			return;
-	}
+	/* one connect fewer in flight: the next may start */
+	client_not_connecting(st, cs);
+	if (!err)
+		report_settings(st, s->id, c); /* a cancel in it is deferred */
 	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
+	client_progress(st);
 }
 
 /* The rsocket inline size of a connection, as upstream's set_options():
@@ -323,23 +398,35 @@ static int conn_inline(const struct evr_stream *st,
 	}
 }
 
-static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
+/* Open and start connecting the next connection of the series.  Local
+ * failures fail the run (client_fail); the machine reports the rest. */
+static void client_start_one(struct evr_stream *st)
 {
-	unsigned idx = st->conn_next++;
+	unsigned idx = st->conn_next - 1;
+	unsigned k = st->cs_started++;
+	struct evr_failure f;
+	struct cli_sess *cs;
 	struct evr_sess *s;
 	struct evr_conn *c;
 	int ret, err = 0;
 
-	s = malloc(sizeof(*s));
-	if (!s || evr__sess_init(s, st->loop, 1, &st->plan.conns[idx], idx,
-				 st->plan.nconns, &st->o)) {
-		if (s)
-			evr__sess_fini(s);
-		free(s);
-		f->err = -ENOMEM;
-		f->where = "malloc";
-		return f->err;
+	memset(&f, 0, sizeof(f));
+	cs = malloc(sizeof(*cs));
+	if (!cs || evr__sess_init(&cs->s, st->loop, 1, &st->plan.conns[idx],
+				  idx, st->plan.nconns, &st->o)) {
+		if (cs)
+			evr__sess_fini(&cs->s);
+		free(cs);
+		f.err = -ENOMEM;
+		f.where = "malloc";
+		cs = NULL;
+		goto fail;
 	}
+	s = &cs->s;
+	cs->k = k;
+	cs->connecting = 0;
+	if (st->shared_buf)
+		evr__sess_use_buf(s, st->shared_buf, st->shared_size);
 	s->id = st->next_id++;
 	s->owner = &client_owner;
 	s->owner_ud = st;
@@ -347,35 +434,99 @@ static int client_connect_next(struct evr_stream *st, struct evr_failure *f)
 	s->rpat = st->rpat;
 
 	ret = st->xp->ops->open(st->xp, &st->dst,
-				conn_inline(st, &st->plan.conns[idx]), &c, f);
+				conn_inline(st, &st->plan.conns[idx]), &c, &f);
 	if (ret)
-		goto fail;
+		goto fail_sess;
 	if (st->o.keepalive)
 		info(st, EVR_INFO_KEEPALIVE, s->id, "", c->ka_on, c->ka_idle,
 		     0);
 	ret = st->xp->ops->connect(st->xp, c, &st->dst,
-				   st->src.valid ? &st->src : NULL, f, &err);
+				   st->src.valid ? &st->src : NULL, &f, &err);
 	if (ret < 0) {
 		c->ops->close(c);
-		goto fail;
+		goto fail_sess;
 	}
 	evr__sess_attach(s, c);
-	st->cs = s;
+	st->cs[k] = cs;
+	st->cs_live++;
 	if (ret == EVR_XP_FAILED_NOW) {
 		/* Report through the machine, like a late failure. */
 		evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
-		return 0;
+		return;
 	}
+	cs->connecting = 1;
+	st->cs_connecting++;
 	evr__sess_drive(s, EVR_SE_READY, 0); /* arms the watchdog */
-	return 0;
-fail:
+	return;
+fail_sess:
 	evr__sess_fini(s);
-	free(s);
-	return f->err;
+	free(cs);
+	cs = NULL;
+fail:
+	{
+		struct cli_sess dummy = { .k = k };
+
+		client_fail(st, &dummy, &f);
+	}
+}
+
+static void client_cancel_live(struct evr_stream *st)
+{
+	unsigned k;
+
+	for (k = 0; k < st->cs_started && st->cs_live; k++)
+		if (st->cs[k])
+			evr__sess_drive(&st->cs[k]->s, EVR_SE_CANCEL, 0);
+}
+
+/* Decide what comes next; safe to call from any callback (a call made
+ * while it runs only makes it look again). */
+static void client_progress(struct evr_stream *st)
+{
+	unsigned i;
+
+	if (st->progressing) {
+		st->progress_again = 1;
+		return;
+	}
+	st->progressing = 1;
+	do {
+		st->progress_again = 0;
+		if (st->finished || st->finishing)
+			break;
+		if (st->failing) {
+			client_cancel_live(st);
+			if (!st->cs_live)
+				finish(st, st->first_fail.err,
+				       &st->first_fail);
+			continue;
+		}
+		while (!st->failing && st->cs_started < st->nconn &&
+		       st->cs_connecting < st->max_connecting)
+			client_start_one(st);
+		if (st->failing) {
+			st->progress_again = 1;
+			continue;
+		}
+		if (st->cs_started < st->nconn || st->cs_live)
+			continue;
+		if (st->conn_next < st->plan.nconns) {
+			/* the next series, N connections again */
+			st->conn_next++;
+			st->cs_started = 0;
+			for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
+				evr__agg_reset(&st->agg[i]);
+			st->progress_again = 1;
+			continue;
+		}
+		finish(st, 0, NULL);
+	} while (st->progress_again);
+	st->progressing = 0;
 }
 
 static int client_start(struct evr_stream *st, struct evr_failure *f)
 {
+	unsigned i;
 	int ret;
 
 	if (!st->host) {
@@ -393,7 +544,29 @@ static int client_start(struct evr_stream *st, struct evr_failure *f)
 		if (ret)
 			return ret;
 	}
-	return client_connect_next(st, f);
+	st->cs = calloc(st->nconn, sizeof(*st->cs));
+	if (!st->cs)
+		goto nomem;
+	if (st->nconn > 1 && !st->o.verify && !st->o.duration_ms) {
+		/* Nobody looks at the bytes: one buffer serves all.  Not in
+		 * duration mode, whose first byte of an iteration is a mark
+		 * that each connection writes for itself. */
+		for (i = 0; i < st->plan.nconns; i++)
+			if (evr__conn_plan_max_size(&st->plan.conns[i]) >
+			    st->shared_size)
+				st->shared_size = evr__conn_plan_max_size(
+					&st->plan.conns[i]);
+		st->shared_buf = calloc(1, st->shared_size);
+		if (!st->shared_buf)
+			goto nomem;
+	}
+	st->conn_next = 1;
+	client_progress(st);
+	return 0;
+nomem:
+	f->err = -ENOMEM;
+	f->where = "malloc";
+	return f->err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -777,10 +950,18 @@ static void cancel_now(struct evr_stream *st)
 	if (st->finished || st->finishing)
 		return;
 	if (!st->o.server) {
-		if (st->cs)
-			evr__sess_drive(st->cs, EVR_SE_CANCEL, 0);
-		else
-			finish(st, -EVR_E_CANCELLED, NULL);
+		unsigned k;
+
+		/* The first connection cancelled is the failure reported;
+		 * the rest follow it. */
+		for (k = 0; st->cs && k < st->cs_started; k++) {
+			if (st->cs[k]) {
+				evr__sess_drive(&st->cs[k]->s, EVR_SE_CANCEL,
+						0);
+				return;
+			}
+		}
+		finish(st, -EVR_E_CANCELLED, NULL);
 		return;
 	}
 	server_stop(st);
@@ -823,8 +1004,17 @@ void evr_stream_free(struct evr_stream *st)
 	ev_timer_stop(st->loop->ev, &st->done_w);
 	ev_timer_stop(st->loop->ev, &st->cancel_w);
 	if (st->cs) {
-		evr__sess_stop_watchers(st->cs);
-		evr__sess_fini(st->cs);
+		unsigned k;
+
+		for (k = 0; k < st->nconn; k++) {
+			struct cli_sess *cs = st->cs[k];
+
+			if (!cs)
+				continue;
+			evr__sess_stop_watchers(&cs->s);
+			evr__sess_fini(&cs->s);
+			free(cs);
+		}
 		free(st->cs);
 	}
 	while (st->conns) {
@@ -845,6 +1035,7 @@ void evr_stream_free(struct evr_stream *st)
 		/* after the sessions: their closes may linger in it */
 		st->xp->ops->free(st->xp);
 	}
+	free(st->shared_buf);
 	free(st->host);
 	free(st->bind_addr);
 	free(st->port);

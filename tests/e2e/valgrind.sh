@@ -40,6 +40,20 @@ if start_server srv "$P" "${VG[@]}" "$R" -T s -T a -p "$P"; then
 	# bytes each way never line up, and the watchdog ends it
 	assert_exit "client (--no-negotiate, mismatched) stalls and fails" 4 "$RC" "$T/c3.err"
 	vg_clean "client (--no-negotiate, mismatched)" "$T/c3.err"
+	# -c: many connections side by side, sharing a buffer or verifying,
+	# and interrupted mid-run
+	run_cmd cc 120 "${VG[@]}" "$R" -T s -T a -s $H -p "$P" -S 1000 -C 10 -I 3 -c 20 --per-conn
+	assert_exit "client -c 20 under valgrind" 0 "$RC" "$T/cc.err"
+	vg_clean "client -c 20" "$T/cc.err"
+	run_cmd cv 120 "${VG[@]}" "$R" -T s -T a -T v -s $H -p "$P" -S 4096 -C 10 -c 4
+	assert_exit "client -c 4 -T v under valgrind" 0 "$RC" "$T/cv.err"
+	vg_clean "client -c 4 -T v" "$T/cv.err"
+	bg_start cint 120 "${VG[@]}" "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 100000000 -c 5
+	wait_established "$P" 5 30
+	sleep 1
+	bg_stop cint 30
+	assert_exit "client -c 5 under valgrind: SIGTERM exits 130" 130 "$RC" "$T/cint.err"
+	vg_clean "client -c 5, SIGTERM" "$T/cint.err"
 	bg_start killed 120 "${VG[@]}" "$R" -T s -s $H -p "$P" -S 100 -C 1000000
 	sleep 3
 	bg_kill killed

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rstream -c N: the aggregate of one test over many connections, its row,
+ * the option, the failure line naming the connection, and the file
+ * descriptor arithmetic behind RLIMIT_NOFILE.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/fdlimit.h"
+#include "cli/report.h"
+#include "cli/rstream_opts.h"
+#include "evrdma/stream.h"
+#include "stream/agg.h"
+
+/* ---- aggregation ---- */
+
+START_TEST(test_agg_empty)
+{
+	struct evr_agg a;
+	struct evr_result r;
+
+	evr__agg_reset(&a);
+	memset(&r, 0, sizeof(r));
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.nconns, 0);
+	ck_assert_uint_eq(r.bytes, 0);
+	ck_assert_uint_eq(r.elapsed_ns, 0);
+	ck_assert_uint_eq(r.conn_mean_ns, 0);
+}
+END_TEST
+
+START_TEST(test_agg_wall_and_mean)
+{
+	struct evr_agg a;
+	struct evr_result r;
+
+	evr__agg_reset(&a);
+	/* three connections, reported out of start order: wall time is
+	 * from the earliest start (1000) to the latest end (1000+900 vs
+	 * 1500+600=2100 vs 1200+100=1300): 1100 ns */
+	evr__agg_add(&a, 1500, 600, 100);
+	evr__agg_add(&a, 1000, 900, 200);
+	evr__agg_add(&a, 1200, 100, 300);
+	memset(&r, 0, sizeof(r));
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.nconns, 3);
+	ck_assert_uint_eq(r.bytes, 600);
+	ck_assert_uint_eq(r.start_ns, 1000);
+	ck_assert_uint_eq(r.elapsed_ns, 1100);
+	/* mean of 600, 900, 100 = 533.33, rounded */
+	ck_assert_uint_eq(r.conn_mean_ns, 533);
+}
+END_TEST
+
+START_TEST(test_agg_one_and_large)
+{
+	struct evr_agg a;
+	struct evr_result r;
+	unsigned i;
+
+	evr__agg_reset(&a);
+	evr__agg_add(&a, 5, 10, 7);
+	memset(&r, 0, sizeof(r));
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.nconns, 1);
+	ck_assert_uint_eq(r.elapsed_ns, 10);
+	ck_assert_uint_eq(r.conn_mean_ns, 10);
+
+	/* 100000 connections of 1 GiB each way do not overflow */
+	evr__agg_reset(&a);
+	for (i = 0; i < 100000; i++)
+		evr__agg_add(&a, 1000000000ULL + i, 3000000000ULL,
+			     2ULL << 30);
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.nconns, 100000);
+	ck_assert_uint_eq(r.bytes, 100000ULL * (2ULL << 30));
+	ck_assert_uint_eq(r.elapsed_ns, 3000000000ULL + 99999);
+	ck_assert_uint_eq(r.conn_mean_ns, 3000000000ULL);
+}
+END_TEST
+
+/* ---- rows ---- */
+
+START_TEST(test_row_aggregate)
+{
+	struct evr_result r = {
+		.name = "custom", .size = 64, .count = 10, .iters = 1,
+		.nconns = 4, .bytes = 4 * 1280,
+		/* wall 2 ms; one connection took 1 ms on average */
+		.elapsed_ns = 2000000, .conn_mean_ns = 1000000,
+	};
+	char buf[160];
+
+	rstream_format_row(buf, sizeof(buf), &r);
+	/* 5120 bytes: "5k"; 40960 bits / 2000 us = 0.02 Gb/s;
+	 * usec/xfer = 1000 us / 1 / 20 = 50.00 (one connection's) */
+	ck_assert_str_eq(buf, "custom    64      10      1       5k          "
+			      "0.00s      0.02      50.00\n");
+}
+END_TEST
+
+START_TEST(test_row_per_conn)
+{
+	struct evr_result r = {
+		.name = "64_lat", .size = 64, .count = 1, .iters = 100000,
+		.conn_index = 17, .bytes = 12800000,
+		.elapsed_ns = 1180000000ULL, .conn_mean_ns = 1180000000ULL,
+	};
+	char buf[160];
+
+	rstream_format_row(buf, sizeof(buf), &r);
+	/* the name takes the connection's number; the columns after it
+	 * move right by what it overflows */
+	ck_assert_str_eq(buf, "64_lat#17 64      1       100k    12m         "
+			      "1.18s      0.09       5.90\n");
+	r.name = "64k_lat";
+	r.conn_index = 100000;
+	rstream_format_row(buf, sizeof(buf), &r);
+	ck_assert(!strncmp(buf, "64k_lat#100000 64 ", 18));
+}
+END_TEST
+
+/* ---- options ---- */
+
+static int parse(struct rstream_cli *cli, int argc, const char **argv,
+		 char *err, size_t errlen)
+{
+	FILE *f = tmpfile();
+	int ret;
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	ret = rstream_parse(argc, (char **)argv, cli, f);
+	rewind(f);
+	n = fread(err, 1, errlen - 1, f);
+	err[n] = 0;
+	fclose(f);
+	return ret;
+}
+
+START_TEST(test_opt_connections)
+{
+	struct rstream_cli cli;
+	char err[512];
+	const char *a1[] = { "rstream", "-s", "h", "-c", "100", NULL };
+	const char *a2[] = { "rstream", "-s", "h", "--connections", "100000",
+			     "--per-conn", NULL };
+	const char *a3[] = { "rstream", "-s", "h", NULL };
+	const char *a4[] = { "rstream", "-s", "h", "-c", "4", "-T", "v",
+			     NULL };
+
+	ck_assert_int_eq(parse(&cli, 5, a1, err, sizeof(err)),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(cli.o.conns, 100);
+	ck_assert_int_eq(cli.per_conn, 0);
+	ck_assert_int_eq(parse(&cli, 6, a2, err, sizeof(err)),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(cli.o.conns, 100000);
+	ck_assert_int_eq(cli.per_conn, 1);
+	ck_assert_int_eq(parse(&cli, 3, a3, err, sizeof(err)),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(cli.o.conns, 0);
+	/* many verifying connections negotiate */
+	ck_assert_int_eq(parse(&cli, 7, a4, err, sizeof(err)),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(cli.o.force_negotiate, 1);
+}
+END_TEST
+
+START_TEST(test_opt_connections_bad)
+{
+	static const char *const vals[] = { "0", "100001", "-1", "x", "1k",
+					    "" };
+	struct rstream_cli cli;
+	char err[512];
+	unsigned i;
+
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		const char *a[] = { "rstream", "-s", "h", "-c", vals[i], NULL };
+
+		ck_assert_int_eq(parse(&cli, 5, a, err, sizeof(err)),
+				 RSTREAM_PARSE_BAD);
+		ck_assert_msg(strstr(err, "connections must be 1 to 100000") &&
+			      strchr(err, '\n') == err + strlen(err) - 1,
+			      "'%s': %s", vals[i], err);
+	}
+	{
+		const char *a[] = { "rstream", "-c", "2", NULL };
+
+		ck_assert_int_eq(parse(&cli, 3, a, err, sizeof(err)),
+				 RSTREAM_PARSE_BAD);
+		ck_assert_ptr_nonnull(strstr(err, "client option"));
+	}
+	{
+		const char *a[] = { "rstream", "-s", "h", "-c", "2", "-T", "b",
+				    NULL };
+
+		ck_assert_int_eq(parse(&cli, 7, a, err, sizeof(err)),
+				 RSTREAM_PARSE_BAD);
+		ck_assert_ptr_nonnull(strstr(err, "-T b"));
+	}
+}
+END_TEST
+
+/* ---- the failure line ---- */
+
+START_TEST(test_failure_names_connection)
+{
+	struct evr_failure f;
+	char buf[512];
+
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_EOF;
+	f.phase = EVR_PH_RECV;
+	snprintf(f.test, sizeof(f.test), "custom");
+	f.test_total = 1;
+	f.iters_total = 10;
+	f.xfers_total = 1;
+	f.negotiated = 1;
+	snprintf(f.peer, sizeof(f.peer), "127.0.0.1:7471");
+	f.conn_index = 37;
+	f.conn_total = 1000;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "connection 37 of 1000: 127.0.0.1:7471: test "
+			      "custom (1 of 1), receive, iteration 1 of 10, "
+			      "transfer 1 of 1: peer closed the connection");
+	/* one connection: as before */
+	f.conn_total = 0;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert(!strncmp(buf, "127.0.0.1:7471: test custom", 27));
+}
+END_TEST
+
+/* ---- file descriptors ---- */
+
+START_TEST(test_fds_needed)
+{
+	ck_assert_uint_eq(rstream_fds_needed(1, 0), 17);
+	ck_assert_uint_eq(rstream_fds_needed(1000, 0), 1016);
+	ck_assert_uint_eq(rstream_fds_needed(100000, 0), 100016);
+	ck_assert_uint_eq(rstream_fds_needed(1000, 1), 1032);
+}
+END_TEST
+
+START_TEST(test_fdlimit_plan)
+{
+	struct rlimit cur = { .rlim_cur = 1024, .rlim_max = 4096 }, out;
+
+	/* enough already: nothing changes */
+	ck_assert_int_eq(fdlimit_plan(1000, &cur, 0, &out), 0);
+	ck_assert_uint_eq(out.rlim_cur, 1024);
+	ck_assert_uint_eq(out.rlim_max, 4096);
+	/* soft up to hard */
+	ck_assert_int_eq(fdlimit_plan(2000, &cur, 0, &out), 0);
+	ck_assert_uint_eq(out.rlim_cur, 4096);
+	ck_assert_uint_eq(out.rlim_max, 4096);
+	ck_assert_int_eq(fdlimit_plan(4096, &cur, 0, &out), 0);
+	ck_assert_uint_eq(out.rlim_cur, 4096);
+	/* past the hard limit: only when privileged, up to nr_open */
+	ck_assert_int_eq(fdlimit_plan(20010, &cur, 0, &out), -1);
+	ck_assert_int_eq(fdlimit_plan(20010, &cur, 1048576, &out), 0);
+	ck_assert_uint_eq(out.rlim_cur, 20010);
+	ck_assert_uint_eq(out.rlim_max, 20010);
+	ck_assert_int_eq(fdlimit_plan(2000000, &cur, 1048576, &out), -1);
+	/* unlimited */
+	cur.rlim_cur = RLIM_INFINITY;
+	cur.rlim_max = RLIM_INFINITY;
+	ck_assert_int_eq(fdlimit_plan(2000000, &cur, 0, &out), 0);
+	ck_assert(out.rlim_cur == RLIM_INFINITY);
+	cur.rlim_cur = 64;
+	ck_assert_int_eq(fdlimit_plan(2000000, &cur, 0, &out), 0);
+	ck_assert(out.rlim_cur == RLIM_INFINITY);
+}
+END_TEST
+
+static Suite *scale_suite(void)
+{
+	Suite *s = suite_create("scale");
+	TCase *tc;
+
+	tc = tcase_create("aggregate");
+	tcase_add_test(tc, test_agg_empty);
+	tcase_add_test(tc, test_agg_wall_and_mean);
+	tcase_add_test(tc, test_agg_one_and_large);
+	tcase_add_test(tc, test_row_aggregate);
+	tcase_add_test(tc, test_row_per_conn);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cli");
+	tcase_add_test(tc, test_opt_connections);
+	tcase_add_test(tc, test_opt_connections_bad);
+	tcase_add_test(tc, test_failure_names_connection);
+	tcase_add_test(tc, test_fds_needed);
+	tcase_add_test(tc, test_fdlimit_plan);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(scale_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

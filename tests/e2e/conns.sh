@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# rstream -c N: 1, 2, 100 and 1000 connections from one client against one
+# server; aggregate rows and their bytes, --per-conn rows, the server's
+# rows, a default run's two series, a connection failing mid-run (one
+# line naming it, the others cancelled), SIGTERM, and RLIMIT_NOFILE:
+# raised when the hard limit allows, a clear error when it does not.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+R=$RSTREAM
+H=127.0.0.1
+T=$E2E_TMP
+C="-T s -s $H"
+
+# rows of FILE that name a connection (test#K)
+per_conn_rows() { grep -Ec '^[^ #]+#[0-9]+ ' "$1"; }
+
+P=$(e2e_port)
+# the server starts with a soft limit far too low for 1000 connections:
+# it raises it to the hard limit itself
+if ! start_server srv "$P" bash -c 'ulimit -Sn 64 && exec "$0" "$@"' \
+	"$R" -T s -T a -p "$P"; then
+	e2e_done
+fi
+srvpid=$(bg_child_pid srv)
+srvrows=0
+
+# ---- -c 1: exactly the table without -c
+run_cmd plain 60 "$R" $C -p "$P" -S 64 -C 10
+run_cmd c1 60 "$R" $C -p "$P" -S 64 -C 10 -c 1 --per-conn
+assert_exit "-c 1" 0 "$RC" "$T/c1.err"
+assert_empty "-c 1: stderr empty" "$T/c1.err"
+check_header "$T/c1.out" 1 "-c 1"
+check_row "$T/c1.out" custom 64 10 1 1.2k 1 "-c 1"
+assert_lines "-c 1: header and one row, nothing else" 2 "$T/c1.out"
+assert_eq "-c 1: the same lines as without -c (times aside)" \
+	"$(cut -c1-42 "$T/plain.out")" "$(cut -c1-42 "$T/c1.out")"
+srvrows=$((srvrows + 2))
+
+# ---- -c 2: one aggregate row, bytes summed
+run_cmd c2 60 "$R" $C -p "$P" -S 64 -C 10 -c 2
+assert_exit "-c 2" 0 "$RC" "$T/c2.err"
+assert_empty "-c 2: stderr empty" "$T/c2.err"
+check_header "$T/c2.out" 1 "-c 2"
+check_row "$T/c2.out" custom 64 10 1 2.5k 1 "-c 2: aggregate of 2 x 1280 bytes"
+assert_lines "-c 2: header and one row" 2 "$T/c2.out"
+srvrows=$((srvrows + 2))
+
+# ---- -c 100 --per-conn: 100 rows named custom#1..custom#100, then the
+# aggregate, whose bytes are their sum (100 x 1280 = 125k)
+run_cmd c100 60 "$R" $C -p "$P" -S 64 -C 10 -c 100 --per-conn
+assert_exit "-c 100 --per-conn" 0 "$RC" "$T/c100.err"
+assert_empty "-c 100: stderr empty" "$T/c100.err"
+check_row "$T/c100.out" custom 64 10 1 125k 1 "-c 100: aggregate"
+assert_eq "-c 100: 100 rows of one connection each" 100 "$(per_conn_rows "$T/c100.out")"
+assert_eq "-c 100: connections 1 to 100, each once" "$(seq 1 100 | tr '\n' ' ')" \
+	"$(grep -Eo '^custom#[0-9]+' "$T/c100.out" | cut -d'#' -f2 | sort -n | tr '\n' ' ')"
+assert_eq "-c 100: every connection moved 1.2k" 100 \
+	"$(grep -E '^custom#[0-9]+ ' "$T/c100.out" | awk '$5 == "1.2k"' | wc -l)"
+assert_eq "-c 100: the aggregate row comes last" custom \
+	"$(tail -1 "$T/c100.out" | awk '{print $1}')"
+assert_lines "-c 100: header, 100 rows and the aggregate" 102 "$T/c100.out"
+srvrows=$((srvrows + 100))
+
+# ---- -c 1000: all connect (paced) and finish; 1000 x 1280 bytes = 1.2m
+run_cmd c1000 120 "$R" $C -p "$P" -S 64 -C 10 -c 1000
+assert_exit "-c 1000" 0 "$RC" "$T/c1000.err"
+assert_empty "-c 1000: stderr empty" "$T/c1000.err"
+check_row "$T/c1000.out" custom 64 10 1 1.2m 1 "-c 1000: aggregate"
+assert_lines "-c 1000: header and one row" 2 "$T/c1000.out"
+say "-c 1000 took $ELAPSED_MS ms"
+srvrows=$((srvrows + 1000))
+run_cmd c1000p 120 "$R" $C -p "$P" -S 64 -C 10 -I 2 -c 1000 --per-conn -T a
+assert_exit "-c 1000 --per-conn -T a" 0 "$RC" "$T/c1000p.err"
+assert_eq "-c 1000 --per-conn: 1000 rows of one connection each" 1000 \
+	"$(per_conn_rows "$T/c1000p.out")"
+check_row "$T/c1000p.out" custom 64 10 2 2.4m 1 "-c 1000 --per-conn: aggregate"
+srvrows=$((srvrows + 1000))
+
+# ---- the server printed a row per connection and test, and goes on
+wait_count "$T/srv.out" "$E2E_ANY_ROW" "$srvrows" 10
+assert_lines "server: one row per connection ($srvrows)" "$srvrows" \
+	"$T/srv.out" "$E2E_ANY_ROW"
+assert_empty "server: no connection dropped" "$T/srv.err"
+assert_eq "server: its soft fd limit was raised to the hard one" \
+	"$(awk '/Max open files/ {print $5}' "/proc/$srvpid/limits")" \
+	"$(awk '/Max open files/ {print $4}' "/proc/$srvpid/limits")"
+run_cmd late 30 "$R" $C -p "$P" -S 1000 -C 100 -I 10
+assert_exit "server: a later client is served" 0 "$RC" "$T/late.err"
+check_row "$T/late.out" custom 1000 100 10 1.9m 1 "later client"
+
+# ---- a default run with -c 2: both series, eight aggregate rows in
+# upstream's order, each with twice one connection's bytes
+run_cmd def2 "$E2E_RUN_SECS" "$R" $C -p "$P" -T a -c 2 --per-conn
+assert_exit "default run -c 2" 0 "$RC" "$T/def2.err"
+grep -v '#' "$T/def2.out" >"$T/def2.agg"
+check_header "$T/def2.agg" 1 "default run -c 2"
+check_row "$T/def2.agg" 64_lat 64 1 100k 24m 1 "default -c 2"
+check_row "$T/def2.agg" 4k_lat 4k 1 10k 156m 1 "default -c 2"
+check_row "$T/def2.agg" 64k_lat 64k 1 1k 250m 1 "default -c 2"
+check_row "$T/def2.agg" 1m_lat 1m 1 100 400m 1 "default -c 2"
+check_row "$T/def2.agg" 64_bw 64 100k 1 24m 1 "default -c 2"
+check_row "$T/def2.agg" 4k_bw 4k 10k 1 156m 1 "default -c 2"
+check_row "$T/def2.agg" 64k_bw 64k 1k 1 250m 1 "default -c 2"
+check_row "$T/def2.agg" 1m_bw 1m 100 1 400m 1 "default -c 2"
+assert_eq "default run -c 2: aggregate rows in upstream's order" \
+	"$E2E_DEFAULT_NAMES" "$(row_names "$T/def2.agg")"
+assert_eq "default run -c 2: 16 rows of one connection" 16 "$(per_conn_rows "$T/def2.out")"
+# the latency series has ended on both connections before the bandwidth
+# series starts: every _lat row comes before every _bw row
+assert_eq "default run -c 2: series one after the other" \
+	"lat lat lat lat lat lat lat lat lat lat lat lat bw bw bw bw bw bw bw bw bw bw bw bw" \
+	"$(grep -Eo '^[0-9a-z.]+_(lat|bw)' "$T/def2.out" | sed 's/.*_//' | tr '\n' ' ' | sed 's/ $//')"
+
+# ---- -T v with -c: the connections negotiate, the server verifies
+run_cmd cv 60 "$R" $C -p "$P" -T a -T v -S 4096 -C 20 -I 2 -c 8
+assert_exit "-c 8 -T v" 0 "$RC" "$T/cv.err"
+# 8 x 4096 x 20 x 2 iterations x 2 ways = 2.5m
+check_row "$T/cv.out" custom 4k 20 2 2.5m 1 "-c 8 -T v"
+
+# ---- one connection fails mid-run: one line naming it and its test,
+# exit 4, the others cancelled (the client does not wait for them)
+P2=$(e2e_port)
+if start_server srv2 "$P2" "$R" -T s -T a -p "$P2"; then
+	bg_start many 60 "$R" $C -p "$P2" -T a -S 64 -C 1 -I 100000000 -c 10
+	wait_established "$P2" 10 10
+	sleep 0.3
+	bg_kill srv2 # SIGKILL to its whole process group
+	t0=$(now_ms)
+	bg_wait many 10
+	assert_exit "-c 10, server killed: exit 4" 4 "$RC" "$T/many.err"
+	assert_le "-c 10, server killed: the client exits within 3 s (ms)" \
+		$(( $(now_ms) - t0 )) 3000
+	assert_lines "-c 10, server killed: one line on stderr" 1 "$T/many.err"
+	assert_match "-c 10, server killed: the line names the connection and test" \
+		'^rstream: connection ([1-9]|10) of 10: .*test custom \(1 of 1\), ' \
+		"$T/many.err"
+	assert_lines "-c 10, server killed: no aggregate row" 1 "$T/many.out"
+fi
+
+# ---- SIGTERM while 20 connections run: exit 130, nothing on stderr
+bg_start term 60 "$R" $C -p "$P" -T a -S 64 -C 1 -I 100000000 -c 20
+wait_established "$P" 20 10
+sleep 0.3
+bg_stop term 5
+assert_exit "-c 20, SIGTERM: exit 130" 130 "$RC" "$T/term.err"
+assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" 2000
+assert_empty "-c 20, SIGTERM: nothing on stderr" "$T/term.err"
+
+# ---- RLIMIT_NOFILE
+# the soft limit is raised up to the hard one when needed
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 200 ]; then
+	run_cmd rsoft 60 bash -c 'ulimit -Sn 64 && exec "$0" "$@"' "$R" $C \
+		-p "$P" -S 64 -C 10 -c 100
+	assert_exit "soft limit 64, -c 100: raised to the hard limit" 0 "$RC" "$T/rsoft.err"
+	check_row "$T/rsoft.out" custom 64 10 1 125k 1 "soft limit 64, -c 100"
+else
+	skip "the hard fd limit is below 200"
+fi
+# beyond the hard limit, without the privilege to raise it: one line,
+# exit 5, nothing connected
+lim=(bash -c 'ulimit -n 64 && exec "$0" "$@"')
+if [ "$(id -u)" = 0 ]; then
+	if command -v setpriv >/dev/null; then
+		lim=(setpriv --bounding-set=-sys_resource "${lim[@]}")
+	else
+		lim=()
+	fi
+fi
+if [ ${#lim[@]} -gt 0 ]; then
+	n0=$(ss -Htn state established "( dport = :$P )" | wc -l)
+	run_cmd rhard 30 "${lim[@]}" "$R" $C -p "$P" -S 64 -C 10 -c 1000
+	assert_exit "hard limit 64, -c 1000: exit 5" 5 "$RC" "$T/rhard.err"
+	assert_lines "hard limit 64, -c 1000: one line" 1 "$T/rhard.err"
+	assert_match "hard limit 64, -c 1000: says what it needs and has" \
+		'^rstream: -c 1000 needs ~1016 file descriptors, the limit is 64 and cannot be raised$' \
+		"$T/rhard.err"
+	grep -E "$E2E_ANY_ROW" "$T/rhard.out" >"$T/rhard.rows"
+	assert_empty "hard limit 64, -c 1000: no row" "$T/rhard.rows"
+	assert_eq "hard limit 64, -c 1000: connected nothing" "$n0" \
+		"$(ss -Htn state established "( dport = :$P )" | wc -l)"
+else
+	skip "root without setpriv: cannot drop CAP_SYS_RESOURCE"
+fi
+
+# ---- bad values
+for v in 0 100001 x; do
+	run_cmd "bad$v" 10 "$R" $C -p "$P" -c "$v"
+	assert_exit "-c $v: usage error" 1 "$RC" "$T/bad$v.err"
+	assert_match "-c $v: one clear line" \
+		"^rstream: invalid value '$v' for -c: connections must be 1 to 100000$" "$T/bad$v.err"
+done
+
+# the server is still listening and stops cleanly
+if listening "$P"; then
+	ok "server: still listening"
+else
+	not_ok "server: still listening"
+fi
+bg_stop srv 5
+assert_exit "server: SIGTERM exits 0" 0 "$RC" "$T/srv.err"
+
+e2e_done
