@@ -64,7 +64,11 @@ static void keep_lat(struct app *a, const struct evr_result *r)
 		a->lat_cap = cap;
 	}
 	n = &a->lat[a->nlat++];
-	snprintf(n->name, sizeof(n->name), "%s", r->name);
+	if (r->conn_index) /* -c N --per-conn: named as its table row */
+		snprintf(n->name, sizeof(n->name), "%s#%u", r->name,
+			 r->conn_index);
+	else
+		snprintf(n->name, sizeof(n->name), "%s", r->name);
 	n->l = *r->lat;
 }
 
