@@ -31,14 +31,7 @@ tmp=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port=$((30000 + $$ % 20000))
 
-wait_listen() {
-	for _ in $(seq 100); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		sleep 0.05
-	done
-	echo "bench: server on port $1 did not start" >&2
-	return 1
-}
+. "$top/bench/lib.sh"
 
 # run_pair NAME BINARY ROUND: server and client of one implementation
 run_pair() {

@@ -79,14 +79,7 @@ trap cleanup EXIT
 port=$((30000 + $$ % 20000))
 hz=$(getconf CLK_TCK)
 
-wait_listen() {
-	for _ in $(seq 200); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		sleep 0.05
-	done
-	echo "bench: server on port $1 did not start" >&2
-	return 1
-}
+. "$top/bench/lib.sh"
 kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 socks() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' 2>/dev/null | wc -l; }
@@ -151,7 +144,7 @@ for n in $conns; do
 	p=$((port + (n + r * 7) % 1000))
 	"$bin" -T s -T "$mode" -p "$p" >/dev/null 2>"$tmp/srv.$n.err" &
 	spid=$!
-	wait_listen "$p" || exit 1
+	wait_listen "$p" 200 || exit 1
 	sleep 0.2
 	if [ -z "$base_cli" ]; then
 		# the client's baseline: the same test on one connection
