@@ -9,14 +9,18 @@
 # the ratios compare the two implementations' protocol and CPU costs.
 #
 #   bench/rstream-rxe.sh [-r rounds] [-d default-run-rounds] [-o out.md]
+#   bench/rstream-rxe.sh --conns     how many RDMA connections one
+#                                    rstream -c N gets on Soft-RoCE here
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 rounds=3
 drounds=1
 out=
+conns=
 while [ $# -gt 0 ]; do
 	case $1 in
+	--conns) conns=1; shift ;;
 	-r) rounds=$2; shift 2 ;;
 	-d) drounds=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
@@ -28,6 +32,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/console.log
 
+if [ -n "$conns" ]; then
+	"$top/tests/rxe/vm.sh" --prepare >&2
+	"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-3600}" --log "$log" \
+		--add "$build/rstream=/opt/evr/rstream" \
+		--add "$top/tests/rxe=/opt/evr/tests" \
+		"$top/bench/rxe-conns-guest.sh" 2>&1 |
+		grep --line-buffered -a '^conns:' | tee "${out:-/dev/null}"
+	exit 0
+fi
 "$top/tests/rxe/vm.sh" --prepare >&2
 echo "bench: booting the guest; progress below" >&2
 "$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-5400}" --log "$log" \
