@@ -210,8 +210,17 @@ static void usage(FILE *f)
 
 static void shutdown_all(struct probed *d)
 {
+	sigset_t set;
 	size_t i;
 
+	/* A second SIGTERM (timeout(1) and friends send one to the process
+	 * and one to its group) must not kill us half-way through the
+	 * clean-up once the watchers are gone: block them to the end. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 	for (i = 0; i < d->nprobes; i++)
 		probe_free(d->probes[i]);
 	free(d->probes);

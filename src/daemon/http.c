@@ -181,8 +181,8 @@ int http_open(struct http *h, struct ev_loop *evl, const char *addr,
 	 * called from this loop.  MHD closes the listening socket on stop. */
 	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL,
 				  NULL, on_request, h,
-				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
 				  MHD_OPTION_END);
