@@ -211,7 +211,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	if (get_str(c, o, "host", NULL, &p->host) ||
 	    get_str(c, o, "bind", NULL, &p->bind) ||
 	    get_port(c, o, "port", 7471, &port) ||
-	    get_enum(c, o, "transport", xports, 0, &x) ||
+	    get_enum(c, o, "transport", xports, 1, &x) || /* rstream's */
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
 	    get_bool(c, o, "verify", &p->verify))
 		return -1;
