@@ -143,6 +143,7 @@ port() { # VAR
 port SP            # the rstream server
 port HP            # the daemon's HTTP
 port DEAD          # nothing listens here
+port SILENT        # accepts and never answers
 
 probe_json() { # NAME PORT [INTERVAL]
 	printf '{ "name": "%s", "type": "rstream", "host": "%s", "port": %s, "transport": "tcp", "size": 1000, "count": 1, "iters": 20, "interval_s": %s, "timeout_s": 2 }' \
@@ -165,7 +166,9 @@ cat >"$T/c2.json" <<JSON
   "listen_port": $HP,
   "probes": [
     $(probe_json lo "$SP"),
-    $(probe_json added "$DEAD" 1)
+    $(probe_json added "$DEAD" 1),
+    { "name": "silent", "type": "rstream", "host": "$H", "port": $SILENT,
+      "transport": "tcp", "kind": "latency", "interval_s": 1, "timeout_s": 0.4 }
   ]
 }
 JSON
@@ -433,6 +436,17 @@ assert_lines "... and once only" 1 "$T/probed.err" 'probe "lo": failing'
 
 # the server back, so that the kept probe recovers
 start_server srv2 "$SP" "$R" -T s -T a -p "$SP"
+# a peer that accepts and never answers: the "silent" probe stalls
+start_server silent "$SILENT" python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])
+' "$SILENT"
 cp "$T/c2.json" "$T/c1.json"
 lo_before=$(val "$T/m4.txt" 'evrdma_probe_runs_total{probe="lo"}')
 kill -HUP "$DPID"
@@ -452,7 +466,12 @@ num_ge "SIGHUP: ... and its failures" \
 	"$(val "$T/m5.txt" 'evrdma_probe_failures_total{probe="lo",reason="refused"}')" "$f4"
 assert_eq "SIGHUP: the kept probe recovered" 1 \
 	"$(val "$T/m5.txt" 'evrdma_probe_up{probe="lo"}')"
-assert_match "SIGHUP: logged" 'configuration .*: 2 probes \(1 added, 1 removed, 1 unchanged\)' \
+num_ge "SIGHUP: a silent peer: failures{reason=stall}" \
+	"$(val "$T/m5.txt" 'evrdma_probe_failures_total{probe="silent",reason="stall"}')" 1
+d=$(val "$T/m5.txt" 'evrdma_probe_duration_seconds{probe="silent"}')
+num_ge "a stalled run lasted its timeout_s (0.4 s)" "$d" 0.4
+num_ge "... and not much longer" 1.0 "$d"
+assert_match "SIGHUP: logged" 'configuration .*: 3 probes \(2 added, 1 removed, 1 unchanged\)' \
 	"$T/probed.err"
 assert_match "SIGHUP: the kept probe's recovery logged" \
 	'^evrdma-probed: info: probe "lo": recovered$' "$T/probed.err"
