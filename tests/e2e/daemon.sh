@@ -526,9 +526,17 @@ fi
 
 if command -v valgrind >/dev/null; then
 	port HP3
-	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s, %s ] }\n' \
+	# and, only where there is no RDMA device (nothing may leave the
+	# host), the RDMA transports, which then fail at once with nodev
+	NODEV=0
+	[ -z "$(ls /sys/class/infiniband 2>/dev/null)" ] && NODEV=1
+	RDMA_PROBES=
+	[ "$NODEV" = 1 ] && RDMA_PROBES=',
+	  { "name": "vgrdma", "type": "rstream", "host": "127.0.0.1", "port": 1, "interval_s": 0.5, "timeout_s": 1 },
+	  { "name": "vgmc", "type": "mckey", "group": "239.1.1.1", "interval_s": 0.5, "timeout_s": 1, "settle_s": 0 }'
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s, %s %s ] }\n' \
 		"$H" "$HP3" "$(probe_json vg "$SP")" "$(probe_json vgdead "$DEAD")" \
-		>"$T/vg.json"
+		"$RDMA_PROBES" >"$T/vg.json"
 	bg_start vg 120 valgrind --quiet --leak-check=full \
 		--show-leak-kinds=definite,indirect,possible \
 		--errors-for-leak-kinds=definite,indirect,possible \
@@ -539,6 +547,12 @@ if command -v valgrind >/dev/null; then
 		meta_ok "under valgrind: /metrics" v1
 		num_ge "under valgrind: the live probe succeeded" \
 			"$(val "$T/v1.txt" 'evrdma_probe_up{probe="vg"}')" 1
+		if [ "$NODEV" = 1 ]; then
+			num_ge "no RDMA device: rstream probe fails with reason=nodev" \
+				"$(val "$T/v1.txt" 'evrdma_probe_failures_total{probe="vgrdma",reason="nodev"}')" 1
+			num_ge "no RDMA device: mckey probe fails with reason=nodev" \
+				"$(val "$T/v1.txt" 'evrdma_probe_failures_total{probe="vgmc",reason="nodev"}')" 1
+		fi
 		printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
 			"$H" "$HP3" "$(probe_json vgnew "$SP")" >"$T/vg.json"
 		kill -HUP "$(bg_child_pid vg)"
