@@ -224,7 +224,12 @@ static void start_rstream(struct probe *p)
 	o.count = c->count;
 	o.iters = c->iters;
 	o.verify = c->verify;
-	o.stall_ms = (unsigned)(c->timeout_s * 1000);
+	/* The watchdog checks every stall_ms / 4 and starts counting at
+	 * its first check: at half of timeout_s, a silent peer is reported
+	 * as a stall at about 5/8 of it, well before the hard timeout. */
+	o.stall_ms = (unsigned)(c->timeout_s * 500);
+	if (o.stall_ms < 10)
+		o.stall_ms = 10;
 	o.percentiles = 1;
 	p->pend_have = 0;
 	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
@@ -392,8 +397,6 @@ static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
 	if (p->cfg->type == PROBE_MCKEY)
 		limit += p->cfg->settle_s + EVR_MC_DEFAULT_RESOLVE_MS / 1000.0 +
 			 2.0;
-	else
-		limit += 0.5; /* let the engine's own stall watchdog speak */
 	ev_timer_set(&p->timeout_w, limit, 0.);
 	ev_timer_start(l, &p->timeout_w);
 	if (p->cfg->type == PROBE_RSTREAM)
