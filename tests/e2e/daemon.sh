@@ -227,6 +227,15 @@ run_cmd cc_missing 10 "$PROBED" --check-config -c "$T/nonexistent.json"
 assert_exit "--check-config: a missing file" 1 "$RC" "$T/cc_missing.err"
 assert_match "--check-config: a missing file is named" \
 	'nonexistent\.json: unable to open .*No such file' "$T/cc_missing.err"
+run_cmd help 10 "$PROBED" --help
+assert_exit "--help" 0 "$RC" "$T/help.err"
+assert_match "--help: the usage" '^usage: evrdma-probed ' "$T/help.out"
+run_cmd version 10 "$PROBED" --version
+assert_exit "--version" 0 "$RC" "$T/version.err"
+assert_match "--version" '^evrdma-probed \(evrdma\) [0-9]' "$T/version.out"
+run_cmd noval 10 "$PROBED" -c
+assert_exit "-c without a file" 1 "$RC" "$T/noval.err"
+assert_lines "-c without a file: one line" 1 "$T/noval.err"
 run_cmd badopt 10 "$PROBED" --bogus
 assert_exit "an unknown option" 1 "$RC" "$T/badopt.err"
 assert_lines "an unknown option: one line" 1 "$T/badopt.err"
@@ -575,8 +584,10 @@ time.sleep(6)
 	c1=$(cpu_ticks "$IPID")
 	assert_le "idle for 3 s (one mute connection open): at most 2 clock ticks of CPU" "$((c1 - c0))" 2
 	bg_kill mute
-	bg_stop idle 5
-	assert_exit "idle daemon: SIGTERM exits 0" 0 "$RC" "$T/idle.err"
+	bg_stop idle 5 INT
+	assert_exit "idle daemon: SIGINT exits 0" 0 "$RC" "$T/idle.err"
+	assert_le "SIGINT: gone within a second" "$ELAPSED_MS" 1000
+	assert_match "SIGINT: logged" '^evrdma-probed: info: SIGINT: stopping$' "$T/idle.err"
 else
 	not_ok "idle daemon listens"
 	dump "$T/idle.err"
