@@ -567,7 +567,9 @@ fi
 port HP2
 printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
 	"$H" "$HP2" "$(probe_json slow "$SP" 60)" >"$T/idle.json"
-bg_start idle 60 "$PROBED" -c "$T/idle.json"
+# --syslog as well: stderr keeps its lines (whether a syslog daemon is
+# there or not)
+bg_start idle 60 "$PROBED" --syslog -c "$T/idle.json"
 if wait_listen "$HP2" 5 idle; then
 	IPID=$(bg_child_pid idle)
 	# a client that connects and says nothing, held open meanwhile
