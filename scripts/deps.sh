@@ -11,7 +11,9 @@ pkgs=(
 	build-essential autoconf automake libtool pkg-config  # the build
 	libev-dev                 # the event loop (no .pc on Debian; see m4/)
 	librdmacm-dev libibverbs-dev ibverbs-providers  # RDMA CM and verbs
-	libjansson-dev            # JSON Lines output (--json)
+	libjansson-dev            # JSON Lines output (--json), evrdma-probed's config
+	libmicrohttpd-dev         # evrdma-probed's /metrics HTTP server
+	curl                      # tests/e2e/daemon.sh scrapes /metrics with it
 	check libsubunit-dev      # unit tests
 	jq                        # tests parse the JSON output with it
 	rdmacm-utils              # upstream rstream/mckey, for interop tests

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+void metrics_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{probe="..."[,extra]} */
+static void series(FILE *f, const char *name, const struct probe *p,
+		   const char *extra)
+{
+	fprintf(f, "%s{probe=\"", name);
+	metrics_escape(f, p->cfg->name);
+	fprintf(f, "\"%s%s}", extra ? "," : "", extra ? extra : "");
+}
+
+static void u64(FILE *f, const char *name, const struct probe *p,
+		const char *extra, uint64_t v)
+{
+	series(f, name, p, extra);
+	fprintf(f, " %llu\n", (unsigned long long)v);
+}
+
+static void dbl(FILE *f, const char *name, const struct probe *p,
+		const char *extra, double v)
+{
+	series(f, name, p, extra);
+	fprintf(f, " %.15g\n", v);
+}
+
+#define EACH(cond) for (i = 0; i < n; i++) if ((p = probes[i]) && (cond))
+
+int metrics_render(char **buf, size_t *len, struct probe *const *probes,
+		   size_t n, const struct metrics_daemon *d)
+{
+	static const char *const q[] = { "0.5", "0.9", "0.99", "0.999" };
+	const struct probe *p;
+	char extra[64];
+	size_t i;
+	int r, b;
+	FILE *f;
+
+	*buf = NULL;
+	*len = 0;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+
+	family(f, "evrdma_probed_build_info", "gauge",
+	       "evrdma-probed's version, as a label; always 1.");
+	fprintf(f, "evrdma_probed_build_info{version=\"");
+	metrics_escape(f, d->version);
+	fprintf(f, "\"} 1\n");
+	family(f, "evrdma_probed_start_time_seconds", "gauge",
+	       "When the daemon started, seconds since the epoch.");
+	fprintf(f, "evrdma_probed_start_time_seconds %.3f\n", d->start_ts);
+	family(f, "evrdma_probed_config_reloads_total", "counter",
+	       "Configuration reloads (SIGHUP) that were applied.");
+	fprintf(f, "evrdma_probed_config_reloads_total %llu\n",
+		(unsigned long long)d->reloads);
+	family(f, "evrdma_probed_config_reload_failures_total", "counter",
+	       "Configuration reloads rejected; the old configuration stays.");
+	fprintf(f, "evrdma_probed_config_reload_failures_total %llu\n",
+		(unsigned long long)d->reload_failures);
+	family(f, "evrdma_probed_config_last_reload_successful", "gauge",
+	       "1 if the last reload (or the start) loaded the file.");
+	fprintf(f, "evrdma_probed_config_last_reload_successful %d\n",
+		d->last_reload_ok);
+	family(f, "evrdma_probed_probes", "gauge",
+	       "Probes in the running configuration.");
+	fprintf(f, "evrdma_probed_probes %zu\n", n);
+
+	/* every probe */
+	family(f, "evrdma_probe_runs_total", "counter",
+	       "Probe runs finished, successful or not.");
+	EACH(1) u64(f, "evrdma_probe_runs_total", p, NULL, p->st.runs);
+	family(f, "evrdma_probe_failures_total", "counter",
+	       "Probe runs that failed, by reason.");
+	EACH(1) for (r = 0; r < R_MAX; r++) {
+		if (!probe_reason_applies(p->cfg->type, r))
+			continue;
+		snprintf(extra, sizeof(extra), "reason=\"%s\"",
+			 probe_reason_names[r]);
+		u64(f, "evrdma_probe_failures_total", p, extra,
+		    p->st.failures[r]);
+	}
+	family(f, "evrdma_probe_up", "gauge",
+	       "1 if the probe's last run succeeded, else 0.");
+	EACH(1) u64(f, "evrdma_probe_up", p, NULL, (uint64_t)p->st.up);
+	family(f, "evrdma_probe_last_success_timestamp_seconds", "gauge",
+	       "End of the last successful run, seconds since the epoch "
+	       "(0: never).");
+	EACH(1) dbl(f, "evrdma_probe_last_success_timestamp_seconds", p, NULL,
+		    p->st.last_success_ts);
+	family(f, "evrdma_probe_duration_seconds", "gauge",
+	       "How long the last finished run took, start to end.");
+	EACH(1) dbl(f, "evrdma_probe_duration_seconds", p, NULL,
+		    p->st.last_duration_s);
+
+	/* rstream */
+	family(f, "evrdma_rstream_latency_seconds", "histogram",
+	       "Mean round trip per iteration of each successful run "
+	       "(elapsed / iterations), one observation per run.");
+	EACH(p->cfg->type == PROBE_RSTREAM) {
+		uint64_t cum = 0;
+
+		for (b = 0; b < PROBE_NBUCKETS; b++) {
+			cum += p->st.hist[b];
+			snprintf(extra, sizeof(extra), "le=\"%s\"",
+				 probe_bucket_str[b]);
+			u64(f, "evrdma_rstream_latency_seconds_bucket", p,
+			    extra, cum);
+		}
+		cum += p->st.hist[PROBE_NBUCKETS];
+		u64(f, "evrdma_rstream_latency_seconds_bucket", p,
+		    "le=\"+Inf\"", cum);
+		dbl(f, "evrdma_rstream_latency_seconds_sum", p, NULL,
+		    p->st.hist_sum);
+		u64(f, "evrdma_rstream_latency_seconds_count", p, NULL,
+		    p->st.hist_count);
+	}
+	family(f, "evrdma_rstream_rtt_seconds", "summary",
+	       "Round trip of each iteration: quantiles of the last "
+	       "successful run; sum and count over all runs.");
+	EACH(p->cfg->type == PROBE_RSTREAM) {
+		const struct evr_lat_stats *l = &p->st.last_lat;
+		const uint64_t v[] = { l->p50_ns, l->p90_ns, l->p99_ns,
+				       l->p999_ns };
+
+		if (p->st.have_lat)
+			for (b = 0; b < 4; b++) {
+				snprintf(extra, sizeof(extra),
+					 "quantile=\"%s\"", q[b]);
+				dbl(f, "evrdma_rstream_rtt_seconds", p, extra,
+				    v[b] / 1e9);
+			}
+		dbl(f, "evrdma_rstream_rtt_seconds_sum", p, NULL,
+		    p->st.rtt_sum);
+		u64(f, "evrdma_rstream_rtt_seconds_count", p, NULL,
+		    p->st.rtt_count);
+	}
+	family(f, "evrdma_rstream_throughput_bits_per_second", "gauge",
+	       "Bytes moved in both directions, times 8, over the elapsed "
+	       "time of the last successful run (rstream's Gb/sec).");
+	EACH(p->cfg->type == PROBE_RSTREAM)
+		dbl(f, "evrdma_rstream_throughput_bits_per_second", p, NULL,
+		    p->st.throughput_bps);
+
+	/* mckey */
+	family(f, "evrdma_mckey_sent_total", "counter",
+	       "Multicast messages sent by sender probes.");
+	EACH(p->cfg->type == PROBE_MCKEY && p->cfg->sender)
+		u64(f, "evrdma_mckey_sent_total", p, NULL, p->st.mc_sent);
+	family(f, "evrdma_mckey_received_total", "counter",
+	       "Multicast messages received by receiver probes.");
+	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
+		u64(f, "evrdma_mckey_received_total", p, NULL,
+		    p->st.mc_received);
+	family(f, "evrdma_mckey_lost_total", "counter",
+	       "Messages a receiver probe expected in a run and did not "
+	       "receive.");
+	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
+		u64(f, "evrdma_mckey_lost_total", p, NULL, p->st.mc_lost);
+	family(f, "evrdma_mckey_join_latency_seconds", "gauge",
+	       "Join call to MULTICAST_JOIN in the last run (-1: no join).");
+	EACH(p->cfg->type == PROBE_MCKEY)
+		dbl(f, "evrdma_mckey_join_latency_seconds", p, NULL,
+		    p->st.mc_join_s);
+
+	if (fclose(f) || !*buf) {
+		free(*buf);
+		*buf = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The configuration file.  One JSON object:
+ *
+ *   { "listen_address": "127.0.0.1", "listen_port": 9471,
+ *     "probes": [ { "name": ..., "type": "rstream" | "mckey", ... } ] }
+ *
+ * Every key is checked against the list of keys its object may hold, so
+ * a misspelt key is an error rather than a silently ignored setting.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pconf.h"
+
+struct ctx {
+	const char *file;
+	char *err;
+	size_t len;
+	char where[128];        /* "probes[2] (\"lo\")" or "" */
+};
+
+static int fail(struct ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int fail(struct ctx *c, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(c->err, c->len, "%s: %s%s%s", c->file, c->where,
+		 c->where[0] ? ": " : "", msg);
+	return -1;
+}
+
+static int check_keys(struct ctx *c, json_t *obj, const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach(obj, key, v) {
+		for (i = 0; allowed[i]; i++)
+			if (!strcmp(key, allowed[i]))
+				break;
+		if (!allowed[i])
+			return fail(c, "unknown key \"%s\"", key);
+	}
+	return 0;
+}
+
+/* A string member: absent -> def (may be NULL). */
+static int get_str(struct ctx *c, json_t *obj, const char *key,
+		   const char *def, char **out)
+{
+	json_t *v = json_object_get(obj, key);
+	const char *s = def;
+
+	if (v) {
+		if (!json_is_string(v))
+			return fail(c, "\"%s\" must be a string", key);
+		s = json_string_value(v);
+		if (!s[0])
+			return fail(c, "\"%s\" must not be empty", key);
+		if (strlen(s) > 255)
+			return fail(c, "\"%s\" is too long", key);
+	}
+	*out = NULL;
+	if (s && !(*out = strdup(s)))
+		return fail(c, "out of memory");
+	return 0;
+}
+
+static int get_num(struct ctx *c, json_t *obj, const char *key, double min,
+		   double max, double def, double *out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!json_is_number(v))
+		return fail(c, "\"%s\" must be a number", key);
+	*out = json_number_value(v);
+	if (!(*out >= min && *out <= max))
+		return fail(c, "\"%s\" is %g, must be %g to %g", key, *out, min,
+			    max);
+	return 0;
+}
+
+static int get_uint(struct ctx *c, json_t *obj, const char *key,
+		    unsigned long long min, unsigned long long max,
+		    unsigned long long def, unsigned long long *out)
+{
+	json_t *v = json_object_get(obj, key);
+	json_int_t i;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return fail(c, "\"%s\" must be an integer", key);
+	i = json_integer_value(v);
+	if (i < 0 || (unsigned long long)i < min ||
+	    (unsigned long long)i > max)
+		return fail(c, "\"%s\" is %lld, must be %llu to %llu", key,
+			    (long long)i, min, max);
+	*out = (unsigned long long)i;
+	return 0;
+}
+
+static int get_bool(struct ctx *c, json_t *obj, const char *key, int *out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = 0;
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return fail(c, "\"%s\" must be true or false", key);
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* One of a fixed set of words: the index into words. */
+static int get_enum(struct ctx *c, json_t *obj, const char *key,
+		    const char *const *words, int def, int *out)
+{
+	json_t *v = json_object_get(obj, key);
+	const char *s;
+	int i;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return fail(c, "\"%s\" must be a string", key);
+	s = json_string_value(v);
+	for (i = 0; words[i]; i++)
+		if (!strcmp(s, words[i])) {
+			*out = i;
+			return 0;
+		}
+	return fail(c, "\"%s\" is \"%s\", must be one of %s%s%s%s%s", key, s,
+		    words[0], words[1] ? ", " : "", words[1] ? words[1] : "",
+		    words[1] && words[2] ? ", " : "",
+		    words[1] && words[2] ? words[2] : "");
+}
+
+/* A port as a number or a numeric string. */
+static int get_port(struct ctx *c, json_t *obj, const char *key,
+		    unsigned def, unsigned *out)
+{
+	json_t *v = json_object_get(obj, key);
+	char *end;
+	long p;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (json_is_integer(v)) {
+		p = (long)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		errno = 0;
+		p = strtol(json_string_value(v), &end, 10);
+		if (errno || *end || end == json_string_value(v))
+			p = -1;
+	} else {
+		return fail(c, "\"%s\" must be a port number", key);
+	}
+	if (p < 1 || p > 65535)
+		return fail(c, "\"%s\" must be a port number 1 to 65535", key);
+	*out = (unsigned)p;
+	return 0;
+}
+
+static int name_ok(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 0;
+	return 1;
+}
+
+static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
+{
+	static const char *const keys[] = {
+		"name", "type", "interval_s", "timeout_s", "host", "port",
+		"bind", "transport", "kind", "size", "count", "iters", "verify",
+		NULL,
+	};
+	static const char *const xports[] = { "tcp", "rdma", NULL };
+	static const char *const kinds[] = { "latency", "bandwidth", NULL };
+	unsigned long long size, count, iters;
+	unsigned port;
+	char pbuf[8];
+	int x, kind;
+
+	if (check_keys(c, o, keys))
+		return -1;
+	if (!json_object_get(o, "host"))
+		return fail(c, "\"host\" is required");
+	if (get_str(c, o, "host", NULL, &p->host) ||
+	    get_str(c, o, "bind", NULL, &p->bind) ||
+	    get_port(c, o, "port", 7471, &port) ||
+	    get_enum(c, o, "transport", xports, 1, &x) || /* rstream's */
+	    get_enum(c, o, "kind", kinds, 0, &kind) ||
+	    get_bool(c, o, "verify", &p->verify))
+		return -1;
+	/* latency: one transfer per iteration, round trips; bandwidth: a
+	 * train of transfers in one iteration */
+	if (get_uint(c, o, "size", 1, 64u << 20, kind ? 65536 : 64, &size) ||
+	    get_uint(c, o, "count", 1, 1000000000, kind ? 100 : 1, &count) ||
+	    get_uint(c, o, "iters", 1, 1000000000, kind ? 1 : 100, &iters))
+		return -1;
+	snprintf(pbuf, sizeof(pbuf), "%u", port);
+	if (!(p->port = strdup(pbuf)))
+		return fail(c, "out of memory");
+	p->xport = x ? EVR_XPORT_RDMA : EVR_XPORT_TCP;
+	p->size = (uint32_t)size;
+	p->count = (uint32_t)count;
+	p->iters = (uint32_t)iters;
+	return 0;
+}
+
+static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
+{
+	static const char *const keys[] = {
+		"name", "type", "interval_s", "timeout_s", "group", "bind",
+		"transport", "role", "count", "size", "settle_s", "udp_port",
+		NULL,
+	};
+	static const char *const xports[] = { "rdma", "udp", NULL };
+	static const char *const roles[] = { "receiver", "sender", NULL };
+	unsigned long long count, size;
+	int x, role;
+
+	if (check_keys(c, o, keys))
+		return -1;
+	if (!json_object_get(o, "group"))
+		return fail(c, "\"group\" is required");
+	if (get_str(c, o, "group", NULL, &p->group) ||
+	    get_str(c, o, "bind", NULL, &p->bind) ||
+	    get_enum(c, o, "transport", xports, 0, &x) ||
+	    get_enum(c, o, "role", roles, 0, &role) ||
+	    get_uint(c, o, "count", 0, 1000000, 10, &count) ||
+	    get_uint(c, o, "size", 1, 65000, 100, &size) ||
+	    get_num(c, o, "settle_s", 0, 60, 0.5, &p->settle_s) ||
+	    get_port(c, o, "udp_port", EVR_MC_DEFAULT_UDP_PORT, &p->udp_port))
+		return -1;
+	p->mc_xport = x ? EVR_MC_UDP : EVR_MC_RDMA;
+	p->sender = role;
+	p->mc_count = (unsigned)count;
+	p->mc_size = (unsigned)size;
+	return 0;
+}
+
+static int parse_probe(struct ctx *c, json_t *o, size_t i,
+		       struct probe_cfg *p)
+{
+	static const char *const types[] = { "rstream", "mckey", NULL };
+	json_t *name;
+	int type;
+
+	snprintf(c->where, sizeof(c->where), "probes[%zu]", i);
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	name = json_object_get(o, "name");
+	if (!name)
+		return fail(c, "\"name\" is required");
+	if (!json_is_string(name) || !json_string_value(name)[0] ||
+	    strlen(json_string_value(name)) > PCONF_NAME_MAX ||
+	    !name_ok(json_string_value(name)))
+		return fail(c, "\"name\" must be a string of 1 to %d "
+			    "printable characters", PCONF_NAME_MAX);
+	snprintf(c->where, sizeof(c->where), "probes[%zu] (\"%s\")", i,
+		 json_string_value(name));
+	if (!json_object_get(o, "type"))
+		return fail(c, "\"type\" is required");
+	if (get_enum(c, o, "type", types, 0, &type))
+		return -1;
+	if (!(p->name = strdup(json_string_value(name))))
+		return fail(c, "out of memory");
+	p->type = type;
+	if (get_num(c, o, "interval_s", 0.1, 86400, 10, &p->interval_s) ||
+	    get_num(c, o, "timeout_s", 0.1, 3600, 5, &p->timeout_s))
+		return -1;
+	if (type == PROBE_RSTREAM ? parse_rstream(c, o, p) :
+				    parse_mckey(c, o, p))
+		return -1;
+	p->raw = json_incref(o);
+	return 0;
+}
+
+static void probe_cfg_fini(struct probe_cfg *p)
+{
+	free(p->name);
+	free(p->host);
+	free(p->port);
+	free(p->bind);
+	free(p->group);
+	json_decref(p->raw);
+}
+
+void pconf_free(struct pconf *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->nprobes; i++)
+		probe_cfg_fini(&c->probes[i]);
+	free(c->probes);
+	free(c->listen_addr);
+	free(c);
+}
+
+int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
+{
+	static const char *const keys[] = {
+		"listen_address", "listen_port", "probes", NULL,
+	};
+	struct ctx c = { .file = file, .err = err, .len = len };
+	struct pconf *conf = NULL;
+	json_error_t jerr;
+	json_t *root, *probes;
+	size_t i, j;
+	int ret = -1;
+
+	*out = NULL;
+	root = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		if (jerr.line > 0)
+			snprintf(err, len, "%s:%d:%d: %s", file, jerr.line,
+				 jerr.column, jerr.text);
+		else
+			snprintf(err, len, "%s: %s", file, jerr.text);
+		return -1;
+	}
+	if (!json_is_object(root)) {
+		fail(&c, "the top level must be an object");
+		goto out;
+	}
+	if (check_keys(&c, root, keys))
+		goto out;
+	conf = calloc(1, sizeof(*conf));
+	if (!conf) {
+		fail(&c, "out of memory");
+		goto out;
+	}
+	if (get_str(&c, root, "listen_address", PCONF_DEFAULT_ADDR,
+		    &conf->listen_addr) ||
+	    get_port(&c, root, "listen_port", PCONF_DEFAULT_PORT,
+		     &conf->listen_port))
+		goto out;
+	probes = json_object_get(root, "probes");
+	if (probes && !json_is_array(probes)) {
+		fail(&c, "\"probes\" must be an array");
+		goto out;
+	}
+	if (probes && json_array_size(probes)) {
+		conf->probes = calloc(json_array_size(probes),
+				      sizeof(*conf->probes));
+		if (!conf->probes) {
+			fail(&c, "out of memory");
+			goto out;
+		}
+	}
+	for (i = 0; probes && i < json_array_size(probes); i++) {
+		conf->nprobes = i + 1;
+		if (parse_probe(&c, json_array_get(probes, i), i,
+				&conf->probes[i]))
+			goto out;
+		for (j = 0; j < i; j++)
+			if (!strcmp(conf->probes[j].name,
+				    conf->probes[i].name)) {
+				fail(&c, "\"name\" is already used by "
+				     "probes[%zu]", j);
+				goto out;
+			}
+	}
+	*out = conf;
+	conf = NULL;
+	ret = 0;
+out:
+	pconf_free(conf);
+	json_decref(root);
+	return ret;
+}
+
+int pconf_probe_equal(const struct probe_cfg *a, const struct probe_cfg *b)
+{
+	return json_equal(a->raw, b->raw);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * evrdma-probed's configuration: a JSON file (parsed with jansson) naming
+ * the HTTP listen address and the probes.  Parsing is strict: unknown keys,
+ * wrong types and out-of-range values are errors, reported as one line.
+ */
+#ifndef EVR_PROBED_PCONF_H
+#define EVR_PROBED_PCONF_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evrdma/stream.h"
+#include "evrdma/mcast.h"
+
+#define PCONF_DEFAULT_ADDR "127.0.0.1"
+#define PCONF_DEFAULT_PORT 9471
+#define PCONF_NAME_MAX 64
+
+enum probe_type { PROBE_RSTREAM = 0, PROBE_MCKEY };
+
+struct probe_cfg {
+	char *name;
+	enum probe_type type;
+	double interval_s, timeout_s;
+	json_t *raw;            /* the probe's object: equal => unchanged */
+	/* rstream */
+	char *host, *port, *bind;
+	enum evr_xport_kind xport;
+	uint32_t size, count, iters;
+	int verify;
+	/* mckey */
+	char *group;
+	enum evr_mc_transport mc_xport;
+	int sender;
+	unsigned mc_count, mc_size;
+	double settle_s;
+	unsigned udp_port;
+};
+
+struct pconf {
+	char *listen_addr;
+	unsigned listen_port;
+	size_t nprobes;
+	struct probe_cfg *probes;
+};
+
+/* Parse FILE.  0, or -1 with one line (no newline) in err naming the file
+ * and the line or the field. */
+int pconf_load(struct pconf **out, const char *file, char *err, size_t len);
+void pconf_free(struct pconf *c);
+/* The two probe configurations are the same (nothing to restart). */
+int pconf_probe_equal(const struct probe_cfg *a, const struct probe_cfg *b);
+
+#endif

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * A probe's life: a repeating tick starts a run (an rstream client engine
+ * or an mckey engine on the daemon's loop), a timeout cancels a run that
+ * takes too long, and the engine's done() callback folds the outcome into
+ * the counters.  An engine is never freed from inside its own callback:
+ * done() arms a zero-delay reap timer that frees it from the loop.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "probe.h"
+
+const char *const probe_reason_names[R_MAX] = {
+	"refused", "timeout", "stall", "eof", "reset", "unreachable",
+	"resolve", "verify", "rejected", "nodev", "join", "error",
+};
+
+int probe_reason_applies(enum probe_type t, enum probe_reason r)
+{
+	if (t == PROBE_MCKEY)
+		return r == R_TIMEOUT || r == R_JOIN || r == R_NODEV ||
+		       r == R_ERROR;
+	return r != R_JOIN;
+}
+
+/* 25 us to 1 s: loopback TCP round trips to slow WAN paths. */
+const double probe_bucket_le[PROBE_NBUCKETS] = {
+	0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+	0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+};
+const char *const probe_bucket_str[PROBE_NBUCKETS] = {
+	"2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
+	"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
+};
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static enum probe_reason stream_reason(int err)
+{
+	switch (-err) {
+	case ECONNREFUSED:
+		return R_REFUSED;
+	case EVR_E_STALL:
+		return R_STALL;
+	case EVR_E_EOF:
+		return R_EOF;
+	case ECONNRESET:
+	case EPIPE:
+	case ECONNABORTED:
+		return R_RESET;
+	case ENETUNREACH:
+	case EHOSTUNREACH:
+	case ETIMEDOUT:
+	case EADDRNOTAVAIL:
+		return R_UNREACHABLE;
+	case EVR_E_RESOLVE:
+		return R_RESOLVE;
+	case EVR_E_VERIFY:
+		return R_VERIFY;
+	case EVR_E_REJECTED:
+		return R_REJECTED;
+	case EVR_E_NODEV:
+		return R_NODEV;
+	default:
+		return R_ERROR;
+	}
+}
+
+static void observe_latency(struct probe_stats *s, double secs)
+{
+	int i;
+
+	for (i = 0; i < PROBE_NBUCKETS; i++)
+		if (secs <= probe_bucket_le[i])
+			break;
+	s->hist[i]++;
+	s->hist_sum += secs;
+	s->hist_count++;
+}
+
+/* A run is over, well (ok) or not: count it, log a change of state. */
+static void run_over(struct probe *p, int ok)
+{
+	struct probe_stats *s = &p->st;
+	const char *name = p->cfg->name;
+
+	p->running = 0;
+	ev_timer_stop(p->evl, &p->timeout_w);
+	s->runs++;
+	s->last_duration_s = (evr_now_ns() - p->t0_ns) / 1e9;
+	s->up = ok;
+	if (ok) {
+		s->successes++;
+		s->last_success_ts = wall_now();
+		if (p->failing)
+			plog(PLOG_INFO, "probe \"%s\": recovered", name);
+		else
+			plog(PLOG_DEBUG, "probe \"%s\": ok in %.3f s", name,
+			     s->last_duration_s);
+		p->failing = 0;
+		return;
+	}
+	s->failures[p->reason]++;
+	if (!p->failing)
+		plog(PLOG_WARN, "probe \"%s\": failing (%s): %s", name,
+		     probe_reason_names[p->reason], p->why);
+	else
+		plog(PLOG_DEBUG, "probe \"%s\": failed (%s): %s", name,
+		     probe_reason_names[p->reason], p->why);
+	p->failing = 1;
+}
+
+static void reap_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct probe *p = w->data;
+
+	if (p->rs)
+		evr_stream_free(p->rs);
+	if (p->mc)
+		evr_mcast_free(p->mc);
+	p->rs = NULL;
+	p->mc = NULL;
+}
+
+static void reap_later(struct probe *p)
+{
+	ev_timer_stop(p->evl, &p->reap_w);
+	ev_timer_set(&p->reap_w, 0., 0.);
+	ev_timer_start(p->evl, &p->reap_w);
+}
+
+/* ------------------------------------------------------------ rstream */
+
+/* The one test's row: held until done() says the run as a whole went
+ * well (a close that fails after the row is still a failed run). */
+static void rs_result(void *ud, const struct evr_result *r)
+{
+	struct probe *p = ud;
+
+	p->pend_have = 1;
+	p->pend_elapsed_ns = r->elapsed_ns;
+	p->pend_iters = r->iters;
+	p->pend_bytes = r->bytes;
+	p->pend_have_lat = r->lat != NULL;
+	if (r->lat)
+		p->pend_lat = *r->lat;
+}
+
+static void rs_done(void *ud, int status, const struct evr_failure *f,
+		    int in_child)
+{
+	struct probe *p = ud;
+	struct probe_stats *s = &p->st;
+	double secs;
+
+	if (!p->running)
+		return;
+	if (!status && p->pend_have && p->pend_iters && p->pend_elapsed_ns) {
+		secs = p->pend_elapsed_ns / 1e9;
+		/* the mean round trip of one iteration of this run */
+		observe_latency(s, secs / p->pend_iters);
+		s->throughput_bps = p->pend_bytes * 8.0 / secs;
+		if (p->pend_have_lat && p->pend_lat.samples) {
+			s->have_lat = 1;
+			s->last_lat = p->pend_lat;
+			s->rtt_sum += p->pend_lat.mean_ns / 1e9 *
+				      p->pend_lat.samples;
+			s->rtt_count += p->pend_lat.samples;
+		}
+		run_over(p, 1);
+	} else {
+		if (p->timed_out) {
+			p->reason = R_TIMEOUT;
+			snprintf(p->why, sizeof(p->why),
+				 "no result within %.1f s", p->cfg->timeout_s);
+		} else if (f) {
+			p->reason = stream_reason(f->err);
+			evr_failure_str(f, p->why, sizeof(p->why));
+		} else {
+			p->reason = R_ERROR;
+			snprintf(p->why, sizeof(p->why),
+				 "the run ended without a result (status %d)",
+				 status);
+		}
+		run_over(p, 0);
+	}
+	reap_later(p);
+}
+
+static void start_rstream(struct probe *p)
+{
+	static const struct evr_stream_cbs cbs = {
+		.result = rs_result,
+		.done = rs_done,
+	};
+	const struct probe_cfg *c = p->cfg;
+	struct evr_stream_opts o;
+	struct evr_failure f;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	o.host = c->host;
+	o.bind_addr = c->bind;
+	o.port = c->port;
+	o.xport = c->xport;
+	o.io = EVR_IO_ASYNC;        /* sleep in the loop: never spin */
+	o.inline_size = 64;
+	o.custom = 1;
+	o.size = c->size;
+	o.count = c->count;
+	o.iters = c->iters;
+	o.verify = c->verify;
+	/* The watchdog checks every stall_ms / 4 and starts counting at
+	 * its first check: at half of timeout_s, a silent peer is reported
+	 * as a stall at about 5/8 of it, well before the hard timeout. */
+	o.stall_ms = (unsigned)(c->timeout_s * 500);
+	if (o.stall_ms < 10)
+		o.stall_ms = 10;
+	o.percentiles = 1;
+	p->pend_have = 0;
+	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
+	if (ret) {
+		p->rs = NULL;
+		p->reason = R_ERROR;
+		snprintf(p->why, sizeof(p->why), "cannot create the engine: %s",
+			 strerror(-ret));
+		run_over(p, 0);
+		return;
+	}
+	ret = evr_stream_start(p->rs, &f);
+	if (ret && p->running) {
+		p->reason = stream_reason(f.err);
+		evr_failure_str(&f, p->why, sizeof(p->why));
+		run_over(p, 0);
+		reap_later(p);
+	}
+}
+
+/* ------------------------------------------------------------- mckey */
+
+static void mc_joined(void *ud, const struct evr_mc_joined *j)
+{
+	struct probe *p = ud;
+	double s = j->join_ns / 1e9;
+
+	if (s > p->pend_join_s)
+		p->pend_join_s = s;
+}
+
+static void mc_failure(void *ud, const struct evr_mc_failure *f)
+{
+	struct probe *p = ud;
+
+	if (p->why[0])
+		return; /* the first says why */
+	if (f->with_errno)
+		snprintf(p->why, sizeof(p->why), "%s: %s", f->msg,
+			 strerror(f->sys_errno));
+	else if (f->detail[0])
+		snprintf(p->why, sizeof(p->why), "%s: %s", f->msg, f->detail);
+	else
+		snprintf(p->why, sizeof(p->why), "%s", f->msg);
+	if (!strcmp(f->msg, "No RDMA devices were detected"))
+		p->pend_nodev = 1;
+}
+
+static void mc_done(void *ud, int status, unsigned n,
+		    const struct evr_mc_qp_report *q)
+{
+	struct probe *p = ud;
+	struct probe_stats *s = &p->st;
+	int all_joined = n > 0, late = 0;
+	unsigned i;
+
+	if (!p->running)
+		return;
+	for (i = 0; i < n; i++) {
+		s->mc_sent += q[i].sent;
+		s->mc_received += q[i].received;
+		if (!p->cfg->sender && q[i].expected > q[i].received)
+			s->mc_lost += q[i].expected - q[i].received;
+		if (!q[i].joined)
+			all_joined = 0;
+		if (q[i].timed_out)
+			late = 1;
+	}
+	s->mc_join_s = p->pend_join_s;
+	if (!status && !p->timed_out) {
+		run_over(p, 1);
+	} else {
+		if (p->timed_out || late || status == -ETIMEDOUT)
+			p->reason = R_TIMEOUT;
+		else if (p->pend_nodev)
+			p->reason = R_NODEV;
+		else if (!all_joined)
+			p->reason = R_JOIN;
+		else
+			p->reason = R_ERROR;
+		if (p->timed_out || !p->why[0])
+			snprintf(p->why, sizeof(p->why), "%s (status %d)",
+				 p->timed_out ? "no result within timeout_s" :
+				 late ? "not complete by the deadline" :
+				 "the run failed", status);
+		run_over(p, 0);
+	}
+	reap_later(p);
+}
+
+static void start_mckey(struct probe *p)
+{
+	static const struct evr_mcast_cbs cbs = {
+		.joined = mc_joined,
+		.failure = mc_failure,
+		.done = mc_done,
+	};
+	const struct probe_cfg *c = p->cfg;
+	struct evr_mcast_opts o;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	o.transport = c->mc_xport;
+	o.group = c->group;
+	o.bind_addr = c->bind;
+	o.sender = c->sender;
+	o.nqps = 1;
+	o.count = c->mc_count;
+	o.size = c->mc_size;
+	o.port_space = RDMA_PS_UDP;
+	o.resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
+	o.join_ms = EVR_MC_DEFAULT_JOIN_MS;
+	o.settle_ms = (unsigned)(c->settle_s * 1000);
+	o.deadline_ms = (unsigned)(c->timeout_s * 1000);
+	o.udp_port = (uint16_t)c->udp_port;
+	p->pend_join_s = -1;
+	p->pend_nodev = 0;
+	ret = evr_mcast_new(&p->mc, p->loop, &o, &cbs, p);
+	if (ret) {
+		p->mc = NULL;
+		p->reason = R_ERROR;
+		snprintf(p->why, sizeof(p->why), "cannot create the engine: %s",
+			 strerror(-ret));
+		run_over(p, 0);
+		return;
+	}
+	evr_mcast_start(p->mc); /* an early failure arrives via done() */
+}
+
+/* ------------------------------------------------------------ timers */
+
+static void timeout_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct probe *p = w->data;
+
+	if (!p->running)
+		return;
+	p->timed_out = 1;
+	if (p->rs)
+		evr_stream_cancel(p->rs);
+	else if (p->mc)
+		evr_mcast_cancel(p->mc);
+}
+
+static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct probe *p = w->data;
+	double limit;
+
+	if (p->running) {
+		plog(PLOG_DEBUG, "probe \"%s\": previous run still going, "
+		     "tick skipped", p->cfg->name);
+		return;
+	}
+	/* the last engine, if its reap has not run yet */
+	ev_timer_stop(l, &p->reap_w);
+	reap_cb(l, &p->reap_w, 0);
+	p->running = 1;
+	p->timed_out = 0;
+	p->why[0] = '\0';
+	p->t0_ns = evr_now_ns();
+	limit = p->cfg->timeout_s;
+	/* mckey: the deadline covers the transfer; joining and settling
+	 * come first */
+	if (p->cfg->type == PROBE_MCKEY)
+		limit += p->cfg->settle_s + EVR_MC_DEFAULT_RESOLVE_MS / 1000.0 +
+			 2.0;
+	ev_timer_set(&p->timeout_w, limit, 0.);
+	ev_timer_start(l, &p->timeout_w);
+	if (p->cfg->type == PROBE_RSTREAM)
+		start_rstream(p);
+	else
+		start_mckey(p);
+}
+
+int probe_new(struct probe **out, struct evr_loop *loop,
+	      const struct probe_cfg *cfg)
+{
+	struct probe *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->cfg = cfg;
+	p->loop = loop;
+	p->evl = evr_loop_ev(loop);
+	p->st.mc_join_s = -1;
+	ev_timer_init(&p->tick_w, tick_cb, 0., cfg->interval_s);
+	ev_timer_init(&p->timeout_w, timeout_cb, cfg->timeout_s, 0.);
+	ev_timer_init(&p->reap_w, reap_cb, 0., 0.);
+	p->tick_w.data = p;
+	p->timeout_w.data = p;
+	p->reap_w.data = p;
+	*out = p;
+	return 0;
+}
+
+void probe_start(struct probe *p)
+{
+	ev_timer_set(&p->tick_w, 0., p->cfg->interval_s);
+	ev_timer_start(p->evl, &p->tick_w);
+}
+
+void probe_free(struct probe *p)
+{
+	if (!p)
+		return;
+	ev_timer_stop(p->evl, &p->tick_w);
+	ev_timer_stop(p->evl, &p->timeout_w);
+	ev_timer_stop(p->evl, &p->reap_w);
+	/* done() from a cancel must not count a run we are throwing away */
+	p->running = 0;
+	if (p->rs)
+		evr_stream_cancel(p->rs);
+	if (p->mc)
+		evr_mcast_cancel(p->mc);
+	reap_cb(p->evl, &p->reap_w, 0);
+	free(p);
+}

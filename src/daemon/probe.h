@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * One probe: an rstream client run or an mckey run, started every
+ * interval_s on the daemon's loop through the public engine API, bounded
+ * by timeout_s, its outcome folded into counters that /metrics renders.
+ */
+#ifndef EVR_PROBED_PROBE_H
+#define EVR_PROBED_PROBE_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "evrdma/loop.h"
+#include "evrdma/stream.h"
+#include "evrdma/mcast.h"
+#include "pconf.h"
+
+/* Why a run failed: a small fixed set, the "reason" label. */
+enum probe_reason {
+	R_REFUSED = 0,   /* connection refused */
+	R_TIMEOUT,       /* timeout_s passed (or mckey's deadline) */
+	R_STALL,         /* the engine's stall watchdog */
+	R_EOF,           /* the peer closed early */
+	R_RESET,         /* connection reset */
+	R_UNREACHABLE,   /* network/host unreachable, connect timed out */
+	R_RESOLVE,       /* name resolution */
+	R_VERIFY,        /* data verification */
+	R_REJECTED,      /* the server rejected the plan */
+	R_NODEV,         /* no RDMA device */
+	R_JOIN,          /* mckey: a QP did not join */
+	R_ERROR,         /* anything else */
+	R_MAX
+};
+
+extern const char *const probe_reason_names[R_MAX];
+/* Whether a reason can happen to a probe of this type. */
+int probe_reason_applies(enum probe_type t, enum probe_reason r);
+
+/* Latency histogram bounds, seconds (+Inf is implied). */
+#define PROBE_NBUCKETS 16
+extern const double probe_bucket_le[PROBE_NBUCKETS];
+extern const char *const probe_bucket_str[PROBE_NBUCKETS];
+
+struct probe_stats {
+	uint64_t runs, successes;
+	uint64_t failures[R_MAX];
+	double last_success_ts;     /* wall clock, s; 0 = never */
+	double last_duration_s;     /* the last finished run */
+	int up;                     /* the last run succeeded */
+	/* rstream */
+	uint64_t hist[PROBE_NBUCKETS + 1]; /* not cumulative; +Inf last */
+	double hist_sum;
+	uint64_t hist_count;
+	int have_lat;               /* last_lat is set */
+	struct evr_lat_stats last_lat;
+	double rtt_sum;             /* all iterations of all runs, s */
+	uint64_t rtt_count;
+	double throughput_bps;      /* last successful run */
+	/* mckey */
+	uint64_t mc_sent, mc_received, mc_lost;
+	double mc_join_s;           /* last run, slowest QP; -1 = none */
+};
+
+struct probe {
+	const struct probe_cfg *cfg;  /* owned by the daemon's current pconf */
+	struct evr_loop *loop;
+	struct ev_loop *evl;
+	struct probe_stats st;
+	/* a run */
+	struct evr_stream *rs;
+	struct evr_mcast *mc;
+	int running;                /* started, done() not called yet */
+	int timed_out;              /* we cancelled it at timeout_s */
+	int failing;                /* logged as failing (log on change) */
+	uint64_t t0_ns;
+	enum probe_reason reason;   /* of the run in flight */
+	char why[256];              /* its failure text */
+	/* what the run in flight has reported so far */
+	int pend_have, pend_have_lat, pend_nodev;
+	uint64_t pend_elapsed_ns, pend_bytes;
+	uint32_t pend_iters;
+	struct evr_lat_stats pend_lat;
+	double pend_join_s;
+	ev_timer tick_w, timeout_w, reap_w;
+};
+
+int probe_new(struct probe **out, struct evr_loop *loop,
+	      const struct probe_cfg *cfg);
+/* First run now, then every interval_s. */
+void probe_start(struct probe *p);
+/* Cancel a run in flight, stop every watcher, free. */
+void probe_free(struct probe *p);
+
+#endif

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * evrdma-probed's pieces that need no loop: the configuration parser (its
+ * defaults and its one-line messages) and the /metrics renderer (escaping,
+ * HELP/TYPE, cumulative buckets).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/metrics.h"
+#include "daemon/pconf.h"
+#include "daemon/probe.h"
+
+static char path[64];
+
+static void put(const char *text)
+{
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/check_probed.%ld.json",
+		 (long)getpid());
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Parse text; expect failure with an error ending in want. */
+static void bad(const char *text, const char *want)
+{
+	struct pconf *c = (struct pconf *)1;
+	char err[512], full[600];
+
+	put(text);
+	ck_assert_int_eq(pconf_load(&c, path, err, sizeof(err)), -1);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(strchr(err, '\n'));
+	snprintf(full, sizeof(full), "%s: %s", path, want);
+	ck_assert_str_eq(err, full);
+	unlink(path);
+}
+
+START_TEST(test_defaults)
+{
+	struct pconf *c;
+	char err[512];
+
+	put("{ \"probes\": [\n"
+	    " { \"name\": \"a\", \"type\": \"rstream\", \"host\": \"h\" },\n"
+	    " { \"name\": \"b\", \"type\": \"rstream\", \"host\": \"h\",\n"
+	    "   \"kind\": \"bandwidth\", \"port\": \"9000\",\n"
+	    "   \"transport\": \"tcp\", \"count\": 7 },\n"
+	    " { \"name\": \"c\", \"type\": \"mckey\", \"group\": \"g\",\n"
+	    "   \"role\": \"sender\", \"transport\": \"udp\" } ] }\n");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_str_eq(c->listen_addr, "127.0.0.1");
+	ck_assert_uint_eq(c->listen_port, 9471);
+	ck_assert_uint_eq(c->nprobes, 3);
+	ck_assert_int_eq(c->probes[0].type, PROBE_RSTREAM);
+	ck_assert_int_eq(c->probes[0].xport, EVR_XPORT_RDMA);
+	ck_assert_str_eq(c->probes[0].port, "7471");
+	ck_assert_uint_eq(c->probes[0].size, 64);
+	ck_assert_uint_eq(c->probes[0].count, 1);
+	ck_assert_uint_eq(c->probes[0].iters, 100);
+	ck_assert_double_eq(c->probes[0].interval_s, 10);
+	ck_assert_double_eq(c->probes[0].timeout_s, 5);
+	ck_assert_int_eq(c->probes[1].xport, EVR_XPORT_TCP);
+	ck_assert_str_eq(c->probes[1].port, "9000");
+	ck_assert_uint_eq(c->probes[1].size, 65536);
+	ck_assert_uint_eq(c->probes[1].count, 7);
+	ck_assert_uint_eq(c->probes[1].iters, 1);
+	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
+	ck_assert_int_eq(c->probes[2].mc_xport, EVR_MC_UDP);
+	ck_assert_int_eq(c->probes[2].sender, 1);
+	ck_assert_uint_eq(c->probes[2].mc_count, 10);
+	ck_assert_uint_eq(c->probes[2].udp_port, 7174);
+	ck_assert(!pconf_probe_equal(&c->probes[0], &c->probes[1]));
+	ck_assert(pconf_probe_equal(&c->probes[0], &c->probes[0]));
+	pconf_free(c);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	bad("{ \"probes\": [ 1 ] }", "probes[0]: must be an object");
+	bad("[]", "the top level must be an object");
+	bad("{ \"probes\": {} }", "\"probes\" must be an array");
+	bad("{ \"probes\": [ { \"type\": \"rstream\" } ] }",
+	    "probes[0]: \"name\" is required");
+	bad("{ \"probes\": [ { \"name\": \"a\\nb\", \"type\": \"rstream\" } ] }",
+	    "probes[0]: \"name\" must be a string of 1 to 64 printable "
+	    "characters");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"ping\" } ] }",
+	    "probes[0] (\"a\"): \"type\" is \"ping\", must be one of "
+	    "rstream, mckey");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"size\": 0 } ] }",
+	    "probes[0] (\"a\"): \"size\" is 0, must be 1 to 67108864");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"count\": 1.5 } ] }",
+	    "probes[0] (\"a\"): \"count\" must be an integer");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"port\": \"http\" } ] }",
+	    "probes[0] (\"a\"): \"port\" must be a port number 1 to 65535");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"mckey\","
+	    " \"group\": \"g\", \"role\": \"both\" } ] }",
+	    "probes[0] (\"a\"): \"role\" is \"both\", must be one of "
+	    "receiver, sender");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"mckey\","
+	    " \"group\": \"g\", \"host\": \"h\" } ] }",
+	    "probes[0] (\"a\"): unknown key \"host\"");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"verify\": 1 } ] }",
+	    "probes[0] (\"a\"): \"verify\" must be true or false");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"timeout_s\": 0 } ] }",
+	    "probes[0] (\"a\"): \"timeout_s\" is 0, must be 0.1 to 3600");
+	bad("{ \"listen_address\": \"\" }",
+	    "\"listen_address\" must not be empty");
+}
+END_TEST
+
+START_TEST(test_syntax_error_line)
+{
+	struct pconf *c;
+	char err[512], want[128];
+
+	put("{\n  \"probes\": [\n    { \"name\": \"a\" ,, }\n  ]\n}\n");
+	ck_assert_int_eq(pconf_load(&c, path, err, sizeof(err)), -1);
+	unlink(path);
+	snprintf(want, sizeof(want), "%s:3:", path);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "%s", err);
+}
+END_TEST
+
+START_TEST(test_escape)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	metrics_escape(f, "a\\b\"c\nd");
+	fclose(f);
+	ck_assert_str_eq(buf, "a\\\\b\\\"c\\nd");
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_render)
+{
+	struct probe_cfg cfg = { .name = (char *)"x\"y", .type = PROBE_RSTREAM };
+	struct probe p, *pp = &p;
+	struct metrics_daemon d = { .version = "1.2", .reloads = 3 };
+	char *buf, *line, *save;
+	size_t len;
+	uint64_t last = 0;
+	int buckets = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.cfg = &cfg;
+	p.st.runs = 5;
+	p.st.successes = 4;
+	p.st.failures[R_REFUSED] = 1;
+	p.st.hist[1] = 1;
+	p.st.hist[5] = 2;
+	p.st.hist[PROBE_NBUCKETS] = 1;
+	p.st.hist_count = 4;
+	ck_assert_int_eq(metrics_render(&buf, &len, &pp, 1, &d), 0);
+	ck_assert_uint_eq(strlen(buf), len);
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_probe_runs_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_runs_total{probe=\"x\\\"y\"} 5\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_failures_total{probe=\"x\\\"y\",reason=\"refused\"} 1\n"));
+	ck_assert_ptr_null(strstr(buf, "reason=\"join\""));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probed_config_reloads_total 3\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probed_build_info{version=\"1.2\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "le=\"+Inf\"} 4\n"));
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		uint64_t v;
+
+		if (strncmp(line, "evrdma_rstream_latency_seconds_bucket", 37))
+			continue;
+		v = strtoull(strrchr(line, ' ') + 1, NULL, 10);
+		ck_assert_uint_ge(v, last);
+		last = v;
+		buckets++;
+	}
+	ck_assert_int_eq(buckets, PROBE_NBUCKETS + 1);
+	ck_assert_uint_eq(last, 4);
+	free(buf);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("probed");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_syntax_error_line);
+	tcase_add_test(tc, test_escape);
+	tcase_add_test(tc, test_render);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,711 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# evrdma-probed end to end, on 127.0.0.1: --check-config on good and bad
+# files; the daemon probing an rstream -T s server every 0.5 s; /metrics
+# scraped and parsed (HELP/TYPE, counters growing, cumulative histogram
+# buckets, _count == runs); the server killed (failures with
+# reason="refused" grow while /metrics keeps answering at once); SIGHUP
+# with a probe added and one removed; a broken file on SIGHUP (the old
+# configuration stays); the HTTP port in use; no CPU when idle; SIGTERM
+# exits 0 within a second; one scrape cycle under valgrind; and, as root,
+# an mckey UDP sender and receiver probe pair inside a network namespace.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+PROBED=${PROBED:-}
+if [ -z "$PROBED" ] || [ ! -x "$PROBED" ]; then
+	echo "daemon: PROBED is not set to an executable evrdma-probed" >&2
+	exit 99
+fi
+command -v curl >/dev/null || e2e_skip_all "curl is not installed"
+T=$E2E_TMP
+R=$RSTREAM
+H=127.0.0.1
+
+# ------------------------------------------------------------ helpers
+
+# scrape NAME PORT: GET /metrics into $T/NAME.txt; HTTP code, content
+# type and time in $T/NAME.meta; bounded at 2 s
+scrape() {
+	curl -s --max-time 2 -o "$T/$1.txt" \
+		-w '%{http_code}|%{content_type}|%{time_total}\n' \
+		"http://$H:$2/metrics" >"$T/$1.meta" 2>/dev/null
+}
+
+# val FILE SERIES: the value of one sample (SERIES exactly, labels and
+# all), or "" when absent
+val() {
+	awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"
+}
+
+num_ge() { # DESC A B: A >= B, numbers (A may be "")
+	if [ -n "$2" ] && awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then
+		ok "$1 ($2 >= $3)"
+	else
+		not_ok "$1" "'$2' is not >= $3"
+	fi
+}
+
+num_gt() { # DESC A B
+	if [ -n "$2" ] && [ -n "$3" ] &&
+		awk -v a="$2" -v b="$3" 'BEGIN { exit !(a > b) }'; then
+		ok "$1 ($2 > $3)"
+	else
+		not_ok "$1" "'$2' is not > '$3'"
+	fi
+}
+
+# The exposition format, line by line: comments are HELP or TYPE with a
+# known type; every sample has a valid name, well-formed labels and a
+# number; each family has HELP and TYPE once, before its samples.
+check_format() { # DESC FILE
+	local out
+	out=$(awk '
+	function fam(n) {
+		sub(/(_bucket|_sum|_count)$/, "", n)
+		return n
+	}
+	/^# HELP / { help[$3]++; next }
+	/^# TYPE / {
+		type[$3]++
+		if ($4 !~ /^(counter|gauge|histogram|summary|untyped)$/)
+			print "bad type: " $0
+		next
+	}
+	/^#/ { print "stray comment: " $0; next }
+	{
+		if ($0 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? [-+0-9.eEInfa]+$/)
+			print "bad sample: " $0
+		n = $0; sub(/[{ ].*/, "", n)
+		if (!(n in type) && !(fam(n) in type))
+			print "no TYPE before: " $0
+		if (!(n in help) && !(fam(n) in help))
+			print "no HELP before: " $0
+	}
+	END {
+		for (t in type) {
+			if (type[t] != 1) print "TYPE x" type[t] ": " t
+			if (help[t] != 1) print "HELP x" help[t] ": " t
+		}
+	}' "$2")
+	if [ -z "$out" ]; then
+		ok "$1"
+	else
+		not_ok "$1" "$(echo "$out" | head -5)"
+	fi
+}
+
+# The histogram of PROBE in FILE: buckets non-decreasing in le order,
+# +Inf == _count.  Prints the count.
+check_hist() { # DESC FILE PROBE
+	local out
+	out=$(awk -v p="probe=\"$3\"" '
+	index($0, "evrdma_rstream_latency_seconds_bucket{" p ",") == 1 {
+		v = $NF + 0
+		if (n && v < last) bad = bad " " $0
+		last = v; n++
+		if ($0 ~ /le="\+Inf"/) inf = v
+	}
+	index($0, "evrdma_rstream_latency_seconds_count{" p "}") == 1 { c = $NF + 0 }
+	END {
+		if (bad != "") print "not cumulative:" bad
+		else if (n != 17) print "buckets: " n
+		else if (inf != c) print "+Inf " inf " != _count " c
+		else print "ok " c
+	}' "$2")
+	case $out in
+	ok\ *) ok "$1 (16 buckets + +Inf, cumulative, _count ${out#ok })" ;;
+	*) not_ok "$1" "$out" ;;
+	esac
+}
+
+meta_ok() { # DESC NAME: 200 and the 0.0.4 content type
+	local m
+	m=$(cat "$T/$2.meta" 2>/dev/null)
+	case $m in
+	"200|text/plain; version=0.0.4"*) ok "$1" ;;
+	*) not_ok "$1" "curl: '$m'" ;;
+	esac
+}
+
+cpu_ticks() { # PID: utime + stime in clock ticks
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# ------------------------------------------------------------ configs
+
+# e2e_port in this shell, not in $(...): it remembers the ports it gave
+port() { # VAR
+	e2e_port >"$T/port" || exit 1
+	printf -v "$1" '%s' "$(cat "$T/port")"
+}
+port SP            # the rstream server
+port HP            # the daemon's HTTP
+port DEAD          # nothing listens here
+port SILENT        # accepts and never answers
+
+probe_json() { # NAME PORT [INTERVAL]
+	printf '{ "name": "%s", "type": "rstream", "host": "%s", "port": %s, "transport": "tcp", "size": 1000, "count": 1, "iters": 20, "interval_s": %s, "timeout_s": 2 }' \
+		"$1" "$H" "$2" "${3:-0.5}"
+}
+
+cat >"$T/c1.json" <<JSON
+{
+  "listen_address": "$H",
+  "listen_port": $HP,
+  "probes": [
+    $(probe_json lo "$SP"),
+    $(probe_json gone "$SP")
+  ]
+}
+JSON
+cat >"$T/c2.json" <<JSON
+{
+  "listen_address": "$H",
+  "listen_port": $HP,
+  "probes": [
+    $(probe_json lo "$SP"),
+    $(probe_json added "$DEAD" 1),
+    { "name": "silent", "type": "rstream", "host": "$H", "port": $SILENT,
+      "transport": "tcp", "kind": "latency", "interval_s": 1, "timeout_s": 0.4 }
+  ]
+}
+JSON
+
+# ------------------------------------------------------ --check-config
+
+run_cmd cc_good 10 "$PROBED" --check-config -c "$T/c1.json"
+assert_exit "--check-config: a good file" 0 "$RC" "$T/cc_good.err"
+assert_match "--check-config: says ok and how many probes" \
+	'c1\.json: ok, 2 probes, HTTP on 127\.0\.0\.1 port' "$T/cc_good.out"
+run_cmd cc_example 10 "$PROBED" --check-config \
+	-c "${E2E_SRCDIR:-$(dirname "$0")/../..}/contrib/evrdma-probed.conf"
+assert_exit "--check-config: contrib/evrdma-probed.conf" 0 "$RC" \
+	"$T/cc_example.err"
+
+# bad_conf NAME ERE TEXT: the file holds TEXT; exit 1, one line naming it
+bad_conf() {
+	local n=$1 re=$2
+	printf '%s\n' "$3" >"$T/$n.json"
+	run_cmd "$n" 10 "$PROBED" --check-config -c "$T/$n.json"
+	assert_exit "--check-config $n: rejected" 1 "$RC" "$T/$n.err"
+	assert_lines "--check-config $n: one line on stderr" 1 "$T/$n.err"
+	assert_match "--check-config $n: names the problem" "$re" "$T/$n.err"
+	assert_empty "--check-config $n: nothing on stdout" "$T/$n.out"
+}
+bad_conf syntax '^evrdma-probed: .*/syntax\.json:3:[0-9]+: ' '{
+  "listen_port": 9471,
+  "probes": [ { "name": "x" ,, } ]
+}'
+bad_conf unknown_key 'probes\[0\] \("x"\): unknown key "intervall_s"' '{
+  "probes": [ { "name": "x", "type": "rstream", "host": "h",
+                "intervall_s": 1 } ]
+}'
+bad_conf bad_transport 'probes\[0\] \("x"\): "transport" is "udp", must be one of tcp, rdma' '{
+  "probes": [ { "name": "x", "type": "rstream", "host": "h",
+                "transport": "udp" } ]
+}'
+bad_conf bad_interval 'probes\[0\] \("x"\): "interval_s" is -1, must be' '{
+  "probes": [ { "name": "x", "type": "rstream", "host": "h",
+                "interval_s": -1 } ]
+}'
+bad_conf no_host 'probes\[0\] \("x"\): "host" is required' '{
+  "probes": [ { "name": "x", "type": "rstream" } ]
+}'
+bad_conf dup_name 'probes\[1\] \("x"\): "name" is already used by probes\[0\]' '{
+  "probes": [ { "name": "x", "type": "rstream", "host": "h" },
+              { "name": "x", "type": "mckey", "group": "239.1.1.1" } ]
+}'
+bad_conf bad_port '"listen_port" must be a port number 1 to 65535' '{
+  "listen_port": 70000
+}'
+bad_conf top_key 'unknown key "listen"' '{ "listen": "127.0.0.1:1" }'
+bad_conf dup_key '^evrdma-probed: .*/dup_key\.json:1:[0-9]+: duplicate object key' \
+	'{ "listen_port": 1, "listen_port": 2 }'
+run_cmd cc_missing 10 "$PROBED" --check-config -c "$T/nonexistent.json"
+assert_exit "--check-config: a missing file" 1 "$RC" "$T/cc_missing.err"
+assert_match "--check-config: a missing file is named" \
+	'nonexistent\.json: unable to open .*No such file' "$T/cc_missing.err"
+run_cmd help 10 "$PROBED" --help
+assert_exit "--help" 0 "$RC" "$T/help.err"
+assert_match "--help: the usage" '^usage: evrdma-probed ' "$T/help.out"
+run_cmd version 10 "$PROBED" --version
+assert_exit "--version" 0 "$RC" "$T/version.err"
+assert_match "--version" '^evrdma-probed \(evrdma\) [0-9]' "$T/version.out"
+run_cmd noval 10 "$PROBED" -c
+assert_exit "-c without a file" 1 "$RC" "$T/noval.err"
+assert_lines "-c without a file: one line" 1 "$T/noval.err"
+run_cmd badopt 10 "$PROBED" --bogus
+assert_exit "an unknown option" 1 "$RC" "$T/badopt.err"
+assert_lines "an unknown option: one line" 1 "$T/badopt.err"
+
+# ------------------------------------------------------- probing a server
+
+if ! start_server srv "$SP" "$R" -T s -T a -p "$SP"; then
+	# --------------------------------------- mckey UDP probes in a netns
+
+# A receiver and a sender probe on the namespace's lo, every second, and
+# a second receiver that expects more than is sent: it fails with
+# reason="timeout" and counts the shortfall as lost.
+NS=evpd-$$
+if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
+	trap 'ip netns del "$NS" 2>/dev/null; e2e_cleanup' EXIT
+	NX=(ip netns exec "$NS")
+	X=$(( $$ % 200 + 20 ))
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link set lo multicast on
+	ip -n "$NS" addr add "10.$X.7.1/24" dev lo
+	ip -n "$NS" route add 224.0.0.0/4 dev lo
+	mc() { # NAME ROLE COUNT TIMEOUT
+		printf '{ "name": "%s", "type": "mckey", "group": "239.%s.7.1", "bind": "10.%s.7.1", "transport": "udp", "role": "%s", "count": %s, "size": 64, "settle_s": 0.3, "interval_s": 1, "timeout_s": %s, "udp_port": 17401 }' \
+			"$1" "$X" "$X" "$2" "$3" "$4"
+	}
+	printf '{ "listen_port": 9471, "probes": [ %s, %s, %s ] }\n' \
+		"$(mc mrx receiver 5 2)" "$(mc mshort receiver 10 0.5)" \
+		"$(mc mtx sender 5 2)" >"$T/mc.json"
+	bg_start mcd 60 "${NX[@]}" "$PROBED" -c "$T/mc.json"
+	sleep 3.6
+	"${NX[@]}" curl -s --max-time 2 -o "$T/mc1.txt" \
+		-w '%{http_code}|%{content_type}|%{time_total}\n' \
+		http://127.0.0.1:9471/metrics >"$T/mc1.meta" 2>/dev/null
+	meta_ok "mckey netns: /metrics" mc1
+	check_format "mckey netns: the exposition format" "$T/mc1.txt"
+	runs=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mrx"}')
+	num_ge "mckey netns: receiver runs (4 on a quiet host)" "$runs" 2
+	assert_eq "mckey netns: receiver never failed" 0 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mrx",' "$T/mc1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	assert_eq "mckey netns: 5 received per receiver run" "$((runs * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_received_total{probe="mrx"}')"
+	assert_eq "mckey netns: nothing lost" 0 \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mrx"}')"
+	num_ge "mckey netns: sender sent" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_sent_total{probe="mtx"}')" 10
+	num_ge "mckey netns: join latency gauge set" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_join_latency_seconds{probe="mrx"}')" 0
+	sruns=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mshort"}')
+	num_ge "mckey netns: short receiver runs (3 on a quiet host)" "$sruns" 2
+	assert_eq "mckey netns: short receiver fails by timeout every run" "$sruns" \
+		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mshort",reason="timeout"}')"
+	assert_eq "mckey netns: short receiver lost 5 a run" "$((sruns * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mshort"}')"
+	assert_eq "mckey netns: no failures_total{reason=refused} for mckey" "" \
+		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mrx",reason="refused"}')"
+	bg_stop mcd 5
+	assert_exit "mckey netns: SIGTERM exits 0" 0 "$RC" "$T/mcd.err"
+	assert_le "mckey netns: gone within a second" "$ELAPSED_MS" 1000
+	ip netns del "$NS"
+else
+	skip "mckey UDP probes: needs root to create a network namespace"
+fi
+
+e2e_done
+fi
+bg_start probed 120 "$PROBED" -c "$T/c1.json"
+if ! wait_listen "$HP" 5 probed; then
+	not_ok "the daemon listens on $HP"
+	dump "$T/probed.err"
+	# --------------------------------------- mckey UDP probes in a netns
+
+# A receiver and a sender probe on the namespace's lo, every second, and
+# a second receiver that expects more than is sent: it fails with
+# reason="timeout" and counts the shortfall as lost.
+NS=evpd-$$
+if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
+	trap 'ip netns del "$NS" 2>/dev/null; e2e_cleanup' EXIT
+	NX=(ip netns exec "$NS")
+	X=$(( $$ % 200 + 20 ))
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link set lo multicast on
+	ip -n "$NS" addr add "10.$X.7.1/24" dev lo
+	ip -n "$NS" route add 224.0.0.0/4 dev lo
+	mc() { # NAME ROLE COUNT TIMEOUT
+		printf '{ "name": "%s", "type": "mckey", "group": "239.%s.7.1", "bind": "10.%s.7.1", "transport": "udp", "role": "%s", "count": %s, "size": 64, "settle_s": 0.3, "interval_s": 1, "timeout_s": %s, "udp_port": 17401 }' \
+			"$1" "$X" "$X" "$2" "$3" "$4"
+	}
+	printf '{ "listen_port": 9471, "probes": [ %s, %s, %s ] }\n' \
+		"$(mc mrx receiver 5 2)" "$(mc mshort receiver 10 0.5)" \
+		"$(mc mtx sender 5 2)" >"$T/mc.json"
+	bg_start mcd 60 "${NX[@]}" "$PROBED" -c "$T/mc.json"
+	sleep 3.6
+	"${NX[@]}" curl -s --max-time 2 -o "$T/mc1.txt" \
+		-w '%{http_code}|%{content_type}|%{time_total}\n' \
+		http://127.0.0.1:9471/metrics >"$T/mc1.meta" 2>/dev/null
+	meta_ok "mckey netns: /metrics" mc1
+	check_format "mckey netns: the exposition format" "$T/mc1.txt"
+	runs=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mrx"}')
+	num_ge "mckey netns: receiver runs (4 on a quiet host)" "$runs" 2
+	assert_eq "mckey netns: receiver never failed" 0 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mrx",' "$T/mc1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	assert_eq "mckey netns: 5 received per receiver run" "$((runs * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_received_total{probe="mrx"}')"
+	assert_eq "mckey netns: nothing lost" 0 \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mrx"}')"
+	num_ge "mckey netns: sender sent" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_sent_total{probe="mtx"}')" 10
+	num_ge "mckey netns: join latency gauge set" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_join_latency_seconds{probe="mrx"}')" 0
+	sruns=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mshort"}')
+	num_ge "mckey netns: short receiver runs (3 on a quiet host)" "$sruns" 2
+	assert_eq "mckey netns: short receiver fails by timeout every run" "$sruns" \
+		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mshort",reason="timeout"}')"
+	assert_eq "mckey netns: short receiver lost 5 a run" "$((sruns * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mshort"}')"
+	assert_eq "mckey netns: no failures_total{reason=refused} for mckey" "" \
+		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mrx",reason="refused"}')"
+	bg_stop mcd 5
+	assert_exit "mckey netns: SIGTERM exits 0" 0 "$RC" "$T/mcd.err"
+	assert_le "mckey netns: gone within a second" "$ELAPSED_MS" 1000
+	ip netns del "$NS"
+else
+	skip "mckey UDP probes: needs root to create a network namespace"
+fi
+
+e2e_done
+fi
+DPID=$(bg_child_pid probed)
+sleep 1.6
+scrape m1 "$HP"
+sleep 1.1
+scrape m2 "$HP"
+meta_ok "GET /metrics: 200 with text/plain; version=0.0.4" m1
+check_format "/metrics: the exposition format, HELP and TYPE per family" "$T/m1.txt"
+for fam in evrdma_probe_runs_total evrdma_probe_failures_total \
+	evrdma_probe_last_success_timestamp_seconds evrdma_probe_duration_seconds \
+	evrdma_rstream_latency_seconds evrdma_rstream_rtt_seconds \
+	evrdma_rstream_throughput_bits_per_second evrdma_mckey_received_total \
+	evrdma_mckey_lost_total evrdma_mckey_join_latency_seconds \
+	evrdma_probed_build_info evrdma_probed_config_reloads_total; do
+	if grep -q "^# TYPE $fam " "$T/m1.txt" && grep -q "^# HELP $fam " "$T/m1.txt"; then
+		ok "family $fam: HELP and TYPE"
+	else
+		not_ok "family $fam: HELP and TYPE"
+	fi
+done
+r1=$(val "$T/m1.txt" 'evrdma_probe_runs_total{probe="lo"}')
+r2=$(val "$T/m2.txt" 'evrdma_probe_runs_total{probe="lo"}')
+num_ge "runs after 1.6 s at 0.5 s intervals (4 on a quiet host)" "$r1" 2
+num_gt "runs_total grows between scrapes" "$r2" "$r1"
+fails=$(grep -E '^evrdma_probe_failures_total\{probe="lo",' "$T/m2.txt" | awk '{ s += $NF } END { print s + 0 }')
+assert_eq "no failures against a live server" 0 "$fails"
+assert_eq "one failures_total series per reason" 11 \
+	"$(grep -c '^evrdma_probe_failures_total{probe="lo",' "$T/m2.txt")"
+assert_eq "probe up" 1 "$(val "$T/m2.txt" 'evrdma_probe_up{probe="lo"}')"
+check_hist "histogram" "$T/m2.txt" lo
+hc=$(val "$T/m2.txt" 'evrdma_rstream_latency_seconds_count{probe="lo"}')
+r2b=$(val "$T/m2.txt" 'evrdma_probe_runs_total{probe="lo"}')
+assert_eq "histogram _count == runs_total (no failures)" "$r2b" "$hc"
+assert_eq "summary: one sample per iteration (20 per run)" "$((r2b * 20))" \
+	"$(val "$T/m2.txt" 'evrdma_rstream_rtt_seconds_count{probe="lo"}')"
+num_gt "summary: p50 round trip > 0" \
+	"$(val "$T/m2.txt" 'evrdma_rstream_rtt_seconds{probe="lo",quantile="0.5"}')" 0
+num_gt "throughput gauge > 0" \
+	"$(val "$T/m2.txt" 'evrdma_rstream_throughput_bits_per_second{probe="lo"}')" 0
+now=$(date +%s)
+num_ge "last success is recent" \
+	"$(val "$T/m2.txt" 'evrdma_probe_last_success_timestamp_seconds{probe="lo"}')" $((now - 3))
+assert_eq "config_reloads_total starts at 0" 0 \
+	"$(val "$T/m2.txt" evrdma_probed_config_reloads_total)"
+assert_match "build_info carries the version" \
+	'^evrdma_probed_build_info\{version="[0-9][^"]*"\} 1$' "$T/m2.txt"
+code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://$H:$HP/nope")
+assert_eq "an unknown path: 404" 404 "$code"
+code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' -X POST "http://$H:$HP/metrics")
+assert_eq "POST: 405" 405 "$code"
+
+# ----------------------------------------------- the HTTP port is taken
+
+run_cmd inuse 10 "$PROBED" -c "$T/c1.json"
+assert_exit "a second daemon on the same port" 2 "$RC" "$T/inuse.err"
+assert_lines "port in use: one line" 1 "$T/inuse.err"
+assert_match "port in use: says so" \
+	"^evrdma-probed: error: cannot listen on 127\\.0\\.0\\.1:$HP: Address already in use$" \
+	"$T/inuse.err"
+
+# ------------------------------------------------- the server goes away
+
+bg_stop srv 5
+sleep 1.2
+scrape m3 "$HP"
+sleep 1.1
+scrape m4 "$HP"
+meta_ok "/metrics answers with the target down" m4
+f3=$(val "$T/m3.txt" 'evrdma_probe_failures_total{probe="lo",reason="refused"}')
+f4=$(val "$T/m4.txt" 'evrdma_probe_failures_total{probe="lo",reason="refused"}')
+num_ge "failures{reason=refused} after the server died" "$f3" 1
+num_gt "failures{reason=refused} grows" "$f4" "$f3"
+assert_eq "probe down" 0 "$(val "$T/m4.txt" 'evrdma_probe_up{probe="lo"}')"
+t=$(cut -d'|' -f3 "$T/m4.meta")
+num_ge "scrape answered within 0.5 s" 0.5 "$t"
+assert_match "the daemon logged the failure once, with its reason" \
+	'^evrdma-probed: warning: probe "lo": failing \(refused\): ' "$T/probed.err"
+assert_lines "... and once only" 1 "$T/probed.err" 'probe "lo": failing'
+
+# ------------------------------------------------------------- SIGHUP
+
+# the server back, so that the kept probe recovers
+start_server srv2 "$SP" "$R" -T s -T a -p "$SP"
+# a peer that accepts and never answers: the "silent" probe stalls
+start_server silent "$SILENT" python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])
+' "$SILENT"
+cp "$T/c2.json" "$T/c1.json"
+lo_before=$(val "$T/m4.txt" 'evrdma_probe_runs_total{probe="lo"}')
+kill -HUP "$DPID"
+sleep 1.3
+scrape m5 "$HP"
+assert_eq "SIGHUP: config_reloads_total 1" 1 \
+	"$(val "$T/m5.txt" evrdma_probed_config_reloads_total)"
+assert_eq "SIGHUP: the removed probe is gone" "" \
+	"$(val "$T/m5.txt" 'evrdma_probe_runs_total{probe="gone"}')"
+num_ge "SIGHUP: the added probe runs" \
+	"$(val "$T/m5.txt" 'evrdma_probe_runs_total{probe="added"}')" 1
+num_ge "SIGHUP: the added probe fails, refused" \
+	"$(val "$T/m5.txt" 'evrdma_probe_failures_total{probe="added",reason="refused"}')" 1
+num_gt "SIGHUP: the unchanged probe kept its counters" \
+	"$(val "$T/m5.txt" 'evrdma_probe_runs_total{probe="lo"}')" "$lo_before"
+num_ge "SIGHUP: ... and its failures" \
+	"$(val "$T/m5.txt" 'evrdma_probe_failures_total{probe="lo",reason="refused"}')" "$f4"
+assert_eq "SIGHUP: the kept probe recovered" 1 \
+	"$(val "$T/m5.txt" 'evrdma_probe_up{probe="lo"}')"
+num_ge "SIGHUP: a silent peer: failures{reason=stall}" \
+	"$(val "$T/m5.txt" 'evrdma_probe_failures_total{probe="silent",reason="stall"}')" 1
+d=$(val "$T/m5.txt" 'evrdma_probe_duration_seconds{probe="silent"}')
+num_ge "a stalled run lasted half its timeout_s (0.4 s) or more" "$d" 0.2
+num_ge "... and not much longer" 1.0 "$d"
+assert_match "SIGHUP: logged" 'configuration .*: 3 probes \(2 added, 1 removed, 1 unchanged\)' \
+	"$T/probed.err"
+assert_match "SIGHUP: the kept probe's recovery logged" \
+	'^evrdma-probed: info: probe "lo": recovered$' "$T/probed.err"
+
+# a broken file: rejected, the running configuration stays
+printf '{ "probes": [ { "name": "x", "type": "rstream" } ] }\n' >"$T/c1.json"
+kill -HUP "$DPID"
+sleep 0.6
+scrape m6 "$HP"
+assert_eq "broken SIGHUP: reloads_total stays 1" 1 \
+	"$(val "$T/m6.txt" evrdma_probed_config_reloads_total)"
+assert_eq "broken SIGHUP: reload_failures_total 1" 1 \
+	"$(val "$T/m6.txt" evrdma_probed_config_reload_failures_total)"
+assert_eq "broken SIGHUP: last_reload_successful 0" 0 \
+	"$(val "$T/m6.txt" evrdma_probed_config_last_reload_successful)"
+num_ge "broken SIGHUP: the probes go on" \
+	"$(val "$T/m6.txt" 'evrdma_probe_runs_total{probe="added"}')" 1
+assert_match "broken SIGHUP: one error line naming the file and field" \
+	'^evrdma-probed: error: reload rejected, the running configuration stays: .*c1\.json: probes\[0\] \("x"\): "host" is required$' \
+	"$T/probed.err"
+
+# ------------------------------------------------------------ SIGTERM
+
+bg_stop probed 5
+assert_exit "SIGTERM: exit 0" 0 "$RC" "$T/probed.err"
+assert_le "SIGTERM: gone within a second" "$ELAPSED_MS" 1000
+assert_match "SIGTERM: logged" '^evrdma-probed: info: SIGTERM: stopping$' "$T/probed.err"
+assert_no_match "no crash or assertion in the log" 'Assertion|Segmentation|AddressSanitizer' "$T/probed.err"
+
+# ------------------------------- a run in flight across SIGHUP, SIGTERM
+
+# "held" stalls against the silent peer (watchdog at about 1.9 s, hard
+# timeout_s 3 s).  A
+# SIGHUP half-way that leaves it unchanged must not cancel or restart it;
+# one that changes it replaces it; SIGTERM while a run is in flight still
+# exits 0 at once.
+port HP4
+held() { # TIMEOUT
+	printf '{ "name": "held", "type": "rstream", "host": "%s", "port": %s, "transport": "tcp", "interval_s": 30, "timeout_s": %s }' \
+		"$H" "$SILENT" "$1"
+}
+printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
+	"$H" "$HP4" "$(held 3)" >"$T/held.json"
+bg_start hd 60 "$PROBED" -c "$T/held.json"
+if wait_listen "$HP4" 5 hd; then
+	HPID=$(bg_child_pid hd)
+	sleep 0.5
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s, %s ] }\n' \
+		"$H" "$HP4" "$(held 3)" "$(probe_json other "$SP" 5)" >"$T/held.json"
+	kill -HUP "$HPID"
+	sleep 0.3
+	scrape h0 "$HP4"
+	assert_eq "in flight across SIGHUP: not finished at 0.8 s" 0 \
+		"$(val "$T/h0.txt" 'evrdma_probe_runs_total{probe="held"}')"
+	sleep 2.4
+	scrape h1 "$HP4"
+	assert_eq "in flight across SIGHUP: the one run finished" 1 \
+		"$(val "$T/h1.txt" 'evrdma_probe_runs_total{probe="held"}')"
+	# the watchdog (half of timeout_s, checked every eighth) or the hard
+	# timeout_s, whichever the loop serves first on a loaded host
+	assert_eq "in flight across SIGHUP: ... by its stall or timeout, uncancelled" 1 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="held",reason="(stall|timeout)"\}' "$T/h1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	assert_lines "in flight across SIGHUP: started once" 1 "$T/hd.err" 'probe "held": started'
+	assert_match "in flight across SIGHUP: kept" '2 probes \(1 added, 0 removed, 1 unchanged\)' "$T/hd.err"
+	# changed: replaced, its counters start afresh, its new run starts
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
+		"$H" "$HP4" "$(held 6)" >"$T/held.json"
+	kill -HUP "$HPID"
+	sleep 0.4
+	scrape h2 "$HP4"
+	assert_eq "changed probe: counters start afresh" 0 \
+		"$(val "$T/h2.txt" 'evrdma_probe_runs_total{probe="held"}')"
+	assert_match "changed probe: replaced" '1 probes \(1 added, 2 removed, 0 unchanged\)' "$T/hd.err"
+	bg_stop hd 5
+	assert_exit "SIGTERM with a run in flight: exit 0" 0 "$RC" "$T/hd.err"
+	assert_le "SIGTERM with a run in flight: within a second" "$ELAPSED_MS" 1000
+else
+	not_ok "held daemon listens"
+	dump "$T/hd.err"
+fi
+
+# --------------------------------------------------- idle: no CPU at all
+
+port HP2
+printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
+	"$H" "$HP2" "$(probe_json slow "$SP" 60)" >"$T/idle.json"
+# --syslog as well: stderr keeps its lines (whether a syslog daemon is
+# there or not)
+bg_start idle 60 "$PROBED" --syslog -c "$T/idle.json"
+if wait_listen "$HP2" 5 idle; then
+	IPID=$(bg_child_pid idle)
+	# a client that connects and says nothing, held open meanwhile
+	bg_start mute 20 python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(6)
+' "$HP2"
+	sleep 0.5
+	scrape i1 "$HP2"
+	meta_ok "idle: /metrics answers while a mute client holds a connection" i1
+	c0=$(cpu_ticks "$IPID")
+	sleep 3
+	c1=$(cpu_ticks "$IPID")
+	assert_le "idle for 3 s (one mute connection open): at most 2 clock ticks of CPU" "$((c1 - c0))" 2
+	bg_kill mute
+	bg_stop idle 5 INT
+	assert_exit "idle daemon: SIGINT exits 0" 0 "$RC" "$T/idle.err"
+	assert_le "SIGINT: gone within a second" "$ELAPSED_MS" 1000
+	assert_match "SIGINT: logged" '^evrdma-probed: info: SIGINT: stopping$' "$T/idle.err"
+else
+	not_ok "idle daemon listens"
+	dump "$T/idle.err"
+fi
+
+# ------------------------------------------------------------ valgrind
+
+if command -v valgrind >/dev/null; then
+	port HP3
+	# and, only where there is no RDMA device (nothing may leave the
+	# host), the RDMA transports, which then fail at once with nodev
+	NODEV=0
+	[ -z "$(ls /sys/class/infiniband 2>/dev/null)" ] && NODEV=1
+	RDMA_PROBES=
+	[ "$NODEV" = 1 ] && RDMA_PROBES=',
+	  { "name": "vgrdma", "type": "rstream", "host": "127.0.0.1", "port": 1, "interval_s": 0.5, "timeout_s": 1 },
+	  { "name": "vgmc", "type": "mckey", "group": "239.1.1.1", "interval_s": 0.5, "timeout_s": 1, "settle_s": 0 }'
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s, %s %s ] }\n' \
+		"$H" "$HP3" "$(probe_json vg "$SP")" "$(probe_json vgdead "$DEAD")" \
+		"$RDMA_PROBES" >"$T/vg.json"
+	bg_start vg 120 valgrind --quiet --leak-check=full \
+		--show-leak-kinds=definite,indirect,possible \
+		--errors-for-leak-kinds=definite,indirect,possible \
+		--error-exitcode=99 "$PROBED" -c "$T/vg.json"
+	if wait_listen "$HP3" 30 vg; then
+		sleep 2
+		scrape v1 "$HP3"
+		meta_ok "under valgrind: /metrics" v1
+		num_ge "under valgrind: the live probe succeeded" \
+			"$(val "$T/v1.txt" 'evrdma_probe_up{probe="vg"}')" 1
+		if [ "$NODEV" = 1 ]; then
+			num_ge "no RDMA device: rstream probe fails with reason=nodev" \
+				"$(val "$T/v1.txt" 'evrdma_probe_failures_total{probe="vgrdma",reason="nodev"}')" 1
+			num_ge "no RDMA device: mckey probe fails with reason=nodev" \
+				"$(val "$T/v1.txt" 'evrdma_probe_failures_total{probe="vgmc",reason="nodev"}')" 1
+		fi
+		printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
+			"$H" "$HP3" "$(probe_json vgnew "$SP")" >"$T/vg.json"
+		kill -HUP "$(bg_child_pid vg)"
+		sleep 1
+		printf '{ "probes": 1 }\n' >"$T/vg.json"
+		kill -HUP "$(bg_child_pid vg)"
+		sleep 0.5
+		scrape v2 "$HP3"
+		assert_eq "under valgrind: reloaded once" 1 \
+			"$(val "$T/v2.txt" evrdma_probed_config_reloads_total)"
+		bg_stop vg 30
+		assert_exit "under valgrind: SIGTERM exits 0" 0 "$RC" "$T/vg.err"
+		if grep -q '^==[0-9]*==' "$T/vg.err"; then
+			not_ok "under valgrind: no errors, no leaks"
+			grep '^==' "$T/vg.err" | head -30 | sed 's/^/#   /'
+		else
+			ok "under valgrind: no errors, no leaks"
+		fi
+	else
+		not_ok "daemon under valgrind listens"
+		dump "$T/vg.err"
+	fi
+else
+	skip "valgrind is not installed"
+fi
+
+# --------------------------------------- mckey UDP probes in a netns
+
+# A receiver and a sender probe on the namespace's lo, every second, and
+# a second receiver that expects more than is sent: it fails with
+# reason="timeout" and counts the shortfall as lost.
+NS=evpd-$$
+if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
+	trap 'ip netns del "$NS" 2>/dev/null; e2e_cleanup' EXIT
+	NX=(ip netns exec "$NS")
+	X=$(( $$ % 200 + 20 ))
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link set lo multicast on
+	ip -n "$NS" addr add "10.$X.7.1/24" dev lo
+	ip -n "$NS" route add 224.0.0.0/4 dev lo
+	mc() { # NAME ROLE COUNT TIMEOUT
+		printf '{ "name": "%s", "type": "mckey", "group": "239.%s.7.1", "bind": "10.%s.7.1", "transport": "udp", "role": "%s", "count": %s, "size": 64, "settle_s": 0.3, "interval_s": 1, "timeout_s": %s, "udp_port": 17401 }' \
+			"$1" "$X" "$X" "$2" "$3" "$4"
+	}
+	printf '{ "listen_port": 9471, "probes": [ %s, %s, %s ] }\n' \
+		"$(mc mrx receiver 5 2)" "$(mc mshort receiver 10 0.5)" \
+		"$(mc mtx sender 5 2)" >"$T/mc.json"
+	bg_start mcd 60 "${NX[@]}" "$PROBED" -c "$T/mc.json"
+	sleep 3.6
+	"${NX[@]}" curl -s --max-time 2 -o "$T/mc1.txt" \
+		-w '%{http_code}|%{content_type}|%{time_total}\n' \
+		http://127.0.0.1:9471/metrics >"$T/mc1.meta" 2>/dev/null
+	meta_ok "mckey netns: /metrics" mc1
+	check_format "mckey netns: the exposition format" "$T/mc1.txt"
+	runs=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mrx"}')
+	num_ge "mckey netns: receiver runs (4 on a quiet host)" "$runs" 2
+	assert_eq "mckey netns: receiver never failed" 0 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mrx",' "$T/mc1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	assert_eq "mckey netns: 5 received per receiver run" "$((runs * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_received_total{probe="mrx"}')"
+	assert_eq "mckey netns: nothing lost" 0 \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mrx"}')"
+	num_ge "mckey netns: sender sent" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_sent_total{probe="mtx"}')" 10
+	num_ge "mckey netns: join latency gauge set" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_join_latency_seconds{probe="mrx"}')" 0
+	sruns=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mshort"}')
+	num_ge "mckey netns: short receiver runs (3 on a quiet host)" "$sruns" 2
+	assert_eq "mckey netns: short receiver fails by timeout every run" "$sruns" \
+		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mshort",reason="timeout"}')"
+	assert_eq "mckey netns: short receiver lost 5 a run" "$((sruns * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mshort"}')"
+	assert_eq "mckey netns: no failures_total{reason=refused} for mckey" "" \
+		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mrx",reason="refused"}')"
+	bg_stop mcd 5
+	assert_exit "mckey netns: SIGTERM exits 0" 0 "$RC" "$T/mcd.err"
+	assert_le "mckey netns: gone within a second" "$ELAPSED_MS" 1000
+	ip netns del "$NS"
+else
+	skip "mckey UDP probes: needs root to create a network namespace"
+fi
+
+e2e_done
