@@ -18,7 +18,8 @@ skip() {
 	exit 77
 }
 
-[ -x "$build/rstream" ] && [ -x "$build/mckey" ] || { echo "check-rxe: build first"; exit 1; }
+[ -x "$build/rstream" ] && [ -x "$build/mckey" ] && [ -x "$build/evrdma-probed" ] ||
+	{ echo "check-rxe: build first"; exit 1; }
 if ! "$here/vm.sh" --prepare; then
 	skip "preparing the guest failed (packages or kernel download)"
 fi
@@ -39,6 +40,7 @@ GUEST
 "$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$build/mckey=/opt/evr/mckey" \
+	--add "$build/evrdma-probed=/opt/evr/evrdma-probed" \
 	--add "$here=/opt/evr/tests" \
 	"$runner" >/dev/null 2>&1
 rc=$?
