@@ -21,6 +21,7 @@ for n in ${CONNS:-16 64 256 512 1024 2048 4096}; do
 	if [ "$rc" != 0 ]; then
 		echo "conns: failed at $n: $(grep -v '^name\|^custom' "$T/c.out" | tail -2 | tr '\n' ' ')"
 		echo "conns: memory $(awk '/MemAvailable/{print int($2/1024) " MiB available"}' /proc/meminfo)"
+		echo "conns: kernel: $(dmesg 2>/dev/null | grep -i -m2 'out of memory\|killed process' | tr '\n' ' ')"
 		break
 	fi
 done
