@@ -786,9 +786,12 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 
 /* Non-blocking mode retries at once, as upstream does.  Retrying in place
  * rather than going back to the loop after every EAGAIN saves a loop pass
- * (clock, epoll_wait, timers) per retry, which is most of a small
- * message's round trip: on Soft-RoCE under emulation a pass per 64 retries
- * made 64-byte ping-pong ten times slower than upstream's.  So a lone
+ * (clock, epoll_wait, timers) per retry.  A pass is a system call, and on
+ * a loaded host each one lets the scheduler switch the spinning process
+ * out: on Soft-RoCE under emulation, with other jobs on the CPUs, a pass
+ * per 64 retries made 64-byte ping-pong ten times slower than upstream's
+ * spin, which makes no system call (on a quiet host both are within
+ * noise).  So a lone
  * spinning session keeps trying for up to SPIN_BUDGET_NS (the loop's
  * timers and other fds wait at most that long); when other sessions spin
  * too, each gets SPIN_TRIES and hands the loop on.
