@@ -319,6 +319,46 @@ if start_server fksrv "$PORT5" "$RSTREAM" -T s -T f -p "$PORT5" --once \
 	fi
 fi
 
+# 11b. -c 3 --per-conn with --interval: a record per connection
+# (conn_index 1..3), one aggregate (connections 3, bytes summed), and
+# progress records with the test, the iterations and the rate
+PORT7=$(e2e_port)
+if start_server csrv "$PORT7" "$RSTREAM" -T s -T a -p "$PORT7"; then
+	run_cmd ccl 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT7" -S 4096 \
+		-C 10 -D 1 -c 3 --per-conn --interval 0.2 --json
+	assert_exit "-c 3 --json client" 0 "$RC" "$E2E_TMP/ccl.out" \
+		"$E2E_TMP/ccl.err"
+	if json_lines "-c 3 --json" "$E2E_TMP/ccl.out"; then
+		jq_true "-c 3: start names duration and interval" \
+			"$E2E_TMP/ccl.out" \
+			'.[0].options.duration_s == 1 and .[0].options.interval_s == 0.2'
+		jq_true "-c 3: one result per connection, then the aggregate" \
+			"$E2E_TMP/ccl.out" \
+			'[.[] | select(.type == "result")] as $r |
+			 ($r | length) == 4 and
+			 ([$r[0:3][] | .conn_index] | sort) == [1, 2, 3] and
+			 $r[3].connections == 3 and ($r[3] | has("conn_index") | not) and
+			 $r[3].total_bytes == ([$r[0:3][] | .total_bytes] | add)'
+		jq_true "-c 3: progress records while the tests run" \
+			"$E2E_TMP/ccl.out" \
+			'[.[] | select(.type == "progress")] as $p | ($p | length) >= 3 and
+			 all($p[]; .test == "custom" and (.iters_done | type) == "number"
+			     and .duration_s == 1 and .gbps >= 0)'
+		jq_true "-c 3: summary counts the rows it printed" \
+			"$E2E_TMP/ccl.out" 'last.type == "summary" and last.results == 4'
+	fi
+	assert_empty "-c 3 --json: stderr" "$E2E_TMP/ccl.err"
+	# the percentile table names each connection's row as the table does
+	run_cmd cpct 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT7" -S 64 \
+		-C 1 -I 50 -c 2 --per-conn --percentiles
+	assert_exit "-c 2 --per-conn --percentiles" 0 "$RC" \
+		"$E2E_TMP/cpct.out" "$E2E_TMP/cpct.err"
+	assert_lines "-c 2 --percentiles: a row per connection, named test#K" \
+		2 "$E2E_TMP/cpct.out" '^custom#[12] +50 '
+	bg_stop csrv 10
+	assert_exit "-c server stops on SIGTERM" 0 "$RC" "$E2E_TMP/csrv.err"
+fi
+
 # 12. under valgrind: the JSON writer leaks nothing and touches nothing
 # it should not
 if command -v valgrind >/dev/null 2>&1; then
