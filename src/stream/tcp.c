@@ -386,6 +386,11 @@ static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
+		/* A peer that reset at once is gone before getpeername():
+		 * accept's own address still names it in the drop line. */
+		if (!c->peer[0])
+			evr__sockaddr_str((struct sockaddr *)&ss, c->peer,
+					  sizeof(c->peer));
 		c->ka_on = ka_on;
 		c->ka_idle = ka_idle;
 		/* (the callback may stop the listener: -T f child, --once) */
