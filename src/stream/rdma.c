@@ -154,6 +154,7 @@ struct rdma_xport {
 	unsigned nlinger;
 	int drain_pend;
 	unsigned next_no;
+	int starved;                   /* refusing since the last accept */
 	ev_timer defer_w;
 };
 
@@ -1228,12 +1229,20 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 		goto fail;
 	}
 	set_state(rc, RC_ACCEPTING);
+	x->starved = 0;
 	/* the peer may write before ESTABLISHED: take it in meanwhile */
 	own_watch(rc);
 	return;
 fail:
 	trace_err(rc, what, ret);
 	rdma_reject(rc->id, NULL, 0);
+	/* Out of fds (the completion channel) or memory: the request is
+	 * gone (rejected), so nothing spins; say so once per episode. */
+	if (!x->starved && x->base.cbs->refused) {
+		x->starved = 1;
+		x->base.cbs->refused(x->base.ud, ret,
+				     rdma_get_peer_addr(rc->id));
+	}
 	teardown(rc);
 }
 
