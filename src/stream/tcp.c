@@ -391,7 +391,7 @@ static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		struct evr_conn *c;
-		int ka_on = 0, ka_idle = 0, err;
+		int ka_on = 0, ka_idle = 0, err, aerr;
 		int fd = accept4(x->lfd, (struct sockaddr *)&ss, &sl,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -410,19 +410,19 @@ static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 				sl = sizeof(ss);
 				fd = accept4(x->lfd, (struct sockaddr *)&ss,
 					     &sl, SOCK_CLOEXEC);
+				aerr = fd < 0 ? errno : 0;
 				if (fd >= 0)
 					close(fd);
-				else
-					err = errno;
 				x->reserve_fd = open("/dev/null",
 						     O_RDONLY | O_CLOEXEC);
+				/* (the fd limit is checked before the queue:
+				 * an empty queue says EMFILE too) */
+				if (aerr == EAGAIN || aerr == EWOULDBLOCK)
+					return;
 				accept_refused(x, -err, fd >= 0 ?
 					       (struct sockaddr *)&ss : NULL);
 				if (fd >= 0 && x->reserve_fd >= 0)
 					continue;
-				if (fd < 0 && (err == EAGAIN ||
-					       err == EWOULDBLOCK))
-					return;
 			} else {
 				accept_refused(x, -err, NULL);
 			}
