@@ -12,9 +12,10 @@
 # without spinning, say so once, and accept again.  Prints PASS/FAIL
 # lines and a summary.
 #
-# Under TCG an rsocket connect/abort cycle costs about 0.2 s (measured:
-# 60 cycles in 13 s), so the campaign here is FAULT_RXE_CYCLES (default
-# 250) cycles, not 10,000; the TCP suite (tests/e2e/faults.sh) runs those.
+# Under TCG an rsocket connect/abort cycle costs 0.2 to 0.35 s (measured:
+# 250 cycles in 84 s, a new process every 10 cycles included), so 10,000
+# would take about an hour: the campaign here is FAULT_RXE_CYCLES (default
+# 200) cycles; the TCP suite (tests/e2e/faults.sh) runs the 10,000.
 set -u
 B=${EVR_BIN:-/opt/evr}
 R=$B/rstream
@@ -22,7 +23,7 @@ F=$B/rsfaultpeer
 U=/usr/bin/rstream
 A1=$RXE_ADDR1
 A2=$RXE_ADDR2
-CYCLES=${FAULT_RXE_CYCLES:-250}
+CYCLES=${FAULT_RXE_CYCLES:-200}
 MEM_TOL_KB=1024
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 pass=0
@@ -79,17 +80,17 @@ if server $R -b $A2 -T a; then
 	say "$(tail -1 "$T/cyc.out") (wall $(since "$tc") s)"
 	sed 's/^/#   /' "$T/cyc.out"
 	# Cycles done: the per-point counts.  A batch of 10 whose client hung
-	# in rsockets' rclose() (upstream librdmacm, client side) was killed
-	# after 30 s; that is reported, and tolerated once in a run.
+	# in rsockets' rclose() is killed after 30 s and counted apart: that
+	# was the server moving its QP to error under the peer's last credit
+	# update (2 batches in 250 cycles before the fix), so none may hang.
 	done=$(awk 'NF >= 2 && $NF ~ /^[0-9]+$/ && !/^cycles|^batches/ { s += $NF } END { print s + 0 }' "$T/cyc.out")
 	hung=$(sed -n 's/^batches of 10 killed after hanging 30 s: //p' "$T/cyc.out")
 	hung=${hung:-0}
-	if [ "$crc" = 0 ] && [ "$hung" -le 1 ] && [ "$done" -ge $((CYCLES - 10)) ]; then
+	if [ "$crc" = 0 ] && [ "$hung" = 0 ] && [ "$done" = "$CYCLES" ]; then
 		ok "$CYCLES rsocket connect/abort cycles, every abort point reached ($done done, $hung batch(es) hung in the client's rclose)"
 	else
 		ko "$CYCLES rsocket connect/abort cycles" "rsfaultpeer rc $crc, $done done, $hung batches hung"
 	fi
-	[ "$hung" = 0 ] || say "NOTE: $hung batch(es) of 10 cycles killed: the rsocket client hung in rclose() (see the report)"
 	# clients killed at staggered points: in address/route resolution,
 	# in the CM exchange, in negotiation, in the data
 	tk=$(now)
