@@ -131,21 +131,21 @@ fi
 
 # ------------------------------ 2. misbehaving clients beside good ones
 
-# The default (non-blocking) server, a 4 s stall timeout: the bad ones
-# hold on for 15 s unless the server closes them; the good ones must be
+# The default (non-blocking) server, an 8 s stall timeout (room for the
+# good clients on a loaded host): the bad ones hold on for 20 s unless the server closes them; the good ones must be
 # done while the stalled ones are still connected (not after the stall
 # timeout freed the server), with their data verified.
-STALL=4
+STALL=8
 P=$(e2e_port)
 if start_server mix "$P" "$R" -T s -b $H -p "$P" --stall-timeout $STALL; then
 	SP=$(bg_child_pid mix)
 	good_client mix_warm "$P"
 	fd0=$(fd_count "$SP")
 	for m in garbage badplan badverify half; do
-		bg_start "bad_$m" 60 "$FP" "$m" $H "$P" 15
+		bg_start "bad_$m" 60 "$FP" "$m" $H "$P" 20
 	done
 	bg_start bad_slow 60 "$FP" slowread $H "$P" 10
-	bg_start bad_silent 60 "$FP" hold $H "$P" 5 8
+	bg_start bad_silent 60 "$FP" hold $H "$P" 5 14
 	wait_match "$T/bad_half.out" 'sent half' 10
 	wait_match "$T/bad_slow.out" 'sent 8 MB' 10
 	wait_match "$T/bad_silent.out" 'connected 5' 10
@@ -198,9 +198,9 @@ if start_server mix "$P" "$R" -T s -b $H -p "$P" --stall-timeout $STALL; then
 		fi
 	done
 	assert_lines "half-message client: one stall line" 1 "$T/mix.err" \
-		'test custom \(1 of 1\), receive, iteration 1 of 1000, transfer 1 of 1: no progress for 4\.0 s \(stall timeout\)$'
+		'test custom \(1 of 1\), receive, iteration 1 of 1000, transfer 1 of 1: no progress for 8\.0 s \(stall timeout\)$'
 	assert_lines "silent clients: one stall line each" 5 "$T/mix.err" \
-		': negotiation: no progress for 4\.0 s \(stall timeout\)$'
+		': negotiation: no progress for 8\.0 s \(stall timeout\)$'
 	assert_lines "slow reader: one line when it reset" 1 "$T/mix.err" \
 		'test custom \(1 of 1\), send, .*Connection reset by peer$'
 	assert_lines "server: one line per bad client, no other" 10 "$T/mix.err"
