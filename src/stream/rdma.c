@@ -54,6 +54,7 @@
 #define RESOLVE_RETRIES 3
 #define CLOSE_WAIT_MS 2000        /* our DISCONNECT's completion */
 #define DISC_WAIT_MS 1000         /* CM DISCONNECTED after rdma_disconnect */
+#define PEER_DISC_GRACE_MS 1000   /* the peer's DREQ after its DISCONNECT */
 #define LISTEN_BACKLOG 1024
 #define CQ_BATCH 16
 #define ACK_BATCH 64
@@ -154,6 +155,7 @@ struct rdma_xport {
 	unsigned nlinger;
 	int drain_pend;
 	unsigned next_no;
+	int starved;                   /* refusing since the last accept */
 	ev_timer defer_w;
 };
 
@@ -817,9 +819,21 @@ static void disconnect(struct rconn *rc)
 	close_timer(rc, DISC_WAIT_MS);
 }
 
+/* The peer's DISCONNECT came first and we owe it none: an rsocket peer
+ * may still post a credit update after its DISCONNECT, and its rclose()
+ * blocks until every send it posted has completed.  Moving our QP to
+ * error at once leaves that last message unacknowledged, and the peer's
+ * close hung (over rxe, for more than 30 s).  So the QP stays up,
+ * acknowledging, until the peer's DREQ (its close is done) or a short
+ * timer. */
+static int peer_closing_first(const struct rconn *rc)
+{
+	return rc->peer_disc && !rc->disc_posted && !rc->cm_disc && !rc->err;
+}
+
 static void close_check(struct rconn *rc)
 {
-	if (rc->state != RC_CLOSING)
+	if (rc->state != RC_CLOSING || peer_closing_first(rc))
 		return;
 	if (rc->disc_done || !rc->disc_posted || rc->peer_disc ||
 	    rc->cm_disc || rc->err)
@@ -855,6 +869,11 @@ static void r_close(struct evr_conn *c)
 	}
 	r_shutdown(c);
 	set_state(rc, RC_CLOSING);
+	if (peer_closing_first(rc)) {
+		close_timer(rc, PEER_DISC_GRACE_MS);
+		own_watch(rc);
+		return;
+	}
 	if (!rc->disc_posted && rc->disc_want) {
 		/* waiting for a control slot: the completions free one */
 	} else if (!rc->disc_posted || rc->peer_disc || rc->cm_disc ||
@@ -1228,12 +1247,20 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 		goto fail;
 	}
 	set_state(rc, RC_ACCEPTING);
+	x->starved = 0;
 	/* the peer may write before ESTABLISHED: take it in meanwhile */
 	own_watch(rc);
 	return;
 fail:
 	trace_err(rc, what, ret);
 	rdma_reject(rc->id, NULL, 0);
+	/* Out of fds (the completion channel) or memory: the request is
+	 * gone (rejected), so nothing spins; say so once per episode. */
+	if (!x->starved && x->base.cbs->refused) {
+		x->starved = 1;
+		x->base.cbs->refused(x->base.ud, ret,
+				     rdma_get_peer_addr(rc->id));
+	}
 	teardown(rc);
 }
 

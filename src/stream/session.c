@@ -657,9 +657,14 @@ static void wd_cb(struct ev_loop *l, ev_timer *w, int revents)
 	if (s->bytes != s->wd_bytes) {
 		s->wd_bytes = s->bytes;
 		s->wd_last = now;
+		s->wd_idle = 0;
 		return;
 	}
-	if ((now - s->wd_last) * 1000.0 >= s->stall_ms)
+	/* The ticks are stall/4 apart: the 4th idle one in a row is at
+	 * least the stall timeout after the last byte.  Comparing times
+	 * alone missed it by a hair (each tick runs a little late), and
+	 * the connection was dropped a tick later, 1.5 x the timeout. */
+	if (++s->wd_idle >= 4 || (now - s->wd_last) * 1000.0 >= s->stall_ms)
 		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
 }
 
@@ -756,6 +761,7 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 			ev_timer_start(l, &s->prog_w);
 		s->wd_last = ev_now(l);
 		s->wd_bytes = s->bytes;
+		s->wd_idle = 0;
 		s->wd_state = 1;
 	}
 	if (w == EVR_WANT_CONNECT)

@@ -116,6 +116,7 @@ struct evr_sess {
 	ev_timer wd_w;
 	uint64_t wd_bytes;
 	ev_tstamp wd_last;
+	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
 	int wd_state;
 	/* duration mode (-D): the client marks each iteration's first
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */

@@ -207,6 +207,28 @@ static void xport_drained(void *ud)
 		finish_now(st);
 }
 
+/* Server: the transport turned a connection away (out of file
+ * descriptors...), reported once per episode as a dropped connection. */
+static void xport_refused(void *ud, int err, const struct sockaddr *peer)
+{
+	struct evr_stream *st = ud;
+	struct evr_failure f;
+
+	if (!st->cbs.conn_failed || st->cancel_req)
+		return;
+	memset(&f, 0, sizeof(f));
+	f.err = err;
+	f.phase = EVR_PH_SETUP;
+	f.where = err == -EMFILE || err == -ENFILE ?
+		  "accept (no file descriptor left: new connections are "
+		  "turned away until some close)" : "accept";
+	if (peer)
+		evr__sockaddr_str(peer, f.peer, sizeof(f.peer));
+	st->cb_depth++;
+	st->cbs.conn_failed(st->ud, &f);
+	st->cb_depth--;
+}
+
 static void info(struct evr_stream *st, enum evr_info_kind kind,
 		 unsigned conn_id, const char *peer, int ka_on, int ka_idle,
 		 int negotiated)
@@ -907,6 +929,7 @@ static const struct evr_xport_cbs xport_cbs = {
 	.connected = xport_connected,
 	.accepted = server_accept_one,
 	.drained = xport_drained,
+	.refused = xport_refused,
 };
 
 int evr_stream_start(struct evr_stream *st, struct evr_failure *f)

@@ -19,10 +19,17 @@
  * few enough that running connections are not starved meanwhile. */
 #define ACCEPT_BATCH 256
 
+/* After an accept error that leaves the listener readable (out of fds
+ * with no spare one, out of memory...): how long the listener rests
+ * before it tries again, instead of spinning on it. */
+#define ACCEPT_RETRY_S 0.25
+
 struct tcp_xport {
 	struct evr_xport base;
 	int lfd, reserve_fd;
+	int starved;            /* refusing since the last good accept */
 	ev_io accept_w;
+	ev_timer retry_w;
 };
 
 struct tcp_conn {
@@ -343,6 +350,37 @@ static int tx_connect(struct evr_xport *xp, struct evr_conn *c,
 	return EVR_XP_CONNECTING;
 }
 
+/* Report the first refusal of an episode (not one line per connection). */
+static void accept_refused(struct tcp_xport *x, int err,
+			  const struct sockaddr *peer)
+{
+	if (x->starved)
+		return;
+	x->starved = 1;
+	if (x->base.cbs->refused)
+		x->base.cbs->refused(x->base.ud, err, peer);
+}
+
+/* The listener stays readable while the error lasts: rest a while. */
+static void accept_pause(struct tcp_xport *x)
+{
+	struct ev_loop *l = x->base.loop->ev;
+
+	ev_io_stop(l, &x->accept_w);
+	ev_timer_set(&x->retry_w, ACCEPT_RETRY_S, 0.);
+	ev_timer_start(l, &x->retry_w);
+}
+
+static void accept_retry_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct tcp_xport *x = evr__container_of(w, struct tcp_xport, retry_w);
+
+	if (x->reserve_fd < 0)
+		x->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (x->lfd >= 0)
+		ev_io_start(l, &x->accept_w);
+}
+
 static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct tcp_xport *x = evr__container_of(w, struct tcp_xport, accept_w);
@@ -353,28 +391,47 @@ static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		struct evr_conn *c;
-		int ka_on = 0, ka_idle = 0;
+		int ka_on = 0, ka_idle = 0, err, aerr;
 		int fd = accept4(x->lfd, (struct sockaddr *)&ss, &sl,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			err = errno;
+			if (err == EINTR || err == ECONNABORTED)
 				continue;
-			if ((errno == EMFILE || errno == ENFILE) &&
+			if (err == EAGAIN || err == EWOULDBLOCK)
+				return;
+			if ((err == EMFILE || err == ENFILE) &&
 			    x->reserve_fd >= 0) {
 				/* Out of fds: give the spare one up to take
 				 * the connection off the queue and close it,
 				 * rather than spin on a readable listener. */
 				close(x->reserve_fd);
-				fd = accept(x->lfd, NULL, NULL);
+				sl = sizeof(ss);
+				fd = accept4(x->lfd, (struct sockaddr *)&ss,
+					     &sl, SOCK_CLOEXEC);
+				aerr = fd < 0 ? errno : 0;
 				if (fd >= 0)
 					close(fd);
 				x->reserve_fd = open("/dev/null",
 						     O_RDONLY | O_CLOEXEC);
-				continue;
+				/* (the fd limit is checked before the queue:
+				 * an empty queue says EMFILE too) */
+				if (aerr == EAGAIN || aerr == EWOULDBLOCK)
+					return;
+				accept_refused(x, -err, fd >= 0 ?
+					       (struct sockaddr *)&ss : NULL);
+				if (fd >= 0 && x->reserve_fd >= 0)
+					continue;
+			} else {
+				accept_refused(x, -err, NULL);
 			}
-			return; /* EAGAIN, or an error to retry later */
+			/* No spare fd (or another error): the listener
+			 * would wake the loop at once, again and again. */
+			accept_pause(x);
+			return;
 		}
+		x->starved = 0;
 		evr__tcp_set_options(o, fd, &ka_on, &ka_idle);
 		c = evr__tcp_conn_new(fd);
 		if (c && o->io == EVR_IO_BLOCK &&
@@ -386,6 +443,11 @@ static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
+		/* A peer that reset at once is gone before getpeername():
+		 * accept's own address still names it in the drop line. */
+		if (!c->peer[0])
+			evr__sockaddr_str((struct sockaddr *)&ss, c->peer,
+					  sizeof(c->peer));
 		c->ka_on = ka_on;
 		c->ka_idle = ka_idle;
 		/* (the callback may stop the listener: -T f child, --once) */
@@ -403,6 +465,7 @@ static int tx_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 		return f->err;
 	x->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ev_io_init(&x->accept_w, tcp_accept_cb, x->lfd, EV_READ);
+	ev_timer_init(&x->retry_w, accept_retry_cb, ACCEPT_RETRY_S, 0.);
 	ev_io_start(xp->loop->ev, &x->accept_w);
 	return 0;
 }
@@ -413,6 +476,7 @@ static void tx_stop_listen(struct evr_xport *xp)
 
 	if (x->lfd >= 0) {
 		ev_io_stop(xp->loop->ev, &x->accept_w);
+		ev_timer_stop(xp->loop->ev, &x->retry_w);
 		close(x->lfd);
 		x->lfd = -1;
 	}

@@ -58,6 +58,11 @@ struct evr_xport_cbs {
 			 const struct sockaddr *peer);
 	/* Nothing closed lingers any more (see lingering below). */
 	void (*drained)(void *ud);
+	/* Server: a connection could not be taken (err, a negative errno:
+	 * out of file descriptors, memory...); peer when known, else NULL.
+	 * Called once per episode: again only after a connection has been
+	 * accepted since. */
+	void (*refused)(void *ud, int err, const struct sockaddr *peer);
 };
 
 /* What connect() did. */

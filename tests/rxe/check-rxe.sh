@@ -18,7 +18,8 @@ skip() {
 	exit 77
 }
 
-[ -x "$build/rstream" ] && [ -x "$build/mckey" ] && [ -x "$build/evrdma-probed" ] ||
+[ -x "$build/rstream" ] && [ -x "$build/mckey" ] && [ -x "$build/evrdma-probed" ] &&
+	[ -x "$build/tests/rsfaultpeer" ] ||
 	{ echo "check-rxe: build first"; exit 1; }
 if ! "$here/vm.sh" --prepare; then
 	skip "preparing the guest failed (packages or kernel download)"
@@ -31,16 +32,19 @@ cat >"$runner" <<'GUEST'
 #!/bin/bash
 export EVR_BIN=/opt/evr
 rc=0
-for t in /opt/evr/tests/guest-*.sh; do
+for t in /opt/evr/tests/guest-@ONLY@.sh; do
 	echo "=== ${t##*/}"
 	bash "$t" || rc=1
 done
 exit $rc
 GUEST
+# EVR_RXE_ONLY=faults runs guest-faults.sh alone (a glob; default all)
+sed -i "s|@ONLY@|${EVR_RXE_ONLY:-*}|" "$runner"
 "$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$build/mckey=/opt/evr/mckey" \
 	--add "$build/evrdma-probed=/opt/evr/evrdma-probed" \
+	--add "$build/tests/rsfaultpeer=/opt/evr/rsfaultpeer" \
 	--add "$here=/opt/evr/tests" \
 	"$runner" >/dev/null 2>&1
 rc=$?
