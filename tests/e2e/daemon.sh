@@ -485,7 +485,7 @@ fi
 
 # ------------------------------------------------------------ valgrind
 
-if command -v valgrind >/dev/null; then
+if e2e_can_valgrind "evrdma-probed"; then
 	port HP3
 	# and, only where there is no RDMA device (nothing may leave the
 	# host), the RDMA transports, which then fail at once with nodev
@@ -536,8 +536,6 @@ if command -v valgrind >/dev/null; then
 		not_ok "daemon under valgrind listens"
 		dump "$T/vg.err"
 	fi
-else
-	skip "valgrind is not installed"
 fi
 
 # --------------------------------------- mckey UDP probes in a netns

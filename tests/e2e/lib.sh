@@ -56,6 +56,49 @@ E2E_SERVER_SECS=${E2E_SERVER_SECS:-400}
 
 export LC_ALL=C
 
+# ------------------------------------------------------- sanitizer build
+
+# EVR_SANITIZERS=yes (exported by Makefile.am from configure's
+# --enable-sanitizers): the programs are ASan+UBSan builds.  Their reports
+# go to files in $E2E_TMP/sanitizer (log_path, whatever a test does with
+# their stderr), and e2e_done fails the script on any of them, or on a
+# report line anywhere in the scratch directory (san_check).
+E2E_SAN=${EVR_SANITIZERS:-no}
+if [ "$E2E_SAN" = yes ]; then
+	mkdir -p "$E2E_TMP/sanitizer"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/asan"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/ubsan"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+fi
+E2E_SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
+
+# Timing checks: a deadline that is honest on a quiet machine, times this
+# factor where the programs run slower for a reason this harness knows
+# (ASan+UBSan: about 2-3x the CPU per operation, and a leak check at
+# exit).  tscale SECS prints SECS scaled (integer seconds, rounded up).
+if [ -z "${E2E_TIME_SCALE:-}" ]; then
+	E2E_TIME_SCALE=1
+	[ "$E2E_SAN" = yes ] && E2E_TIME_SCALE=3
+fi
+tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); if (i < v) i++; print i }'; }
+
+# Can this part of a script run a program under valgrind itself?  Not in
+# the sanitizer build (valgrind cannot run ASan binaries: both replace the
+# allocator and ASan reserves terabytes of shadow memory); there the
+# sanitizers cover the same ground, and the normal build's make check runs
+# the valgrind part.  Prints a SKIP line naming why when it cannot.
+e2e_can_valgrind() { # WHAT
+	if [ "$E2E_SAN" = yes ]; then
+		skip "$1 under valgrind: this is the ASan+UBSan build (valgrind cannot run ASan binaries); ASan/UBSan/LSan check these runs here, and the normal build's make check runs them under valgrind"
+		return 1
+	fi
+	if ! command -v valgrind >/dev/null 2>&1; then
+		skip "$1 under valgrind: valgrind is not installed"
+		return 1
+	fi
+	return 0
+}
+
 # ---------------------------------------------------------------- cleanup
 
 e2e_kill_group() { # PID: the whole process group timeout(1) made
@@ -79,6 +122,7 @@ e2e_cleanup() {
 	# script's own EXIT trap may call this after other commands).
 	[ "$E2E_DONE" = 1 ] && st=$E2E_STATUS
 	if [ "$E2E_DONE" = 0 ]; then
+		san_check
 		echo "FAIL - $E2E_NAME: the script stopped early (status $st)"
 		E2E_FAIL=$((E2E_FAIL + 1))
 		echo "$E2E_PASS passed, $E2E_FAIL failed"
@@ -131,13 +175,35 @@ dump() {
 # Skip the whole script (automake's status 77).
 e2e_skip_all() { # REASON
 	echo "SKIP: $*"
+	san_check
 	E2E_DONE=1
 	E2E_STATUS=77
-	exit 77
+	[ "$E2E_FAIL" = 0 ] || E2E_STATUS=1
+	exit "$E2E_STATUS"
+}
+
+# Any sanitizer report of any program this script ran is a failure, named.
+san_check() {
+	[ "$E2E_SAN" = yes ] || return 0
+	local f found=0
+	for f in "$E2E_TMP"/sanitizer/*; do
+		[ -s "$f" ] || continue
+		found=1
+		not_ok "sanitizer report ${f##*/}: $(grep -m1 -E "$E2E_SAN_ERE" "$f")"
+		head -n 40 "$f" | sed 's/^/#   | /'
+	done
+	while IFS= read -r f; do
+		found=1
+		not_ok "sanitizer report in ${f#"$E2E_TMP"/}: $(grep -m1 -E "$E2E_SAN_ERE" "$f")"
+		grep -E -A 30 "$E2E_SAN_ERE" "$f" | head -n 40 | sed 's/^/#   | /'
+	done < <(grep -rlsIE --exclude-dir=sanitizer -- "$E2E_SAN_ERE" "$E2E_TMP")
+	[ "$found" = 0 ] && ok "no ASan/UBSan/LSan report from any program this script ran"
+	return 0
 }
 
 e2e_done() {
 	local secs=$(( ($(date +%s%N) - E2E_START_NS) / 1000000 ))
+	san_check
 	E2E_DONE=1
 	E2E_STATUS=1
 	[ "$E2E_FAIL" = 0 ] && E2E_STATUS=0

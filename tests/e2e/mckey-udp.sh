@@ -38,6 +38,18 @@ RC=0
 MS=0
 declare -A PID=() T0=()
 
+# The sanitizer build (EVR_SANITIZERS=yes, from Makefile.am): reports go to
+# $TMP/sanitizer as well, and any report, there or in any output, fails
+# the script (as tests/e2e/lib.sh does for the other scripts).
+SAN=${EVR_SANITIZERS:-no}
+SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
+if [ "$SAN" = yes ]; then
+	mkdir -p "$TMP/sanitizer"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$TMP/sanitizer/asan"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$TMP/sanitizer/ubsan"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+fi
+
 # ------------------------------------------------------------- cleanup
 
 cleanup() {
@@ -53,6 +65,7 @@ cleanup() {
 		ip netns del "$n" 2>/dev/null
 	done
 	if [ "$FINISHED" = 0 ]; then
+		san_check
 		echo "FAIL - $NAME: the script stopped early (status $st)"
 		FAIL=$((FAIL + 1))
 		echo "$PASS passed, $FAIL failed"
@@ -145,6 +158,25 @@ expect_empty() { # DESC FILE
 
 expect_le() { # DESC A B
 	if [ "$2" -le "$3" ]; then ok "$1"; else not_ok "$1" "$2 > $3"; fi
+}
+
+# Any sanitizer report of any mckey this script ran is a failure, named.
+san_check() {
+	[ "$SAN" = yes ] || return 0
+	local f found=0
+	for f in "$TMP"/sanitizer/*; do
+		[ -s "$f" ] || continue
+		found=1
+		not_ok "sanitizer report ${f##*/}: $(grep -m1 -E "$SAN_ERE" "$f")"
+		head -n 40 "$f" | sed 's/^/#   | /'
+	done
+	while IFS= read -r f; do
+		found=1
+		not_ok "sanitizer report in ${f#"$TMP"/}: $(grep -m1 -E "$SAN_ERE" "$f")"
+		grep -E -A 30 "$SAN_ERE" "$f" | head -n 40 | sed 's/^/#   | /'
+	done < <(grep -rlsIE --exclude-dir=sanitizer -- "$SAN_ERE" "$TMP")
+	[ "$found" = 0 ] && ok "no ASan/UBSan/LSan report from any mckey this script ran"
+	return 0
 }
 
 # ------------------------------------------------------------- processes
@@ -504,6 +536,7 @@ expect_match "-M with --udp: says why" "$TMP/b4.all" 'needs the RDMA transport'
 
 # ------------------------------------------------------------- done
 
+san_check
 FINISHED=1
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || exit 1

@@ -7,7 +7,8 @@
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed"; exit 77; }
+e2e_can_valgrind "rstream and mckey (this whole script)" ||
+	e2e_skip_all "valgrind.sh cannot run here (see the SKIP line above)"
 R=$RSTREAM
 T=$E2E_TMP
 H=127.0.0.1
