@@ -132,7 +132,7 @@ if start_server srv2 "$P2" "$R" -T s -T a -p "$P2"; then
 	bg_wait many 10
 	assert_exit "-c 10, server killed: exit 4" 4 "$RC" "$T/many.err"
 	assert_le "-c 10, server killed: the client exits within 3 s (ms)" \
-		$(( $(now_ms) - t0 )) 3000
+		$(( $(now_ms) - t0 )) "$(tscale 3000)"
 	assert_lines "-c 10, server killed: one line on stderr" 1 "$T/many.err"
 	assert_match "-c 10, server killed: the line names the connection and test" \
 		'^rstream: connection ([1-9]|10) of 10: .*test custom \(1 of 1\), ' \
@@ -146,7 +146,7 @@ wait_established "$P" 20 10
 sleep 0.3
 bg_stop term 5
 assert_exit "-c 20, SIGTERM: exit 130" 130 "$RC" "$T/term.err"
-assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" 2000
+assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" "$(tscale 2000)"
 assert_empty "-c 20, SIGTERM: nothing on stderr" "$T/term.err"
 
 # ---- RLIMIT_NOFILE

@@ -14,6 +14,10 @@
 #   run_cmd NAME SECS CMD..  run CMD in the foreground under timeout; RC,
 #                            ELAPSED_MS, output in $E2E_TMP/NAME.out/.err
 #   assert_* / ok / not_ok   checks, counted; e2e_done prints the summary
+#   tscale N                 N times E2E_TIME_SCALE (1; 3 in the ASan
+#                            build; 20 with E2E_VALGRIND=1), rounded up:
+#                            every SECS bound above is scaled so, and
+#                            the scripts' own timing checks use it
 #
 # Every process started here is killed, and every temporary file removed,
 # when the script exits, however it exits.  Nothing talks to any address
@@ -72,15 +76,32 @@ if [ "$E2E_SAN" = yes ]; then
 fi
 E2E_SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
 
+# E2E_VALGRIND=1 (make check-valgrind): every rstream, mckey,
+# evrdma-probed and embed this script starts runs under valgrind memcheck
+# (tests/e2e/vgmode.sh; set up at the end of this file).
+E2E_VG=${E2E_VALGRIND:-0}
+
 # Timing checks: a deadline that is honest on a quiet machine, times this
-# factor where the programs run slower for a reason this harness knows
-# (ASan+UBSan: about 2-3x the CPU per operation, and a leak check at
-# exit).  tscale SECS prints SECS scaled (integer seconds, rounded up).
+# factor where the programs run slower for a reason this harness knows:
+# ASan+UBSan (about 2-3x the CPU per operation, and a leak check at exit)
+# or valgrind (20-50x).  tscale N prints N scaled (an integer, rounded
+# up), for seconds or milliseconds alike.
 if [ -z "${E2E_TIME_SCALE:-}" ]; then
 	E2E_TIME_SCALE=1
 	[ "$E2E_SAN" = yes ] && E2E_TIME_SCALE=3
+	[ "$E2E_VG" = 1 ] && E2E_TIME_SCALE=20
 fi
 tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); if (i < v) i++; print i }'; }
+
+# A check that is about timing itself (CPU use, latency), which a program
+# under valgrind cannot meet: SKIP it loudly in that mode.  0 = run it.
+e2e_timing_only() { # WHAT
+	if [ "$E2E_VG" = 1 ]; then
+		skip "$1: a timing check, meaningless under valgrind (E2E_VALGRIND=1); the normal and ASan builds run it"
+		return 1
+	fi
+	return 0
+}
 
 # Can this part of a script run a program under valgrind itself?  Not in
 # the sanitizer build (valgrind cannot run ASan binaries: both replace the
@@ -88,6 +109,10 @@ tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); 
 # sanitizers cover the same ground, and the normal build's make check runs
 # the valgrind part.  Prints a SKIP line naming why when it cannot.
 e2e_can_valgrind() { # WHAT
+	if [ "$E2E_VG" = 1 ]; then
+		skip "$1 under valgrind, run by this script itself: with E2E_VALGRIND=1 every program of the script runs under memcheck already"
+		return 1
+	fi
 	if [ "$E2E_SAN" = yes ]; then
 		skip "$1 under valgrind: this is the ASan+UBSan build (valgrind cannot run ASan binaries); ASan/UBSan/LSan check these runs here, and the normal build's make check runs them under valgrind"
 		return 1
@@ -182,10 +207,20 @@ e2e_skip_all() { # REASON
 	exit "$E2E_STATUS"
 }
 
-# Any sanitizer report of any program this script ran is a failure, named.
+# Any sanitizer report, or memcheck report in E2E_VALGRIND mode, of any
+# program this script ran is a failure, named.
 san_check() {
-	[ "$E2E_SAN" = yes ] || return 0
 	local f found=0
+	if [ "$E2E_VG" = 1 ]; then
+		while IFS= read -r f; do
+			found=1
+			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
+			head -n 40 "$f" | sed 's/^/#   | /'
+		done < <(vg_mode_reports)
+		[ "$found" = 0 ] && ok "no memcheck report from any program this script ran ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
+	fi
+	[ "$E2E_SAN" = yes ] || return 0
+	found=0
 	for f in "$E2E_TMP"/sanitizer/*; do
 		[ -s "$f" ] || continue
 		found=1
@@ -411,7 +446,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 bg_start() { # NAME SECS CMD...
 	local name=$1 secs=$2
 	shift 2
-	timeout -k 5 "$secs" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
+	timeout -k 5 "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
 	E2E_PID[$name]=$!
 }
 
@@ -432,7 +467,8 @@ bg_child_pid() { # NAME
 # RC = its exit status (timeout's 124/137 when it had to be killed);
 # BG_TIMED_OUT=1 when it did not exit in time.
 bg_wait() { # NAME [SECS]
-	local name=$1 secs=${2:-20} pid end
+	local name=$1 secs pid end
+	secs=$(tscale "${2:-20}")
 	pid=${E2E_PID[$name]:-}
 	BG_TIMED_OUT=0
 	if [ -z "$pid" ]; then
@@ -456,7 +492,8 @@ bg_wait() { # NAME [SECS]
 # then SIGKILL its whole group.  RC = exit status; ELAPSED_MS = how long it
 # took to exit after the signal; BG_TIMED_OUT=1 when it had to be killed.
 bg_stop() { # NAME [SECS] [SIGNAL]
-	local name=$1 secs=${2:-5} sig=${3:-TERM} pid t0 end
+	local name=$1 secs sig=${3:-TERM} pid t0 end
+	secs=$(tscale "${2:-5}")
 	pid=${E2E_PID[$name]:-}
 	BG_TIMED_OUT=0
 	if [ -z "$pid" ]; then
@@ -494,7 +531,8 @@ listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 # Wait (at most SECS, default 5) until something listens on PORT; fail at
 # once if the process NAME, when given, has exited.
 wait_listen() { # PORT [SECS] [NAME]
-	local port=$1 secs=${2:-5} name=${3:-} end
+	local port=$1 secs name=${3:-} end
+	secs=$(tscale "${2:-5}")
 	end=$(( $(now_ms) + secs * 1000 ))
 	while [ "$(now_ms)" -lt "$end" ]; do
 		listening "$port" && return 0
@@ -521,7 +559,7 @@ start_server() { # NAME PORT CMD...
 
 # Wait (at most SECS) until FILE has a line matching ERE.
 wait_match() { # FILE ERE [SECS]
-	local end=$(( $(now_ms) + ${3:-5} * 1000 ))
+	local end=$(( $(now_ms) + $(tscale "${3:-5}") * 1000 ))
 	while [ "$(now_ms)" -lt "$end" ]; do
 		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.03
@@ -531,7 +569,7 @@ wait_match() { # FILE ERE [SECS]
 
 # Wait (at most SECS) until FILE has at least N lines matching ERE.
 wait_count() { # FILE ERE N [SECS]
-	local end=$(( $(now_ms) + ${4:-5} * 1000 )) n
+	local end=$(( $(now_ms) + $(tscale "${4:-5}") * 1000 )) n
 	while [ "$(now_ms)" -lt "$end" ]; do
 		n=$(grep -Ec -- "$2" "$1" 2>/dev/null)
 		[ "${n:-0}" -ge "$3" ] && return 0
@@ -542,7 +580,7 @@ wait_count() { # FILE ERE N [SECS]
 
 # Wait (at most SECS) until N connections to PORT are established.
 wait_established() { # PORT N [SECS]
-	local end=$(( $(now_ms) + ${3:-5} * 1000 )) n
+	local end=$(( $(now_ms) + $(tscale "${3:-5}") * 1000 )) n
 	while [ "$(now_ms)" -lt "$end" ]; do
 		n=$(ss -Htn state established "( dport = :$1 )" 2>/dev/null | wc -l)
 		[ "$n" -ge "$2" ] && return 0
@@ -559,7 +597,7 @@ run_cmd() { # NAME SECS CMD...
 	t0=$(now_ms)
 	# In the background and waited for, so that a signal to this script
 	# is handled at once (the exit trap then kills it), not after it.
-	timeout -k 3 "$secs" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" \
+	timeout -k 3 "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" \
 		</dev/null &
 	E2E_PID[__fg]=$!
 	wait "${E2E_PID[__fg]}"
@@ -760,3 +798,17 @@ fake_start() { # NAME SECS MODE PORT [ARGS...]
 	shift 2
 	bg_start "$name" "$secs" python3 -u "$E2E_TMP/fake.py" "$@"
 }
+
+# ------------------------------------------------------------ valgrind mode
+
+if [ "$E2E_VG" = 1 ]; then
+	if [ "$E2E_SAN" = yes ]; then
+		e2e_skip_all "E2E_VALGRIND=1 in the ASan+UBSan build: valgrind cannot run ASan binaries (use a build without --enable-sanitizers)"
+	fi
+	command -v valgrind >/dev/null 2>&1 ||
+		e2e_skip_all "E2E_VALGRIND=1 but valgrind is not installed"
+	# shellcheck source=vgmode.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/vgmode.sh"
+	vg_mode_setup "$E2E_TMP" || exit 99
+	say "E2E_VALGRIND=1: rstream, mckey, evrdma-probed and embed run under valgrind memcheck; time scale x$E2E_TIME_SCALE"
+fi
