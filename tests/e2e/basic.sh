@@ -156,6 +156,25 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 	assert_le "plain server: exits within 2 s of SIGTERM" "$ELAPSED_MS" "$(tscale 2000)"
 fi
 
+# ---- SIGTERM twice, 10 ms apart (a kill to the process group next to one
+# to the process, as timeout(1) and service managers send): the second
+# lands while the program is on its way out and must not kill it (it once
+# did, with 143, whenever exiting took longer than the gap)
+P=$(e2e_port)
+if start_server twice "$P" "$R" -T s -p "$P"; then
+	run_cmd twice_c 30 "$R" -T s -s $H -p "$P" -S 1000 -C 10
+	assert_exit "double SIGTERM: the client" 0 "$RC" "$T/twice_c.err"
+	if TPID=$(bg_child_pid twice); then
+		kill -TERM "$TPID"
+		sleep 0.01
+		kill -TERM "$TPID" 2>/dev/null
+		bg_wait twice 10
+		assert_exit "double SIGTERM: the server still exits 0" 0 "$RC" "$T/twice.err"
+	else
+		not_ok "double SIGTERM: the server's pid"
+	fi
+fi
+
 # ---- a -T v client does not negotiate: a server given no test options
 # runs its default plan, and picks verification up from the client's
 # pattern.  (Both sleep in -T a: the point is the wire, not the mode, and

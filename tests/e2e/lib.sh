@@ -446,7 +446,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 bg_start() { # NAME SECS CMD...
 	local name=$1 secs=$2
 	shift 2
-	timeout -k 5 "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
+	timeout -k "$(tscale 5)" "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
 	E2E_PID[$name]=$!
 }
 
@@ -488,7 +488,26 @@ bg_wait() { # NAME [SECS]
 	unset "E2E_PID[$name]"
 }
 
-# SIGTERM NAME (the program, through timeout), wait up to SECS (default 5),
+# Send SIG once to every process in the group timeout(1) PID made (the
+# program, and a fork server's children), as a kill to the group does, but
+# not to timeout itself: timeout would relay it (a second one) and then
+# send SIGCONT to the group, and a SIGCONT that lands while the ASan
+# build's exit-time leak check (LeakSanitizer stops the program with
+# PTRACE_ATTACH, i.e. a SIGSTOP) is starting cancels that stop: the
+# checker then waits forever, the program spins waiting for it, and only
+# timeout's SIGKILL ends it (seen as "SIGTERM exits 0" failing with 137
+# on a loaded machine).  Only timeout left (the program gone): nothing.
+e2e_signal_group() { # SIG PID
+	local sig=$1 pid=$2 p sent=0
+	for p in $(pgrep -g "$pid" 2>/dev/null); do
+		[ "$p" = "$pid" ] && continue
+		kill "-$sig" "$p" 2>/dev/null && sent=1
+	done
+	# no pgrep, or the program not started yet: through timeout
+	[ "$sent" = 1 ] || kill "-$sig" "$pid" 2>/dev/null
+}
+
+# SIGTERM NAME (its group, as above), wait up to SECS (default 5),
 # then SIGKILL its whole group.  RC = exit status; ELAPSED_MS = how long it
 # took to exit after the signal; BG_TIMED_OUT=1 when it had to be killed.
 bg_stop() { # NAME [SECS] [SIGNAL]
@@ -501,7 +520,7 @@ bg_stop() { # NAME [SECS] [SIGNAL]
 		return
 	fi
 	t0=$(now_ms)
-	kill "-$sig" "$pid" 2>/dev/null
+	e2e_signal_group "$sig" "$pid"
 	end=$(( t0 + secs * 1000 ))
 	while kill -0 "$pid" 2>/dev/null && [ "$(now_ms)" -lt "$end" ]; do
 		sleep 0.02
@@ -597,7 +616,7 @@ run_cmd() { # NAME SECS CMD...
 	t0=$(now_ms)
 	# In the background and waited for, so that a signal to this script
 	# is handled at once (the exit trap then kills it), not after it.
-	timeout -k 3 "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" \
+	timeout -k "$(tscale 3)" "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" \
 		</dev/null &
 	E2E_PID[__fg]=$!
 	wait "${E2E_PID[__fg]}"
