@@ -8,6 +8,9 @@
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
 R=$RSTREAM
+# the program names itself by argv[0]: under E2E_VALGRIND=1, valgrind runs
+# the real program (not the wrapper $R points at) by its own path
+ARGV0=${VG_REAL_RSTREAM:-$R}
 H=127.0.0.1
 T=$E2E_TMP
 n=0
@@ -23,7 +26,7 @@ for args in "-x" "-T zz" "-T bl" "-T" "-T s -T sock" "--bogus"; do
 	# shellcheck disable=SC2086
 	run_cmd "use$n" 10 "$R" $args
 	assert_exit "'rstream $args': exit 1" 1 "$RC" "$T/use$n.out" "$T/use$n.err"
-	assert_eq "'rstream $args': usage on stdout" "usage: $R" "$(head -1 "$T/use$n.out")"
+	assert_eq "'rstream $args': usage on stdout" "usage: $ARGV0" "$(head -1 "$T/use$n.out")"
 	assert_match "'rstream $args': usage lists the -T options" \
 		'^	    v\|verify - verify data$' "$T/use$n.out"
 	if [ -s "$T/up_usage" ]; then
@@ -78,7 +81,7 @@ assert_exit "-T SOCKETS -T Async -T verify -T nonblocking parse" 3 "$RC" \
 # ---- --help and --version
 run_cmd help 10 "$R" --help
 assert_exit "--help: exit 0" 0 "$RC"
-assert_eq "--help: usage first" "usage: $R" "$(head -1 "$T/help.out")"
+assert_eq "--help: usage first" "usage: $ARGV0" "$(head -1 "$T/help.out")"
 assert_match "--help: lists --stall-timeout" '--stall-timeout' "$T/help.out"
 run_cmd version 10 "$R" --version
 assert_exit "--version: exit 0" 0 "$RC"

@@ -50,6 +50,33 @@ if [ "$SAN" = yes ]; then
 	export ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
+# E2E_VALGRIND=1 (make check-valgrind): every mckey runs under valgrind
+# memcheck (tests/e2e/vgmode.sh), any report fails the script.
+VGM=${E2E_VALGRIND:-0}
+if [ "$VGM" = 1 ]; then
+	if [ "$SAN" = yes ]; then
+		echo "SKIP: E2E_VALGRIND=1 in the ASan+UBSan build: valgrind cannot run ASan binaries"
+		FINISHED=1
+		exit 77
+	fi
+	if ! command -v valgrind >/dev/null 2>&1; then
+		echo "SKIP: E2E_VALGRIND=1 but valgrind is not installed"
+		FINISHED=1
+		exit 77
+	fi
+	# shellcheck source=vgmode.sh
+	. "$(dirname "$0")/vgmode.sh"
+	vg_mode_setup "$TMP" || exit 99
+fi
+# Time bounds times E2E_TIME_SCALE, as tests/e2e/lib.sh's tscale: 1, 3 in
+# the ASan build, 20 under valgrind.
+if [ -z "${E2E_TIME_SCALE:-}" ]; then
+	E2E_TIME_SCALE=1
+	[ "$SAN" = yes ] && E2E_TIME_SCALE=3
+	[ "$VGM" = 1 ] && E2E_TIME_SCALE=20
+fi
+tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); if (i < v) i++; print i }'; }
+
 # ------------------------------------------------------------- cleanup
 
 cleanup() {
@@ -160,10 +187,20 @@ expect_le() { # DESC A B
 	if [ "$2" -le "$3" ]; then ok "$1"; else not_ok "$1" "$2 > $3"; fi
 }
 
-# Any sanitizer report of any mckey this script ran is a failure, named.
+# Any sanitizer report, or memcheck report with E2E_VALGRIND=1, of any
+# mckey this script ran is a failure, named.
 san_check() {
-	[ "$SAN" = yes ] || return 0
 	local f found=0
+	if [ "$VGM" = 1 ]; then
+		while IFS= read -r f; do
+			found=1
+			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
+			head -n 40 "$f" | sed 's/^/#   | /'
+		done < <(vg_mode_reports)
+		[ "$found" = 0 ] && ok "no memcheck report from any mckey this script ran ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
+	fi
+	[ "$SAN" = yes ] || return 0
+	found=0
 	for f in "$TMP"/sanitizer/*; do
 		[ -s "$f" ] || continue
 		found=1
@@ -189,7 +226,7 @@ start() {
 	local name=$1 ns=$2 secs=$3
 	shift 3
 	T0[$name]=$(now_ms)
-	timeout -k 2 "$secs" ip netns exec "$ns" "$MCKEY" "$@" \
+	timeout -k "$(tscale 2)" "$(tscale "$secs")" ip netns exec "$ns" "$MCKEY" "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err" &
 	PID[$name]=$!
 }
@@ -211,7 +248,7 @@ run() {
 
 # wait_for FILE ERE SECS: until a line of FILE matches
 wait_for() {
-	local i n=$(( $3 * 20 ))
+	local i n=$(( $(tscale "$3") * 20 ))
 	for ((i = 0; i < n; i++)); do
 		grep -qE -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.05
@@ -222,14 +259,15 @@ wait_for() {
 # The receiver has joined (its sockets hold the membership) before the
 # sender starts, so nothing is sent to a group nobody listens to yet.
 await_joined() { # NAME N
-	local n=${2:-1} i c
-	for ((i = 0; i < 200; i++)); do
+	local n=${2:-1} i c lim
+	lim=$(tscale 200)
+	for ((i = 0; i < lim; i++)); do
 		c=$(grep -c '^mckey: joined' "$TMP/$1.out" 2>/dev/null)
 		[ "${c:-0}" -ge "$n" ] && return 0
 		kill -0 "${PID[$1]}" 2>/dev/null || break
 		sleep 0.05
 	done
-	not_ok "$1 joined" "not $n 'mckey: joined' lines (exited, or 10 s passed)"
+	not_ok "$1 joined" "not $n 'mckey: joined' lines (exited, or $(tscale 10) s passed)"
 	show "$TMP/$1.out" "$TMP/$1.err"
 	return 1
 }
@@ -339,7 +377,7 @@ expect_rc "ipv4: receiver" 0 r1
 expect_text "ipv4: receiver transcript" "$TMP/r1.out" \
 	"$(transcript server "::ffff:$G" 1)"
 expect_empty "ipv4: receiver stderr" "$TMP/r1.err"
-expect_le "ipv4: receiver done well before its deadline" "$MS" 8000
+expect_le "ipv4: receiver done well before its deadline" "$MS" "$(tscale 8000)"
 
 # 2. --stats: per QP and per sender, on a port of our own
 G=239.77.1.2
@@ -389,7 +427,7 @@ if await_joined r3b; then
 fi
 await r3b
 expect_rc "extra messages: receiver" 0 r3b
-expect_le "extra messages: receiver exited before its deadline" "$MS" 5000
+expect_le "extra messages: receiver exited before its deadline" "$MS" "$(tscale 5000)"
 expect_text "extra messages: receiver transcript" "$TMP/r3b.out" \
 	"$(transcript server "::ffff:$G" 1)"
 
@@ -410,7 +448,7 @@ await r5
 expect_rc "short sender: receiver fails at its deadline" 146 r5
 # settle 0.3 + deadline 1.5, and a margin for a loaded machine
 expect_le "short sender: receiver took at least the deadline" 1500 "$MS"
-expect_le "short sender: receiver exited within the deadline + 3 s" "$MS" 4800
+expect_le "short sender: receiver exited within the deadline + 3 s" "$MS" $((1800 + $(tscale 3000)))
 expect_match "short sender: deadline message" "$TMP/r5.err" \
 	'^mckey: deadline: receives not complete on 1 of 1 QPs after 1\.5 s$'
 expect_match "short sender: shortfall reported" "$TMP/r5.err" \
@@ -429,7 +467,9 @@ if await_joined r6; then
 		sleep 1
 		kpid=$(pgrep -P "${PID[s6]}" | head -n1)
 		comm=$(cat "/proc/$kpid/comm" 2>/dev/null)
-		if [ -n "$kpid" ] && [ "$comm" = mckey ]; then
+		# under valgrind (E2E_VALGRIND=1) the process is memcheck's
+		if [ -n "$kpid" ] && { [ "$comm" = mckey ] ||
+		   { [ "$VGM" = 1 ] && [ "${comm#memcheck}" != "$comm" ]; }; }; then
 			kill -KILL "$kpid"
 			ok "killed sender: SIGKILL to mckey (pid $kpid)"
 		else
@@ -511,7 +551,7 @@ cat "$TMP/b1.out" "$TMP/b1.err" >"$TMP/b1.all"
 expect_match "-m 10.1.2.3: says it is not a multicast address" "$TMP/b1.all" \
 	'10\.1\.2\.3 is not a multicast address'
 expect_count "-m 10.1.2.3: joins nothing" "$TMP/b1.out" '^mckey: joined' 0
-expect_le "-m 10.1.2.3: at once" "$MS" 3000
+expect_le "-m 10.1.2.3: at once" "$MS" "$(tscale 3000)"
 
 run b2 "$NSA" 10 --udp -b "$A4" -s
 expect_rc "no -m" 1 b2
