@@ -88,7 +88,7 @@ cd "$top/build-asan"
 make -j2 check || status=1
 add "== ASan+UBSan build (./build-asan): make check, $(( $(now) - t0 )) s"
 tally "ASan+UBSan build" tests/*.trs tests/e2e/*.trs
-if [ "${EVR_CI_RXE_ASAN:-1}" = 1 ]; then
+if [ "${EVR_CI_RXE_ASAN:-0}" = 1 ]; then
 	rxe "ASan+UBSan build" "$top/build-asan"
 else
 	add "  check-rxe with the ASan build: not run (EVR_CI_RXE_ASAN=0)"

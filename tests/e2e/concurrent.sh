@@ -29,13 +29,16 @@ CLIENTS+=("cv1|-T a -T v -S 4096 -C 100 -I 20 --negotiate|custom 4k 100 20 15m")
 CLIENTS+=("cd1|-T a|default")
 
 P=$(e2e_port)
-if ! start_server srv "$P" "$R" -T s -p "$P" --stall-timeout 60; then
+# The silent client must outlast the others: the stall timeout and its
+# hold are far above a burst's time, scaled for slower builds (a default
+# run alone takes minutes under valgrind).
+if ! start_server srv "$P" "$R" -T s -p "$P" --stall-timeout "$(tscale 60)"; then
 	e2e_done
 fi
 srvpid=$(bg_child_pid srv)
 
 # the misbehaving client: connects and says nothing
-FAKE_HOLD=120 fake_start silent 150 silent "$P"
+FAKE_HOLD=$(tscale 120) fake_start silent 150 silent "$P"
 wait_match "$T/silent.out" connected 5
 wait_established "$P" 1 5
 

@@ -661,6 +661,8 @@ ACK = b"evrdma:ack---v1\n"
 mode, port = sys.argv[1], int(sys.argv[2])
 args = sys.argv[3:]
 HOLD = float(os.environ.get("FAKE_HOLD", "15"))
+# how long a server mode waits for its client to connect (scaled)
+WAIT = float(os.environ.get("FAKE_WAIT", HOLD))
 
 def recv_exact(s, n):
     b = b""
@@ -741,7 +743,7 @@ def server():
     ls.bind(("127.0.0.1", port))
     ls.listen(4)
     print("listening", flush=True)
-    ls.settimeout(HOLD)
+    ls.settimeout(WAIT)
     s, _ = ls.accept()
     s.settimeout(HOLD)
     print("accepted", flush=True)
@@ -815,7 +817,8 @@ PYEOF
 fake_start() { # NAME SECS MODE PORT [ARGS...]
 	local name=$1 secs=$2
 	shift 2
-	bg_start "$name" "$secs" python3 -u "$E2E_TMP/fake.py" "$@"
+	FAKE_WAIT=${FAKE_WAIT:-$(tscale "${FAKE_HOLD:-15}")} \
+		bg_start "$name" "$secs" python3 -u "$E2E_TMP/fake.py" "$@"
 }
 
 # ------------------------------------------------------------ valgrind mode

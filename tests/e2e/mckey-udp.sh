@@ -364,7 +364,7 @@ COMMON=(--udp --settle 0.3)
 
 # 1. upstream's transcript on both sides
 G=239.77.1.1
-start r1 "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --deadline 10
+start r1 "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --deadline "$(tscale 10)"
 if await_joined r1; then
 	run s1 "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}"
 	expect_rc "ipv4: sender" 0 s1
@@ -382,7 +382,7 @@ expect_le "ipv4: receiver done well before its deadline" "$MS" "$(tscale 8000)"
 # 2. --stats: per QP and per sender, on a port of our own
 G=239.77.1.2
 start r2 "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --udp-port 17001 \
-	-C 25 --stats --deadline 10
+	-C 25 --stats --deadline "$(tscale 10)"
 if await_joined r2; then
 	run s2 "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" --udp-port 17001 \
 		-C 25 --stats
@@ -404,7 +404,7 @@ expect_count "stats: receiver still ends with return status 0" "$TMP/r2.out" \
 # 3. -c 4 on both sides: each receiving QP gets the datagrams of all four
 # sending QPs (40), needs 10, and must still finish
 G=239.77.1.3
-start r3 "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -c 4 --deadline 5
+start r3 "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -c 4 --deadline "$(tscale 5)"
 if await_joined r3 4; then
 	run s3 "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" -c 4
 	expect_rc "-c 4: sender" 0 s3
@@ -420,7 +420,7 @@ expect_empty "-c 4: receiver stderr" "$TMP/r3.err"
 # 3b. more messages than the receiver expects (sender -C 15, receiver
 # -C 10): the receiver is done after 10 and must exit, not spin
 G=239.77.1.7
-start r3b "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -C 10 --deadline 5
+start r3b "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -C 10 --deadline "$(tscale 5)"
 if await_joined r3b; then
 	run s3b "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" -C 15
 	expect_rc "extra messages: sender" 0 s3b
@@ -436,6 +436,13 @@ run r4 "$NSA" 20 -m 239.77.1.4 -b "$A4" "${COMMON[@]}" -C 0
 expect_rc "-C 0: receiver" 0 r4
 expect_text "-C 0: no transfer lines" "$TMP/r4.out" \
 	"$(transcript server "::ffff:239.77.1.4" 1 0)"
+
+# 5. and 6.: deadlines that must fire after the sender's messages came
+# (1.5 s, 3 s from the receiver's start): a sender under valgrind takes
+# longer than that to start, so with E2E_VALGRIND=1 they are skipped.
+if [ "$VGM" = 1 ]; then
+	echo "SKIP - short sender (--deadline 1.5) and killed sender (--deadline 3): the receiver's deadline must fire after the sender's messages arrived, and a sender under valgrind takes longer than that to start; the normal and ASan builds run them"
+else
 
 # 5. the sender sends fewer than the receiver expects: the deadline
 G=239.77.1.5
@@ -503,11 +510,12 @@ else
 fi
 expect_match "killed sender: deadline message" "$TMP/r6.err" \
 	'^mckey: deadline: receives not complete on 1 of 1 QPs after 3\.0 s$'
+fi
 
 # ------------------------------------------------------------- one namespace, lo
 
 G=239.77.2.1
-start r7 "$NSL" 20 -m $G -b "$L4" "${COMMON[@]}" --stats --deadline 10
+start r7 "$NSL" 20 -m $G -b "$L4" "${COMMON[@]}" --stats --deadline "$(tscale 10)"
 if await_joined r7; then
 	run s7 "$NSL" 20 -m $G -b "$L4" -s "${COMMON[@]}"
 	expect_rc "lo: sender" 0 s7
@@ -523,7 +531,7 @@ expect_count "lo: receiver got all, once" "$TMP/r7.out" \
 
 ipv6_pair() { # TAG GROUP
 	local tag=$1 g=$2
-	start "r$tag" "$NSA" 20 -m "$g" -b "$A6" "${COMMON[@]}" --deadline 5
+	start "r$tag" "$NSA" 20 -m "$g" -b "$A6" "${COMMON[@]}" --deadline "$(tscale 5)"
 	if await_joined "r$tag"; then
 		run "s$tag" "$NSB" 20 -m "$g" -b "$B6" -s "${COMMON[@]}"
 		expect_rc "ipv6 $g: sender" 0 "s$tag"
