@@ -93,15 +93,6 @@ if [ -z "${E2E_TIME_SCALE:-}" ]; then
 fi
 tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); if (i < v) i++; print i }'; }
 
-# A check that is about timing itself (CPU use, latency), which a program
-# under valgrind cannot meet: SKIP it loudly in that mode.  0 = run it.
-e2e_timing_only() { # WHAT
-	if [ "$E2E_VG" = 1 ]; then
-		skip "$1: a timing check, meaningless under valgrind (E2E_VALGRIND=1); the normal and ASan builds run it"
-		return 1
-	fi
-	return 0
-}
 
 # Can this part of a script run a program under valgrind itself?  Not in
 # the sanitizer build (valgrind cannot run ASan binaries: both replace the
