@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# shellcheck shell=bash
 #
 # E2E_VALGRIND=1 (make check-valgrind): every rstream, mckey,
 # evrdma-probed and embedding example an end-to-end script starts runs
@@ -15,6 +16,7 @@
 # also makes the program exit 86 (--error-exitcode), which no test expects.
 # The programs' own stdout and stderr are untouched.
 
+# shellcheck disable=SC2054 # the commas are valgrind's
 VG_MODE_OPTS=(--quiet --leak-check=full
 	--show-leak-kinds=definite,indirect,possible
 	--errors-for-leak-kinds=definite,indirect,possible
