@@ -61,7 +61,7 @@ tally() {
 		[ -f "$log" ] || continue
 		case $log in
 		*/check_*) add "  $(grep -h -E '^[0-9]+%: Checks: ' "$log" || echo "${log##*/}: no Check summary")" ;;
-		*) add "  $(printf '%-16s' "${log##*/}"): $(grep -h -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)$(grep -q '^:test-result: SKIP' "${log%.log}.trs" 2>/dev/null && echo ' SKIPPED')" ;;
+		*) add "  $(printf '%-16s' "${log##*/}"): $(grep -h -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)$(grep -q '^:test-result: SKIP' "${log%.log}.trs" 2>/dev/null && echo " SKIPPED: $(grep -h -m1 -E '^SKIP: ' "$log" | cut -c7-)")" ;;
 		esac
 	done
 	add "  => $p passed, $f failed, $s skipped"
