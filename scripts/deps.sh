@@ -18,7 +18,9 @@ pkgs=(
 	jq                        # tests parse the JSON output with it
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	iproute2 procps psmisc    # ip netns, ps, killall used by tests
-	valgrind                  # leak checks
+	valgrind                  # leak checks (valgrind.sh, make check-valgrind)
+	libasan8 libubsan1        # the ASan+UBSan build (gcc 12's runtimes; build-essential
+	                          # brings them already, named here for scripts/test.sh)
 )
 case ${1:-} in
 --rxe) pkgs+=(qemu-system-x86 busybox-static cpio kmod) ;;

@@ -123,7 +123,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		sleep 0.3
 		bg_stop intr 5 INT
 		assert_exit "SIGINT on a running client" 130 "$RC" "$T/intr.err"
-		assert_le "SIGINT: client exits within 2 s" "$ELAPSED_MS" 2000
+		assert_le "SIGINT: client exits within 2 s" "$ELAPSED_MS" "$(tscale 2000)"
 	else
 		not_ok "SIGINT: client connected"
 		bg_kill intr
@@ -133,7 +133,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		sleep 0.3
 		bg_stop term 5 TERM
 		assert_exit "SIGTERM on a running client" 130 "$RC" "$T/term.err"
-		assert_le "SIGTERM: client exits within 2 s" "$ELAPSED_MS" 2000
+		assert_le "SIGTERM: client exits within 2 s" "$ELAPSED_MS" "$(tscale 2000)"
 	else
 		not_ok "SIGTERM: client connected"
 		bg_kill term
@@ -153,7 +153,26 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 	check_header "$T/plain.out" 1 "plain server: header printed once"
 	bg_stop plain 5
 	assert_exit "plain server: SIGTERM exits 0" 0 "$RC" "$T/plain.err"
-	assert_le "plain server: exits within 2 s of SIGTERM" "$ELAPSED_MS" 2000
+	assert_le "plain server: exits within 2 s of SIGTERM" "$ELAPSED_MS" "$(tscale 2000)"
+fi
+
+# ---- SIGTERM twice, 10 ms apart (a kill to the process group next to one
+# to the process, as timeout(1) and service managers send): the second
+# lands while the program is on its way out and must not kill it (it once
+# did, with 143, whenever exiting took longer than the gap)
+P=$(e2e_port)
+if start_server twice "$P" "$R" -T s -p "$P"; then
+	run_cmd twice_c 30 "$R" -T s -s $H -p "$P" -S 1000 -C 10
+	assert_exit "double SIGTERM: the client" 0 "$RC" "$T/twice_c.err"
+	if TPID=$(bg_child_pid twice); then
+		kill -TERM "$TPID"
+		sleep 0.01
+		kill -TERM "$TPID" 2>/dev/null
+		bg_wait twice 10
+		assert_exit "double SIGTERM: the server still exits 0" 0 "$RC" "$T/twice.err"
+	else
+		not_ok "double SIGTERM: the server's pid"
+	fi
 fi
 
 # ---- a -T v client does not negotiate: a server given no test options
@@ -224,7 +243,7 @@ if start_server v6 "$P" "$R" -T s -f ipv6 -b ::1 -p "$P"; then
 	check_row "$T/v6.out" custom 1000 100 10 1.9m 1 "IPv6: server"
 	bg_stop v6 5 INT
 	assert_exit "IPv6: server SIGINT exits 0" 0 "$RC" "$T/v6.err"
-	assert_le "IPv6: server exits within 2 s of SIGINT" "$ELAPSED_MS" 2000
+	assert_le "IPv6: server exits within 2 s of SIGINT" "$ELAPSED_MS" "$(tscale 2000)"
 	assert_empty "IPv6: server stderr empty" "$T/v6.err"
 fi
 

@@ -17,11 +17,20 @@ C="-T s -s $H"
 # rows of FILE that name a connection (test#K)
 per_conn_rows() { grep -Ec '^[^ #]+#[0-9]+ ' "$1"; }
 
-P=$(e2e_port)
 # the server starts with a soft limit far too low for 1000 connections:
-# it raises it to the hard limit itself
-if ! start_server srv "$P" bash -c 'ulimit -Sn 64 && exec "$0" "$@"' \
-	"$R" -T s -T a -p "$P"; then
+# it raises it to the hard limit itself.  Under valgrind (E2E_VALGRIND=1)
+# a program cannot raise RLIMIT_NOFILE past what it started with
+# (valgrind keeps its own fds just under that limit and refuses the
+# raise): there the server starts with the shell's limit, and the limit
+# checks are skipped, loudly.
+LOWFD=(bash -c 'ulimit -Sn 64 && exec "$0" "$@"')
+VG_FDS="under valgrind a program cannot raise RLIMIT_NOFILE past the limit it started with (valgrind's own fds sit just under it); the normal and ASan builds run it"
+if [ "$E2E_VG" = 1 ]; then
+	skip "the server started with a soft fd limit of 64: $VG_FDS"
+	LOWFD=()
+fi
+P=$(e2e_port)
+if ! start_server srv "$P" ${LOWFD[@]+"${LOWFD[@]}"} "$R" -T s -T a -p "$P"; then
 	e2e_done
 fi
 srvpid=$(bg_child_pid srv)
@@ -84,9 +93,13 @@ wait_count "$T/srv.out" "$E2E_ANY_ROW" "$srvrows" 10
 assert_lines "server: one row per connection ($srvrows)" "$srvrows" \
 	"$T/srv.out" "$E2E_ANY_ROW"
 assert_empty "server: no connection dropped" "$T/srv.err"
-assert_eq "server: its soft fd limit was raised to the hard one" \
-	"$(awk '/Max open files/ {print $5}' "/proc/$srvpid/limits")" \
-	"$(awk '/Max open files/ {print $4}' "/proc/$srvpid/limits")"
+if [ "$E2E_VG" = 1 ]; then
+	skip "server: its soft fd limit was raised to the hard one: $VG_FDS"
+else
+	assert_eq "server: its soft fd limit was raised to the hard one" \
+		"$(awk '/Max open files/ {print $5}' "/proc/$srvpid/limits")" \
+		"$(awk '/Max open files/ {print $4}' "/proc/$srvpid/limits")"
+fi
 run_cmd late 30 "$R" $C -p "$P" -S 1000 -C 100 -I 10
 assert_exit "server: a later client is served" 0 "$RC" "$T/late.err"
 check_row "$T/late.out" custom 1000 100 10 1.9m 1 "later client"
@@ -132,7 +145,7 @@ if start_server srv2 "$P2" "$R" -T s -T a -p "$P2"; then
 	bg_wait many 10
 	assert_exit "-c 10, server killed: exit 4" 4 "$RC" "$T/many.err"
 	assert_le "-c 10, server killed: the client exits within 3 s (ms)" \
-		$(( $(now_ms) - t0 )) 3000
+		$(( $(now_ms) - t0 )) "$(tscale 3000)"
 	assert_lines "-c 10, server killed: one line on stderr" 1 "$T/many.err"
 	assert_match "-c 10, server killed: the line names the connection and test" \
 		'^rstream: connection ([1-9]|10) of 10: .*test custom \(1 of 1\), ' \
@@ -146,12 +159,14 @@ wait_established "$P" 20 10
 sleep 0.3
 bg_stop term 5
 assert_exit "-c 20, SIGTERM: exit 130" 130 "$RC" "$T/term.err"
-assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" 2000
+assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" "$(tscale 2000)"
 assert_empty "-c 20, SIGTERM: nothing on stderr" "$T/term.err"
 
 # ---- RLIMIT_NOFILE
 # the soft limit is raised up to the hard one when needed
-if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 200 ]; then
+if [ "$E2E_VG" = 1 ]; then
+	skip "soft limit 64, -c 100: raised to the hard limit: $VG_FDS"
+elif [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 200 ]; then
 	run_cmd rsoft 60 bash -c 'ulimit -Sn 64 && exec "$0" "$@"' "$R" $C \
 		-p "$P" -S 64 -C 10 -c 100
 	assert_exit "soft limit 64, -c 100: raised to the hard limit" 0 "$RC" "$T/rsoft.err"
@@ -169,7 +184,9 @@ if [ "$(id -u)" = 0 ]; then
 		lim=()
 	fi
 fi
-if [ ${#lim[@]} -gt 0 ]; then
+if [ "$E2E_VG" = 1 ]; then
+	skip "hard limit 64, -c 1000: exit 5: valgrind reports its own view of RLIMIT_NOFILE to the program; the normal and ASan builds run it"
+elif [ ${#lim[@]} -gt 0 ]; then
 	n0=$(ss -Htn state established "( dport = :$P )" | wc -l)
 	run_cmd rhard 30 "${lim[@]}" "$R" $C -p "$P" -S 64 -C 10 -c 1000
 	assert_exit "hard limit 64, -c 1000: exit 5" 5 "$RC" "$T/rhard.err"

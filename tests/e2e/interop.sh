@@ -142,7 +142,7 @@ if start_server mm_s "$P" "$U" -T s -p "$P"; then
 	say "mismatch: our client: exit $RC after $ELAPSED_MS ms: $(cat "$T/mm_c.err")"
 	assert_exit_not "mismatch: our client fails" 0 "$RC" "$T/mm_c.out" "$T/mm_c.err"
 	assert_exit "mismatch: our client exits 4 (a test failed)" 4 "$RC" "$T/mm_c.err"
-	assert_le "mismatch: within the stall timeout, give or take (ms)" "$ELAPSED_MS" 5000
+	assert_le "mismatch: within the stall timeout, give or take (ms)" "$ELAPSED_MS" "$(tscale 5000)"
 	assert_lines "mismatch: one line on stderr" 1 "$T/mm_c.err"
 	assert_match "mismatch: the line names the test, the stall and the likely cause" \
 		'^rstream: .*test custom \(1 of 1\), .*stall timeout.*same test options' \

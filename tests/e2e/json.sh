@@ -361,7 +361,7 @@ fi
 
 # 12. under valgrind: the JSON writer leaks nothing and touches nothing
 # it should not
-if command -v valgrind >/dev/null 2>&1; then
+if e2e_can_valgrind "rstream --json"; then
 	# shellcheck disable=SC2054 # the commas are valgrind's
 	VG=(valgrind --quiet --leak-check=full
 	    --show-leak-kinds=definite,indirect,possible
@@ -391,8 +391,6 @@ if command -v valgrind >/dev/null 2>&1; then
 	assert_exit "valgrind: bad value --json" 1 "$RC" "$E2E_TMP/vgbad.err"
 	assert_no_match "valgrind: bad value clean" '^==[0-9]+==' \
 		"$E2E_TMP/vgbad.err"
-else
-	skip "valgrind is not installed"
 fi
 
 # ------------------------------------------------------------------ mckey
@@ -463,7 +461,7 @@ else
 				  .completed == 25) and last.type == "summary" and
 				 last.exit_status == 0'
 		fi
-		if command -v valgrind >/dev/null 2>&1; then
+		if e2e_can_valgrind "mckey --json"; then
 			run_cmd mvg 60 ip netns exec "$NS" "${VG[@]}" "$MCKEY" \
 				"${MC[@]}" --deadline 1 --json
 			assert_exit "valgrind: mckey --json receiver, deadline" \

@@ -171,7 +171,7 @@ if [ -x "$UPSTREAM" ]; then
 		run_cmd dup 10 "$R" -T s -s $H -p "$P" -S 64 -C 1 -D 1
 		assert_exit "-D against upstream: exit 6 (not supported)" 6 "$RC" \
 			"$T/dup.err"
-		assert_le "-D against upstream: gives up at once (ms)" "$ELAPSED_MS" 3000
+		assert_le "-D against upstream: gives up at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
 		assert_lines "-D against upstream: one line on stderr" 1 "$T/dup.err" \
 			'^rstream: (127\.0\.0\.1:[0-9]+: )?negotiation: -D/--duration with a server that does not negotiate \(an upstream rstream server\) is not supported$'
 		bg_kill up

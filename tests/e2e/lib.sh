@@ -14,6 +14,10 @@
 #   run_cmd NAME SECS CMD..  run CMD in the foreground under timeout; RC,
 #                            ELAPSED_MS, output in $E2E_TMP/NAME.out/.err
 #   assert_* / ok / not_ok   checks, counted; e2e_done prints the summary
+#   tscale N                 N times E2E_TIME_SCALE (1; 3 in the ASan
+#                            build; 20 with E2E_VALGRIND=1), rounded up:
+#                            every SECS bound above is scaled so, and
+#                            the scripts' own timing checks use it
 #
 # Every process started here is killed, and every temporary file removed,
 # when the script exits, however it exits.  Nothing talks to any address
@@ -56,6 +60,61 @@ E2E_SERVER_SECS=${E2E_SERVER_SECS:-400}
 
 export LC_ALL=C
 
+# ------------------------------------------------------- sanitizer build
+
+# EVR_SANITIZERS=yes (exported by Makefile.am from configure's
+# --enable-sanitizers): the programs are ASan+UBSan builds.  Their reports
+# go to files in $E2E_TMP/sanitizer (log_path, whatever a test does with
+# their stderr), and e2e_done fails the script on any of them, or on a
+# report line anywhere in the scratch directory (san_check).
+E2E_SAN=${EVR_SANITIZERS:-no}
+if [ "$E2E_SAN" = yes ]; then
+	mkdir -p "$E2E_TMP/sanitizer"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/asan"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/ubsan"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+fi
+E2E_SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
+
+# E2E_VALGRIND=1 (make check-valgrind): every rstream, mckey,
+# evrdma-probed and embed this script starts runs under valgrind memcheck
+# (tests/e2e/vgmode.sh; set up at the end of this file).
+E2E_VG=${E2E_VALGRIND:-0}
+
+# Timing checks: a deadline that is honest on a quiet machine, times this
+# factor where the programs run slower for a reason this harness knows:
+# ASan+UBSan (about 2-3x the CPU per operation, and a leak check at exit)
+# or valgrind (20-50x).  tscale N prints N scaled (an integer, rounded
+# up), for seconds or milliseconds alike.
+if [ -z "${E2E_TIME_SCALE:-}" ]; then
+	E2E_TIME_SCALE=1
+	[ "$E2E_SAN" = yes ] && E2E_TIME_SCALE=3
+	[ "$E2E_VG" = 1 ] && E2E_TIME_SCALE=20
+fi
+tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); if (i < v) i++; print i }'; }
+
+
+# Can this part of a script run a program under valgrind itself?  Not in
+# the sanitizer build (valgrind cannot run ASan binaries: both replace the
+# allocator and ASan reserves terabytes of shadow memory); there the
+# sanitizers cover the same ground, and the normal build's make check runs
+# the valgrind part.  Prints a SKIP line naming why when it cannot.
+e2e_can_valgrind() { # WHAT
+	if [ "$E2E_VG" = 1 ]; then
+		skip "$1 under valgrind, run by this script itself: with E2E_VALGRIND=1 every program of the script runs under memcheck already"
+		return 1
+	fi
+	if [ "$E2E_SAN" = yes ]; then
+		skip "$1 under valgrind: this is the ASan+UBSan build (valgrind cannot run ASan binaries); ASan/UBSan/LSan check these runs here, and the normal build's make check runs them under valgrind"
+		return 1
+	fi
+	if ! command -v valgrind >/dev/null 2>&1; then
+		skip "$1 under valgrind: valgrind is not installed"
+		return 1
+	fi
+	return 0
+}
+
 # ---------------------------------------------------------------- cleanup
 
 e2e_kill_group() { # PID: the whole process group timeout(1) made
@@ -79,6 +138,7 @@ e2e_cleanup() {
 	# script's own EXIT trap may call this after other commands).
 	[ "$E2E_DONE" = 1 ] && st=$E2E_STATUS
 	if [ "$E2E_DONE" = 0 ]; then
+		san_check
 		echo "FAIL - $E2E_NAME: the script stopped early (status $st)"
 		E2E_FAIL=$((E2E_FAIL + 1))
 		echo "$E2E_PASS passed, $E2E_FAIL failed"
@@ -131,13 +191,45 @@ dump() {
 # Skip the whole script (automake's status 77).
 e2e_skip_all() { # REASON
 	echo "SKIP: $*"
+	san_check
 	E2E_DONE=1
 	E2E_STATUS=77
-	exit 77
+	[ "$E2E_FAIL" = 0 ] || E2E_STATUS=1
+	exit "$E2E_STATUS"
+}
+
+# Any sanitizer report, or memcheck report in E2E_VALGRIND mode, of any
+# program this script ran is a failure, named.
+san_check() {
+	local f found=0
+	if [ "$E2E_VG" = 1 ]; then
+		while IFS= read -r f; do
+			found=1
+			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
+			head -n 40 "$f" | sed 's/^/#   | /'
+		done < <(vg_mode_reports)
+		[ "$found" = 0 ] && ok "no memcheck report from any program this script ran ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
+	fi
+	[ "$E2E_SAN" = yes ] || return 0
+	found=0
+	for f in "$E2E_TMP"/sanitizer/*; do
+		[ -s "$f" ] || continue
+		found=1
+		not_ok "sanitizer report ${f##*/}: $(grep -m1 -E "$E2E_SAN_ERE" "$f")"
+		head -n 40 "$f" | sed 's/^/#   | /'
+	done
+	while IFS= read -r f; do
+		found=1
+		not_ok "sanitizer report in ${f#"$E2E_TMP"/}: $(grep -m1 -E "$E2E_SAN_ERE" "$f")"
+		grep -E -A 30 "$E2E_SAN_ERE" "$f" | head -n 40 | sed 's/^/#   | /'
+	done < <(grep -rlsIE --exclude-dir=sanitizer -- "$E2E_SAN_ERE" "$E2E_TMP")
+	[ "$found" = 0 ] && ok "no ASan/UBSan/LSan report from any program this script ran"
+	return 0
 }
 
 e2e_done() {
 	local secs=$(( ($(date +%s%N) - E2E_START_NS) / 1000000 ))
+	san_check
 	E2E_DONE=1
 	E2E_STATUS=1
 	[ "$E2E_FAIL" = 0 ] && E2E_STATUS=0
@@ -345,7 +437,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 bg_start() { # NAME SECS CMD...
 	local name=$1 secs=$2
 	shift 2
-	timeout -k 5 "$secs" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
+	timeout -k "$(tscale 5)" "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
 	E2E_PID[$name]=$!
 }
 
@@ -366,7 +458,8 @@ bg_child_pid() { # NAME
 # RC = its exit status (timeout's 124/137 when it had to be killed);
 # BG_TIMED_OUT=1 when it did not exit in time.
 bg_wait() { # NAME [SECS]
-	local name=$1 secs=${2:-20} pid end
+	local name=$1 secs pid end
+	secs=$(tscale "${2:-20}")
 	pid=${E2E_PID[$name]:-}
 	BG_TIMED_OUT=0
 	if [ -z "$pid" ]; then
@@ -386,11 +479,31 @@ bg_wait() { # NAME [SECS]
 	unset "E2E_PID[$name]"
 }
 
-# SIGTERM NAME (the program, through timeout), wait up to SECS (default 5),
+# Send SIG once to every process in the group timeout(1) PID made (the
+# program, and a fork server's children), as a kill to the group does, but
+# not to timeout itself: timeout would relay it (a second one) and then
+# send SIGCONT to the group, and a SIGCONT that lands while the ASan
+# build's exit-time leak check (LeakSanitizer stops the program with
+# PTRACE_ATTACH, i.e. a SIGSTOP) is starting cancels that stop: the
+# checker then waits forever, the program spins waiting for it, and only
+# timeout's SIGKILL ends it (seen as "SIGTERM exits 0" failing with 137
+# on a loaded machine).  Only timeout left (the program gone): nothing.
+e2e_signal_group() { # SIG PID
+	local sig=$1 pid=$2 p sent=0
+	for p in $(pgrep -g "$pid" 2>/dev/null); do
+		[ "$p" = "$pid" ] && continue
+		kill "-$sig" "$p" 2>/dev/null && sent=1
+	done
+	# no pgrep, or the program not started yet: through timeout
+	[ "$sent" = 1 ] || kill "-$sig" "$pid" 2>/dev/null
+}
+
+# SIGTERM NAME (its group, as above), wait up to SECS (default 5),
 # then SIGKILL its whole group.  RC = exit status; ELAPSED_MS = how long it
 # took to exit after the signal; BG_TIMED_OUT=1 when it had to be killed.
 bg_stop() { # NAME [SECS] [SIGNAL]
-	local name=$1 secs=${2:-5} sig=${3:-TERM} pid t0 end
+	local name=$1 secs sig=${3:-TERM} pid t0 end
+	secs=$(tscale "${2:-5}")
 	pid=${E2E_PID[$name]:-}
 	BG_TIMED_OUT=0
 	if [ -z "$pid" ]; then
@@ -398,7 +511,7 @@ bg_stop() { # NAME [SECS] [SIGNAL]
 		return
 	fi
 	t0=$(now_ms)
-	kill "-$sig" "$pid" 2>/dev/null
+	e2e_signal_group "$sig" "$pid"
 	end=$(( t0 + secs * 1000 ))
 	while kill -0 "$pid" 2>/dev/null && [ "$(now_ms)" -lt "$end" ]; do
 		sleep 0.02
@@ -428,7 +541,8 @@ listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 # Wait (at most SECS, default 5) until something listens on PORT; fail at
 # once if the process NAME, when given, has exited.
 wait_listen() { # PORT [SECS] [NAME]
-	local port=$1 secs=${2:-5} name=${3:-} end
+	local port=$1 secs name=${3:-} end
+	secs=$(tscale "${2:-5}")
 	end=$(( $(now_ms) + secs * 1000 ))
 	while [ "$(now_ms)" -lt "$end" ]; do
 		listening "$port" && return 0
@@ -455,7 +569,7 @@ start_server() { # NAME PORT CMD...
 
 # Wait (at most SECS) until FILE has a line matching ERE.
 wait_match() { # FILE ERE [SECS]
-	local end=$(( $(now_ms) + ${3:-5} * 1000 ))
+	local end=$(( $(now_ms) + $(tscale "${3:-5}") * 1000 ))
 	while [ "$(now_ms)" -lt "$end" ]; do
 		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.03
@@ -465,7 +579,7 @@ wait_match() { # FILE ERE [SECS]
 
 # Wait (at most SECS) until FILE has at least N lines matching ERE.
 wait_count() { # FILE ERE N [SECS]
-	local end=$(( $(now_ms) + ${4:-5} * 1000 )) n
+	local end=$(( $(now_ms) + $(tscale "${4:-5}") * 1000 )) n
 	while [ "$(now_ms)" -lt "$end" ]; do
 		n=$(grep -Ec -- "$2" "$1" 2>/dev/null)
 		[ "${n:-0}" -ge "$3" ] && return 0
@@ -476,7 +590,7 @@ wait_count() { # FILE ERE N [SECS]
 
 # Wait (at most SECS) until N connections to PORT are established.
 wait_established() { # PORT N [SECS]
-	local end=$(( $(now_ms) + ${3:-5} * 1000 )) n
+	local end=$(( $(now_ms) + $(tscale "${3:-5}") * 1000 )) n
 	while [ "$(now_ms)" -lt "$end" ]; do
 		n=$(ss -Htn state established "( dport = :$1 )" 2>/dev/null | wc -l)
 		[ "$n" -ge "$2" ] && return 0
@@ -493,7 +607,7 @@ run_cmd() { # NAME SECS CMD...
 	t0=$(now_ms)
 	# In the background and waited for, so that a signal to this script
 	# is handled at once (the exit trap then kills it), not after it.
-	timeout -k 3 "$secs" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" \
+	timeout -k "$(tscale 3)" "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" \
 		</dev/null &
 	E2E_PID[__fg]=$!
 	wait "${E2E_PID[__fg]}"
@@ -538,6 +652,8 @@ ACK = b"evrdma:ack---v1\n"
 mode, port = sys.argv[1], int(sys.argv[2])
 args = sys.argv[3:]
 HOLD = float(os.environ.get("FAKE_HOLD", "15"))
+# how long a server mode waits for its client to connect (scaled)
+WAIT = float(os.environ.get("FAKE_WAIT", HOLD))
 
 def recv_exact(s, n):
     b = b""
@@ -618,7 +734,7 @@ def server():
     ls.bind(("127.0.0.1", port))
     ls.listen(4)
     print("listening", flush=True)
-    ls.settimeout(HOLD)
+    ls.settimeout(WAIT)
     s, _ = ls.accept()
     s.settimeout(HOLD)
     print("accepted", flush=True)
@@ -692,5 +808,20 @@ PYEOF
 fake_start() { # NAME SECS MODE PORT [ARGS...]
 	local name=$1 secs=$2
 	shift 2
-	bg_start "$name" "$secs" python3 -u "$E2E_TMP/fake.py" "$@"
+	FAKE_WAIT=${FAKE_WAIT:-$(tscale "${FAKE_HOLD:-15}")} \
+		bg_start "$name" "$secs" python3 -u "$E2E_TMP/fake.py" "$@"
 }
+
+# ------------------------------------------------------------ valgrind mode
+
+if [ "$E2E_VG" = 1 ]; then
+	if [ "$E2E_SAN" = yes ]; then
+		e2e_skip_all "E2E_VALGRIND=1 in the ASan+UBSan build: valgrind cannot run ASan binaries (use a build without --enable-sanitizers)"
+	fi
+	command -v valgrind >/dev/null 2>&1 ||
+		e2e_skip_all "E2E_VALGRIND=1 but valgrind is not installed"
+	# shellcheck source=vgmode.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/vgmode.sh"
+	vg_mode_setup "$E2E_TMP" || exit 99
+	say "E2E_VALGRIND=1: rstream, mckey, evrdma-probed and embed run under valgrind memcheck; time scale x$E2E_TIME_SCALE"
+fi

@@ -100,7 +100,7 @@ if [ -n "$PC" ]; then
 	# The example, against the installed headers and shared library.  It
 	# uses libev itself, which it links on its own.
 	# shellcheck disable=SC2086
-	$CC -pthread -Wall -Werror -o "$T/embed-shared" "$S/examples/embed.c" $CFL $LIBS \
+	$CC ${EVR_SAN_FLAGS:-} -pthread -Wall -Werror -o "$T/embed-shared" "$S/examples/embed.c" $CFL $LIBS \
 		-Wl,-rpath,"$LIBDIR" ${LIBEV_LIBS:--lev} >"$T/cc1.out" 2>&1
 	assert_exit "the example builds with pkg-config --cflags --libs evrdma" 0 "$?" "$T/cc1.out"
 	if [ -x "$T/embed-shared" ]; then
@@ -112,7 +112,7 @@ if [ -n "$PC" ]; then
 	fi
 	# Static: the archive, then what --static says it needs.
 	# shellcheck disable=SC2086
-	$CC -pthread -Wall -Werror -o "$T/embed-static" "$S/examples/embed.c" $CFL \
+	$CC ${EVR_SAN_FLAGS:-} -pthread -Wall -Werror -o "$T/embed-static" "$S/examples/embed.c" $CFL \
 		"$LIBDIR/libevrdma.a" $(echo "$SLIBS" | sed 's/-levrdma//') \
 		${LIBEV_LIBS:--lev} >"$T/cc2.out" 2>&1
 	assert_exit "the example links with libevrdma.a and pkg-config --static" 0 "$?" "$T/cc2.out"

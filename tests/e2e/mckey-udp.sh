@@ -38,6 +38,45 @@ RC=0
 MS=0
 declare -A PID=() T0=()
 
+# The sanitizer build (EVR_SANITIZERS=yes, from Makefile.am): reports go to
+# $TMP/sanitizer as well, and any report, there or in any output, fails
+# the script (as tests/e2e/lib.sh does for the other scripts).
+SAN=${EVR_SANITIZERS:-no}
+SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
+if [ "$SAN" = yes ]; then
+	mkdir -p "$TMP/sanitizer"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$TMP/sanitizer/asan"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$TMP/sanitizer/ubsan"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+fi
+
+# E2E_VALGRIND=1 (make check-valgrind): every mckey runs under valgrind
+# memcheck (tests/e2e/vgmode.sh), any report fails the script.
+VGM=${E2E_VALGRIND:-0}
+if [ "$VGM" = 1 ]; then
+	if [ "$SAN" = yes ]; then
+		echo "SKIP: E2E_VALGRIND=1 in the ASan+UBSan build: valgrind cannot run ASan binaries"
+		FINISHED=1
+		exit 77
+	fi
+	if ! command -v valgrind >/dev/null 2>&1; then
+		echo "SKIP: E2E_VALGRIND=1 but valgrind is not installed"
+		FINISHED=1
+		exit 77
+	fi
+	# shellcheck source=vgmode.sh
+	. "$(dirname "$0")/vgmode.sh"
+	vg_mode_setup "$TMP" || exit 99
+fi
+# Time bounds times E2E_TIME_SCALE, as tests/e2e/lib.sh's tscale: 1, 3 in
+# the ASan build, 20 under valgrind.
+if [ -z "${E2E_TIME_SCALE:-}" ]; then
+	E2E_TIME_SCALE=1
+	[ "$SAN" = yes ] && E2E_TIME_SCALE=3
+	[ "$VGM" = 1 ] && E2E_TIME_SCALE=20
+fi
+tscale() { awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { v = s * k; i = int(v); if (i < v) i++; print i }'; }
+
 # ------------------------------------------------------------- cleanup
 
 cleanup() {
@@ -53,6 +92,7 @@ cleanup() {
 		ip netns del "$n" 2>/dev/null
 	done
 	if [ "$FINISHED" = 0 ]; then
+		san_check
 		echo "FAIL - $NAME: the script stopped early (status $st)"
 		FAIL=$((FAIL + 1))
 		echo "$PASS passed, $FAIL failed"
@@ -147,6 +187,35 @@ expect_le() { # DESC A B
 	if [ "$2" -le "$3" ]; then ok "$1"; else not_ok "$1" "$2 > $3"; fi
 }
 
+# Any sanitizer report, or memcheck report with E2E_VALGRIND=1, of any
+# mckey this script ran is a failure, named.
+san_check() {
+	local f found=0
+	if [ "$VGM" = 1 ]; then
+		while IFS= read -r f; do
+			found=1
+			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
+			head -n 40 "$f" | sed 's/^/#   | /'
+		done < <(vg_mode_reports)
+		[ "$found" = 0 ] && ok "no memcheck report from any mckey this script ran ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
+	fi
+	[ "$SAN" = yes ] || return 0
+	found=0
+	for f in "$TMP"/sanitizer/*; do
+		[ -s "$f" ] || continue
+		found=1
+		not_ok "sanitizer report ${f##*/}: $(grep -m1 -E "$SAN_ERE" "$f")"
+		head -n 40 "$f" | sed 's/^/#   | /'
+	done
+	while IFS= read -r f; do
+		found=1
+		not_ok "sanitizer report in ${f#"$TMP"/}: $(grep -m1 -E "$SAN_ERE" "$f")"
+		grep -E -A 30 "$SAN_ERE" "$f" | head -n 40 | sed 's/^/#   | /'
+	done < <(grep -rlsIE --exclude-dir=sanitizer -- "$SAN_ERE" "$TMP")
+	[ "$found" = 0 ] && ok "no ASan/UBSan/LSan report from any mckey this script ran"
+	return 0
+}
+
 # ------------------------------------------------------------- processes
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -157,7 +226,7 @@ start() {
 	local name=$1 ns=$2 secs=$3
 	shift 3
 	T0[$name]=$(now_ms)
-	timeout -k 2 "$secs" ip netns exec "$ns" "$MCKEY" "$@" \
+	timeout -k "$(tscale 2)" "$(tscale "$secs")" ip netns exec "$ns" "$MCKEY" "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err" &
 	PID[$name]=$!
 }
@@ -179,7 +248,7 @@ run() {
 
 # wait_for FILE ERE SECS: until a line of FILE matches
 wait_for() {
-	local i n=$(( $3 * 20 ))
+	local i n=$(( $(tscale "$3") * 20 ))
 	for ((i = 0; i < n; i++)); do
 		grep -qE -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.05
@@ -190,14 +259,15 @@ wait_for() {
 # The receiver has joined (its sockets hold the membership) before the
 # sender starts, so nothing is sent to a group nobody listens to yet.
 await_joined() { # NAME N
-	local n=${2:-1} i c
-	for ((i = 0; i < 200; i++)); do
+	local n=${2:-1} i c lim
+	lim=$(tscale 200)
+	for ((i = 0; i < lim; i++)); do
 		c=$(grep -c '^mckey: joined' "$TMP/$1.out" 2>/dev/null)
 		[ "${c:-0}" -ge "$n" ] && return 0
 		kill -0 "${PID[$1]}" 2>/dev/null || break
 		sleep 0.05
 	done
-	not_ok "$1 joined" "not $n 'mckey: joined' lines (exited, or 10 s passed)"
+	not_ok "$1 joined" "not $n 'mckey: joined' lines (exited, or $(tscale 10) s passed)"
 	show "$TMP/$1.out" "$TMP/$1.err"
 	return 1
 }
@@ -294,7 +364,7 @@ COMMON=(--udp --settle 0.3)
 
 # 1. upstream's transcript on both sides
 G=239.77.1.1
-start r1 "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --deadline 10
+start r1 "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --deadline "$(tscale 10)"
 if await_joined r1; then
 	run s1 "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}"
 	expect_rc "ipv4: sender" 0 s1
@@ -307,12 +377,12 @@ expect_rc "ipv4: receiver" 0 r1
 expect_text "ipv4: receiver transcript" "$TMP/r1.out" \
 	"$(transcript server "::ffff:$G" 1)"
 expect_empty "ipv4: receiver stderr" "$TMP/r1.err"
-expect_le "ipv4: receiver done well before its deadline" "$MS" 8000
+expect_le "ipv4: receiver done well before its deadline" "$MS" "$(tscale 8000)"
 
 # 2. --stats: per QP and per sender, on a port of our own
 G=239.77.1.2
 start r2 "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --udp-port 17001 \
-	-C 25 --stats --deadline 10
+	-C 25 --stats --deadline "$(tscale 10)"
 if await_joined r2; then
 	run s2 "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" --udp-port 17001 \
 		-C 25 --stats
@@ -334,7 +404,7 @@ expect_count "stats: receiver still ends with return status 0" "$TMP/r2.out" \
 # 3. -c 4 on both sides: each receiving QP gets the datagrams of all four
 # sending QPs (40), needs 10, and must still finish
 G=239.77.1.3
-start r3 "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -c 4 --deadline 5
+start r3 "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -c 4 --deadline "$(tscale 5)"
 if await_joined r3 4; then
 	run s3 "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" -c 4
 	expect_rc "-c 4: sender" 0 s3
@@ -350,14 +420,14 @@ expect_empty "-c 4: receiver stderr" "$TMP/r3.err"
 # 3b. more messages than the receiver expects (sender -C 15, receiver
 # -C 10): the receiver is done after 10 and must exit, not spin
 G=239.77.1.7
-start r3b "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -C 10 --deadline 5
+start r3b "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -C 10 --deadline "$(tscale 5)"
 if await_joined r3b; then
 	run s3b "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" -C 15
 	expect_rc "extra messages: sender" 0 s3b
 fi
 await r3b
 expect_rc "extra messages: receiver" 0 r3b
-expect_le "extra messages: receiver exited before its deadline" "$MS" 5000
+expect_le "extra messages: receiver exited before its deadline" "$MS" "$(tscale 5000)"
 expect_text "extra messages: receiver transcript" "$TMP/r3b.out" \
 	"$(transcript server "::ffff:$G" 1)"
 
@@ -366,6 +436,13 @@ run r4 "$NSA" 20 -m 239.77.1.4 -b "$A4" "${COMMON[@]}" -C 0
 expect_rc "-C 0: receiver" 0 r4
 expect_text "-C 0: no transfer lines" "$TMP/r4.out" \
 	"$(transcript server "::ffff:239.77.1.4" 1 0)"
+
+# 5. and 6.: deadlines that must fire after the sender's messages came
+# (1.5 s, 3 s from the receiver's start): a sender under valgrind takes
+# longer than that to start, so with E2E_VALGRIND=1 they are skipped.
+if [ "$VGM" = 1 ]; then
+	echo "SKIP - short sender (--deadline 1.5) and killed sender (--deadline 3): the receiver's deadline must fire after the sender's messages arrived, and a sender under valgrind takes longer than that to start; the normal and ASan builds run them"
+else
 
 # 5. the sender sends fewer than the receiver expects: the deadline
 G=239.77.1.5
@@ -378,7 +455,7 @@ await r5
 expect_rc "short sender: receiver fails at its deadline" 146 r5
 # settle 0.3 + deadline 1.5, and a margin for a loaded machine
 expect_le "short sender: receiver took at least the deadline" 1500 "$MS"
-expect_le "short sender: receiver exited within the deadline + 3 s" "$MS" 4800
+expect_le "short sender: receiver exited within the deadline + 3 s" "$MS" $((1800 + $(tscale 3000)))
 expect_match "short sender: deadline message" "$TMP/r5.err" \
 	'^mckey: deadline: receives not complete on 1 of 1 QPs after 1\.5 s$'
 expect_match "short sender: shortfall reported" "$TMP/r5.err" \
@@ -397,7 +474,9 @@ if await_joined r6; then
 		sleep 1
 		kpid=$(pgrep -P "${PID[s6]}" | head -n1)
 		comm=$(cat "/proc/$kpid/comm" 2>/dev/null)
-		if [ -n "$kpid" ] && [ "$comm" = mckey ]; then
+		# under valgrind (E2E_VALGRIND=1) the process is memcheck's
+		if [ -n "$kpid" ] && { [ "$comm" = mckey ] ||
+		   { [ "$VGM" = 1 ] && [ "${comm#memcheck}" != "$comm" ]; }; }; then
 			kill -KILL "$kpid"
 			ok "killed sender: SIGKILL to mckey (pid $kpid)"
 		else
@@ -431,11 +510,12 @@ else
 fi
 expect_match "killed sender: deadline message" "$TMP/r6.err" \
 	'^mckey: deadline: receives not complete on 1 of 1 QPs after 3\.0 s$'
+fi
 
 # ------------------------------------------------------------- one namespace, lo
 
 G=239.77.2.1
-start r7 "$NSL" 20 -m $G -b "$L4" "${COMMON[@]}" --stats --deadline 10
+start r7 "$NSL" 20 -m $G -b "$L4" "${COMMON[@]}" --stats --deadline "$(tscale 10)"
 if await_joined r7; then
 	run s7 "$NSL" 20 -m $G -b "$L4" -s "${COMMON[@]}"
 	expect_rc "lo: sender" 0 s7
@@ -451,7 +531,7 @@ expect_count "lo: receiver got all, once" "$TMP/r7.out" \
 
 ipv6_pair() { # TAG GROUP
 	local tag=$1 g=$2
-	start "r$tag" "$NSA" 20 -m "$g" -b "$A6" "${COMMON[@]}" --deadline 5
+	start "r$tag" "$NSA" 20 -m "$g" -b "$A6" "${COMMON[@]}" --deadline "$(tscale 5)"
 	if await_joined "r$tag"; then
 		run "s$tag" "$NSB" 20 -m "$g" -b "$B6" -s "${COMMON[@]}"
 		expect_rc "ipv6 $g: sender" 0 "s$tag"
@@ -479,7 +559,7 @@ cat "$TMP/b1.out" "$TMP/b1.err" >"$TMP/b1.all"
 expect_match "-m 10.1.2.3: says it is not a multicast address" "$TMP/b1.all" \
 	'10\.1\.2\.3 is not a multicast address'
 expect_count "-m 10.1.2.3: joins nothing" "$TMP/b1.out" '^mckey: joined' 0
-expect_le "-m 10.1.2.3: at once" "$MS" 3000
+expect_le "-m 10.1.2.3: at once" "$MS" "$(tscale 3000)"
 
 run b2 "$NSA" 10 --udp -b "$A4" -s
 expect_rc "no -m" 1 b2
@@ -504,6 +584,7 @@ expect_match "-M with --udp: says why" "$TMP/b4.all" 'needs the RDMA transport'
 
 # ------------------------------------------------------------- done
 
+san_check
 FINISHED=1
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] || exit 1

@@ -107,7 +107,7 @@ for cm in n a b; do
 		assert_exit "client${cf:+ $cf}: server killed mid-64_lat: exit 4" 4 "$RC" \
 			"$T/cl_$cm.out" "$T/cl_$cm.err"
 		assert_le "client${cf:+ $cf}: exits within 3 s of the server's death (ms)" \
-			"$el" 3000
+			"$el" "$(tscale 3000)"
 		assert_lines "client${cf:+ $cf}: one line on stderr" 1 "$T/cl_$cm.err"
 		assert_match "client${cf:+ $cf}: the line names the test and how far it got" \
 			"^rstream: (127\\.0\\.0\\.1:$P: )?test 64_lat \\(1 of 4\\), (sync|send|receive), iteration [0-9]+ of 100000, transfer 1 of 1: .*$EOFRE" \
@@ -149,7 +149,7 @@ if start_server fs "$P" "$R" -T s -p "$P" --stall-timeout 1; then
 	expect_drop silent \
 		'^rstream: connection dropped: 127\.0\.0\.1:[0-9]+: negotiation: no progress for 1\.0 s \(stall timeout\)$' 5
 	el=$(( $(now_ms) - t0 ))
-	assert_le "fake client silent: dropped within 3 s (ms)" "$el" 3000
+	assert_le "fake client silent: dropped within 3 s (ms)" "$el" "$(tscale 3000)"
 	bg_kill silent
 
 	# garbage: 100000 random bytes, then silence
@@ -248,7 +248,7 @@ fake_server_case() { # NAME MODE DESC EXIT ERE CLIENT-ARGS...
 	assert_exit "$desc: client exit $want" "$want" "$RC" "$T/$name.out" "$T/$name.err" \
 		"$T/srv_$name.out"
 	assert_le "$desc: client ends within ${E2E_MAXMS:-3000} ms" "$ELAPSED_MS" \
-		"${E2E_MAXMS:-3000}"
+		"$(tscale "${E2E_MAXMS:-3000}")"
 	if [ "$want" = 0 ]; then
 		assert_empty "$desc: nothing on stderr" "$T/$name.err"
 	else

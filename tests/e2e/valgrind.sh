@@ -7,7 +7,15 @@
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed"; exit 77; }
+if ! e2e_can_valgrind "rstream and mckey (this whole script)"; then
+	if [ "$E2E_SAN" = yes ]; then
+		e2e_skip_all "ASan+UBSan build: valgrind cannot run ASan binaries (the sanitizers check these runs; the normal build runs this script)"
+	elif [ "$E2E_VG" = 1 ]; then
+		e2e_skip_all "E2E_VALGRIND=1: every program of every script runs under memcheck already"
+	else
+		e2e_skip_all "valgrind is not installed"
+	fi
+fi
 R=$RSTREAM
 T=$E2E_TMP
 H=127.0.0.1

@@ -102,12 +102,19 @@ fi
 
 # A sender that stops early: the receiver reports the loss and exits.
 rm -f "$T"/*.out
-timeout 60 $M -m $G -b $A2 -C 100 --settle 0.5 --deadline 6 --stats >"$T/r.out" 2>&1 &
+timeout 60 $M -m $G -b $A2 -C 100 --settle 0.5 --deadline 8 --stats >"$T/r.out" 2>&1 &
 rp=$!
 sleep 1
 $M -m $G -b $A1 -s -C 100 --settle 0.5 --rate 20 >"$T/s.out" 2>&1 &
 sp=$!   # the sender itself, not a timeout wrapper: it is what gets killed
-sleep 2.5
+# killed a second (about 20 messages) after it started sending, however
+# long its start took (an ASan build under TCG takes seconds to join)
+for _ in $(seq 100); do
+	has "$T/s.out" '^initiating data transfers' && break
+	kill -0 "$sp" 2>/dev/null || break
+	sleep 0.1
+done
+sleep 1
 kill -9 "$sp" 2>/dev/null
 wait "$sp" 2>/dev/null
 t0=$EPOCHREALTIME

@@ -273,7 +273,7 @@ timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config \
 	-nic none -display none -monitor none -serial stdio -no-reboot \
 	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
 	-kernel "$KROOT/root/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
-	-append "console=ttyS0,115200 panic=-1 oops=panic rdinit=/init nokaslr mitigations=off tsc=reliable quiet loglevel=1" \
+	-append "console=ttyS0,115200 panic=-1 oops=panic rdinit=/init nokaslr mitigations=off tsc=reliable no_timer_check quiet loglevel=1" \
 	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$console" ${LOG:+"$LOG"} &
 QPID=$!
 wait "$QPID"
