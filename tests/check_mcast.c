@@ -331,6 +331,35 @@ START_TEST(test_acct_bad_seq)
 }
 END_TEST
 
+/* Found by fuzzing (tests/fuzz/corpus/mc_payload/regress-count-wrap):
+ * a count near 2^32 made (count + 7) / 8 wrap to a 0-byte bitmap that
+ * the message's own sequence number then wrote past. */
+START_TEST(test_acct_huge_count)
+{
+	struct evr_mc_acct a;
+
+	evr__mc_acct_init(&a);
+	acct_msg(&a, 1, 1000, 0xffffffffu);
+	acct_msg(&a, 1, 0xfffffffeu, 0xffffffffu);
+	acct_msg(&a, 1, 1000, 0xffffffffu);   /* not told apart: no bitmap */
+	ck_assert_uint_eq(a.bad, 0);
+	ck_assert_uint_eq(a.nsenders, 1);
+	ck_assert_ptr_null(a.senders[0].seen);
+	assert_sender(&a.senders[0], 1, 0xffffffffu, 3, 3, 0, 1,
+		      0xffffffffu - 3);
+	/* up to mckey -C's limit, a bitmap (12.5 MB) */
+	acct_msg(&a, 2, 99999999, EVR_MC_MAX_BITMAP_COUNT);
+	acct_msg(&a, 2, 99999999, EVR_MC_MAX_BITMAP_COUNT);
+	ck_assert_ptr_nonnull(a.senders[1].seen);
+	assert_sender(&a.senders[1], 2, EVR_MC_MAX_BITMAP_COUNT, 2, 1, 1, 0,
+		      99999999);
+	/* one beyond it, none */
+	acct_msg(&a, 3, 5, EVR_MC_MAX_BITMAP_COUNT + 1);
+	ck_assert_ptr_null(a.senders[2].seen);
+	evr__mc_acct_fini(&a);
+}
+END_TEST
+
 START_TEST(test_acct_overflow)
 {
 	struct evr_mc_acct *a = malloc(sizeof(*a));
@@ -2358,6 +2387,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_acct_foreign);
 	tcase_add_test(tc, test_acct_bad_seq);
 	tcase_add_test(tc, test_acct_overflow);
+	tcase_add_test(tc, test_acct_huge_count);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("machine");

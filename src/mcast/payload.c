@@ -72,9 +72,12 @@ static struct evr_mc_sender_stats *find(struct evr_mc_acct *a,
 	s->sender = h->sender;
 	s->count = h->count;
 	/* The bitmap is bounded by the count the sender announced; without
-	 * one, duplicates cannot be told apart and are not counted. */
-	if (h->count)
-		s->seen = calloc((h->count + 7) / 8, 1);
+	 * one, duplicates cannot be told apart and are not counted.  The
+	 * count comes off the network: bounded too (and the size computed
+	 * wide: (count + 7) / 8 in 32 bits made a 0-byte bitmap for a count
+	 * near 2^32, which the next message then overflowed). */
+	if (h->count && h->count <= EVR_MC_MAX_BITMAP_COUNT)
+		s->seen = calloc(((size_t)h->count + 7) / 8, 1);
 	a->nsenders++;
 	return s;
 }

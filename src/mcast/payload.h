@@ -21,6 +21,10 @@
 
 #define EVR_MC_HDR_LEN 24
 #define EVR_MC_MAX_SENDERS 256
+/* The largest announced count a receiver keeps a duplicate bitmap for
+ * (12.5 MB): mckey -C's limit.  A sender announcing more (the library
+ * allows any count) is accounted without one, as one announcing none. */
+#define EVR_MC_MAX_BITMAP_COUNT 100000000u
 
 struct evr_mc_hdr {
 	uint32_t sender;
@@ -45,7 +49,7 @@ struct evr_mc_sender_stats {
 	uint64_t reordered;       /* arrived after a higher sequence */
 	uint32_t highest;
 	int any;
-	uint8_t *seen;            /* bitmap of count bits */
+	uint8_t *seen;            /* bitmap of count bits, or NULL */
 };
 
 struct evr_mc_acct {
