@@ -11,7 +11,11 @@
 #   3. the end-to-end scripts again in ./build with every rstream, mckey,
 #      evrdma-probed and embed under valgrind memcheck (make
 #      check-valgrind; EVR_CI_VALGRIND_TESTS picks the scripts, "all" for
-#      all 14).
+#      all 14);
+#   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (30)
+#      seconds from the repository's corpus (scripts/fuzz.sh); a finding
+#      fails CI and prints the reproducer.  make check replays the corpora
+#      in passes 1 and 2 already.
 # Exit status: 0 only when every pass passed.
 # EVR_CI_TESTS=... limits make check to those tests, EVR_CI_RXE=0 skips
 # the Soft-RoCE suite (both for trying this script out, not for CI).
@@ -120,6 +124,19 @@ mv tests/e2e/*.log tests/e2e/*.trs tests/e2e-normal/ 2>/dev/null || true
 make -j2 check-valgrind ${VG_TESTS:+E2E_VALGRIND_TESTS="$VG_TESTS"} || status=1
 add "== valgrind memcheck (./build, make check-valgrind: ${VG_TESTS:-all the e2e scripts}), $(( $(now) - t0 )) s"
 tally "valgrind e2e" tests/e2e/*.trs
+
+# ---- 4. libFuzzer, briefly
+t0=$(now)
+frc=0
+"$top/scripts/fuzz.sh" "${EVR_CI_FUZZ_SECS:-30}" >"$top/build/fuzz.log" 2>&1 || frc=$?
+tail -n 20 "$top/build/fuzz.log"
+add "== libFuzzer (scripts/fuzz.sh ${EVR_CI_FUZZ_SECS:-30} s a target), $(( $(now) - t0 )) s"
+while IFS= read -r l; do add "  $l"; done < <(sed -n '/^target  *cpu_s/,$p' "$top/build/fuzz.log" | grep -a -v -E '^ +(reproducer|log):')
+case $frc in
+0) add "  fuzz: passed"; total_pass=$((total_pass + 1)) ;;
+77) add "  fuzz: SKIPPED: $(grep -a -m1 '^SKIP' "$top/build/fuzz.log")" ;;
+*) add "  fuzz: FAILED (log: build/fuzz.log)"; total_fail=$((total_fail + 1)); status=1 ;;
+esac
 
 echo
 echo "=================================================================="
