@@ -40,6 +40,7 @@ mkdir -p /tmp/evr-san
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86:print_stacktrace=1:quarantine_size_mb=64:log_path=/tmp/evr-san/asan
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=0:exitcode=86:print_stacktrace=1:log_path=/tmp/evr-san/ubsan
 rc=0
+export FAULT_RXE_CYCLES=@CYCLES@
 for t in /opt/evr/tests/guest-@ONLY@.sh; do
 	echo "=== ${t##*/}"
 	bash "$t" || rc=1
@@ -56,8 +57,13 @@ echo "sanitizers: $n report(s)"
 [ "$n" = 0 ] || rc=1
 exit $rc
 GUEST
-# EVR_RXE_ONLY=faults runs guest-faults.sh alone (a glob; default all)
-sed -i "s|@ONLY@|${EVR_RXE_ONLY:-*}|" "$runner"
+# EVR_RXE_ONLY=faults runs guest-faults.sh alone (a glob; default all);
+# FAULT_RXE_CYCLES=N sets its rsocket connect/abort cycles (default 200;
+# the 10,000-cycle campaign: FAULT_RXE_CYCLES=10000 EVR_RXE_ONLY=faults
+# EVR_RXE_TIMEOUT=7200, about 35 min under TCG)
+cycles=${FAULT_RXE_CYCLES:-200}
+case $cycles in ''|*[!0-9]*) echo "check-rxe: FAULT_RXE_CYCLES must be a number" >&2; exit 1 ;; esac
+sed -i -e "s|@ONLY@|${EVR_RXE_ONLY:-*}|" -e "s|@CYCLES@|$cycles|" "$runner"
 "$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$build/mckey=/opt/evr/mckey" \
