@@ -74,7 +74,6 @@ if [ "$E2E_SAN" = yes ]; then
 	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/ubsan"
 	export ASAN_OPTIONS UBSAN_OPTIONS
 fi
-E2E_SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
 
 # E2E_VALGRIND=1 (make check-valgrind): every rstream, mckey,
 # evrdma-probed and embed this script starts runs under valgrind memcheck
@@ -199,33 +198,10 @@ e2e_skip_all() { # REASON
 }
 
 # Any sanitizer report, or memcheck report in E2E_VALGRIND mode, of any
-# program this script ran is a failure, named.
-san_check() {
-	local f found=0
-	if [ "$E2E_VG" = 1 ]; then
-		while IFS= read -r f; do
-			found=1
-			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
-			head -n 40 "$f" | sed 's/^/#   | /'
-		done < <(vg_mode_reports)
-		[ "$found" = 0 ] && ok "no memcheck report from any program this script ran ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
-	fi
-	[ "$E2E_SAN" = yes ] || return 0
-	found=0
-	for f in "$E2E_TMP"/sanitizer/*; do
-		[ -s "$f" ] || continue
-		found=1
-		not_ok "sanitizer report ${f##*/}: $(grep -m1 -E "$E2E_SAN_ERE" "$f")"
-		head -n 40 "$f" | sed 's/^/#   | /'
-	done
-	while IFS= read -r f; do
-		found=1
-		not_ok "sanitizer report in ${f#"$E2E_TMP"/}: $(grep -m1 -E "$E2E_SAN_ERE" "$f")"
-		grep -E -A 30 "$E2E_SAN_ERE" "$f" | head -n 40 | sed 's/^/#   | /'
-	done < <(grep -rlsIE --exclude-dir=sanitizer -- "$E2E_SAN_ERE" "$E2E_TMP")
-	[ "$found" = 0 ] && ok "no ASan/UBSan/LSan report from any program this script ran"
-	return 0
-}
+# program this script ran is a failure, named (tests/e2e/reports.sh).
+# shellcheck source=reports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/reports.sh"
+san_check() { report_check "$E2E_TMP" "$E2E_SAN" "$E2E_VG" "program this script ran"; }
 
 e2e_done() {
 	local secs=$(( ($(date +%s%N) - E2E_START_NS) / 1000000 ))

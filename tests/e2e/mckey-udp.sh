@@ -42,7 +42,6 @@ declare -A PID=() T0=()
 # $TMP/sanitizer as well, and any report, there or in any output, fails
 # the script (as tests/e2e/lib.sh does for the other scripts).
 SAN=${EVR_SANITIZERS:-no}
-SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
 if [ "$SAN" = yes ]; then
 	mkdir -p "$TMP/sanitizer"
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$TMP/sanitizer/asan"
@@ -188,33 +187,10 @@ expect_le() { # DESC A B
 }
 
 # Any sanitizer report, or memcheck report with E2E_VALGRIND=1, of any
-# mckey this script ran is a failure, named.
-san_check() {
-	local f found=0
-	if [ "$VGM" = 1 ]; then
-		while IFS= read -r f; do
-			found=1
-			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
-			head -n 40 "$f" | sed 's/^/#   | /'
-		done < <(vg_mode_reports)
-		[ "$found" = 0 ] && ok "no memcheck report from any mckey this script ran ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
-	fi
-	[ "$SAN" = yes ] || return 0
-	found=0
-	for f in "$TMP"/sanitizer/*; do
-		[ -s "$f" ] || continue
-		found=1
-		not_ok "sanitizer report ${f##*/}: $(grep -m1 -E "$SAN_ERE" "$f")"
-		head -n 40 "$f" | sed 's/^/#   | /'
-	done
-	while IFS= read -r f; do
-		found=1
-		not_ok "sanitizer report in ${f#"$TMP"/}: $(grep -m1 -E "$SAN_ERE" "$f")"
-		grep -E -A 30 "$SAN_ERE" "$f" | head -n 40 | sed 's/^/#   | /'
-	done < <(grep -rlsIE --exclude-dir=sanitizer -- "$SAN_ERE" "$TMP")
-	[ "$found" = 0 ] && ok "no ASan/UBSan/LSan report from any mckey this script ran"
-	return 0
-}
+# mckey this script ran is a failure, named (tests/e2e/reports.sh).
+# shellcheck source=reports.sh
+. "$(dirname "$0")/reports.sh"
+san_check() { report_check "$TMP" "$SAN" "$VGM" "mckey this script ran"; }
 
 # ------------------------------------------------------------- processes
 
