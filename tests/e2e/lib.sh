@@ -68,12 +68,9 @@ export LC_ALL=C
 # their stderr), and e2e_done fails the script on any of them, or on a
 # report line anywhere in the scratch directory (san_check).
 E2E_SAN=${EVR_SANITIZERS:-no}
-if [ "$E2E_SAN" = yes ]; then
-	mkdir -p "$E2E_TMP/sanitizer"
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/asan"
-	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$E2E_TMP/sanitizer/ubsan"
-	export ASAN_OPTIONS UBSAN_OPTIONS
-fi
+# shellcheck source=reports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/reports.sh"
+report_setup "$E2E_TMP" "$E2E_SAN"
 
 # E2E_VALGRIND=1 (make check-valgrind): every rstream, mckey,
 # evrdma-probed and embed this script starts runs under valgrind memcheck
@@ -199,8 +196,6 @@ e2e_skip_all() { # REASON
 
 # Any sanitizer report, or memcheck report in E2E_VALGRIND mode, of any
 # program this script ran is a failure, named (tests/e2e/reports.sh).
-# shellcheck source=reports.sh
-. "$(dirname "${BASH_SOURCE[0]}")/reports.sh"
 san_check() { report_check "$E2E_TMP" "$E2E_SAN" "$E2E_VG" "program this script ran"; }
 
 e2e_done() {

@@ -42,12 +42,9 @@ declare -A PID=() T0=()
 # $TMP/sanitizer as well, and any report, there or in any output, fails
 # the script (as tests/e2e/lib.sh does for the other scripts).
 SAN=${EVR_SANITIZERS:-no}
-if [ "$SAN" = yes ]; then
-	mkdir -p "$TMP/sanitizer"
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$TMP/sanitizer/asan"
-	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$TMP/sanitizer/ubsan"
-	export ASAN_OPTIONS UBSAN_OPTIONS
-fi
+# shellcheck source=reports.sh
+. "$(dirname "$0")/reports.sh"
+report_setup "$TMP" "$SAN"
 
 # E2E_VALGRIND=1 (make check-valgrind): every mckey runs under valgrind
 # memcheck (tests/e2e/vgmode.sh), any report fails the script.
@@ -188,8 +185,6 @@ expect_le() { # DESC A B
 
 # Any sanitizer report, or memcheck report with E2E_VALGRIND=1, of any
 # mckey this script ran is a failure, named (tests/e2e/reports.sh).
-# shellcheck source=reports.sh
-. "$(dirname "$0")/reports.sh"
 san_check() { report_check "$TMP" "$SAN" "$VGM" "mckey this script ran"; }
 
 # ------------------------------------------------------------- processes

@@ -9,6 +9,18 @@
 # sourcing harness's ok and not_ok.  Sourced by tests/e2e/lib.sh and by
 # tests/e2e/mckey-udp.sh (which has a harness of its own).
 
+# report_setup SCRATCH SAN: in the sanitizer build (SAN=yes), every
+# program's ASan/UBSan report goes to a file in SCRATCH/sanitizer
+# (log_path), whatever a test does with its stderr: report_check reads
+# them there.
+report_setup() { # SCRATCH SAN
+	[ "$2" = yes ] || return 0
+	mkdir -p "$1/sanitizer"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$1/sanitizer/asan"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$1/sanitizer/ubsan"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+}
+
 REPORT_SAN_ERE='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)Sanitizer'
 
 report_check() { # SCRATCH SAN VG WHAT
