@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +291,7 @@ bad:
 
 struct tally {
 	long done[NPOINTS], failed, hung;
+	long cur; /* the cycle under way, for the hang report */
 };
 
 static void run_cycles(struct tally *t, long from, long to, uint8_t *buf)
@@ -299,6 +301,7 @@ static void run_cycles(struct tally *t, long from, long to, uint8_t *buf)
 
 	for (i = from; i < to; i++) {
 		k = (unsigned)(i % NPOINTS);
+		t->cur = i;
 		if (getenv("FAULTPEER_TRACE"))
 			fprintf(stderr, "cycle %ld: %s\n", i, point_name[k]);
 		if (cycle((int)k, buf)) {
@@ -311,6 +314,78 @@ static void run_cycles(struct tally *t, long from, long to, uint8_t *buf)
 		}
 	}
 }
+
+#ifdef FP_RSOCKETS
+/* Wait for a child at most ms (forever if ms < 0): 1 if it was reaped. */
+static int reap(pid_t pid, long ms, int *st)
+{
+	long t0 = now_ms();
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, st, ms < 0 ? 0 : WNOHANG);
+		if (r == pid)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return 0;
+		if (ms >= 0 && now_ms() - t0 >= ms)
+			return 0;
+		if (ms >= 0)
+			usleep(20000);
+	}
+}
+
+static void cat_file(const char *path, const char *label)
+{
+	char b[4096];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	n = fread(b, 1, sizeof(b) - 1, f);
+	fclose(f);
+	b[n] = 0;
+	fprintf(stderr, "  %s: %s%s", label, b,
+		n && b[n - 1] == '\n' ? "" : "\n");
+}
+
+/* Where a hung child waits: each thread's system call, its wait channel,
+ * kernel stack and the files its fds are, then every QP's state.  Seen
+ * from outside, so the child stays exactly where it hung. */
+static void hang_report(pid_t pid, long cycle)
+{
+	char p[96], q[128], l[256];
+	long tid, fdn;
+	ssize_t n;
+
+	fprintf(stderr, "faultpeer: hang at cycle %ld (%s), pid %d:\n",
+		cycle, point_name[cycle % NPOINTS], (int)pid);
+	for (tid = pid; tid < pid + 8; tid++) {
+		snprintf(p, sizeof(p), "/proc/%d/task/%ld", (int)pid, tid);
+		if (access(p, F_OK))
+			continue;
+		fprintf(stderr, " thread %ld\n", tid);
+		snprintf(q, sizeof(q), "%s/syscall", p);
+		cat_file(q, "syscall");
+		snprintf(q, sizeof(q), "%s/wchan", p);
+		cat_file(q, "wchan");
+		snprintf(q, sizeof(q), "%s/stack", p);
+		cat_file(q, "stack");
+	}
+	for (fdn = 0; fdn < 32; fdn++) {
+		snprintf(p, sizeof(p), "/proc/%d/fd/%ld", (int)pid, fdn);
+		n = readlink(p, l, sizeof(l) - 1);
+		if (n > 0) {
+			l[n] = 0;
+			fprintf(stderr, "  fd %ld -> %s\n", fdn, l);
+		}
+	}
+	fflush(stderr);
+	if (system("rdma resource show qp 1>&2; rdma resource show cm_id 1>&2"))
+		fprintf(stderr, "  (rdma resource: not available)\n");
+}
+#endif
 
 static int do_cycles(long n)
 {
@@ -339,19 +414,23 @@ static int do_cycles(long n)
 			if (pid < 0)
 				return 1;
 			if (!pid) {
-				alarm(30);
+				alarm(60); /* the parent's 30 s comes first */
 				run_cycles(t, from, from + 10 < n ? from + 10 : n,
 					   buf);
 				_exit(0);
 			}
-			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-				;
+			if (!reap(pid, 30000, &st)) {
+				hang_report(pid, t->cur);
+				kill(pid, SIGKILL);
+				reap(pid, -1, &st);
+			}
 			if (!WIFEXITED(st)) {
 				t->hung++;
 				fprintf(stderr, "faultpeer: cycles %ld to %ld: "
-					"killed by signal %d (hung in a close)\n",
-					from, from + 9,
-					WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+					"killed by signal %d (hung in a close "
+					"at cycle %ld, %s)\n", from, from + 9,
+					WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+					t->cur, point_name[t->cur % NPOINTS]);
 			}
 		}
 	}
@@ -466,6 +545,10 @@ int main(int argc, char **argv)
 				goto broken;
 		}
 		printf("50 good round trips\n");
+		/* the garbage is seeded by the pid: make its first byte
+		 * differ from the pattern's, or 1 run in 256 would fail one
+		 * byte later than the test expects */
+		buf[0] = (uint8_t)~c;
 		if (xsend(fd, buf, 64))
 			goto broken;
 	} else if (!strcmp(mode, "half")) {

@@ -207,11 +207,14 @@ if start_server mix "$P" "$R" -T s -b $H -p "$P" --stall-timeout $STALL; then
 		'connection dropped: 127\.0\.0\.1:[0-9]+: test 64_lat \(1 of 4\), receive, iteration 51 of 100000, transfer 1 of 1: data verification failed byte 3216$' \
 		"$T/mix.err"
 	# stopped half way, random bytes as an upstream client, silence:
-	# dropped by the stall timeout (between 1 and 1.25 x, plus load)
+	# dropped by the stall timeout (between 1 and 1.25 x, plus load; the
+	# garbage client's 100,000 bytes are first served as 1,563 upstream
+	# round trips, seconds under valgrind, and the timeout counts from
+	# the last of them: the slack scales)
 	for n in half garbage; do
 		ms=$(sed -n 's/^server closed after \([0-9]*\) ms$/\1/p' "$T/bad_$n.out")
 		if [ -n "$ms" ] && [ "$ms" -ge $((STALL * 1000 - 300)) ] &&
-			[ "$ms" -le $((STALL * 1250 + 3000)) ]; then
+			[ "$ms" -le $((STALL * 1250 + $(tscale 3000))) ]; then
 			ok "$n: dropped by the stall timeout (${ms} ms, timeout ${STALL} s)"
 		else
 			not_ok "$n: dropped by the stall timeout" "got: ${ms:-never}"
@@ -278,7 +281,14 @@ fi
 # never, so it fails on its own stall timeout, exit 4).
 P=$(e2e_port)
 lim=""
+# valgrind keeps fds of its own at the top of the limit, and a program
+# under it cannot be given a limit this small: the ASan and normal
+# builds' runs cover this case
+if [ "$E2E_VG" = 1 ]; then
+	skip "EMFILE with the listener as the last fd: not under valgrind (its own fds sit at the top of the limit)"
+fi
 for l in 5 6 7 8 9; do
+	[ "$E2E_VG" = 1 ] && break
 	bg_start "emf0_$l" 60 bash -c "$closefds; ulimit -n $l; exec \"\$0\" \"\$@\"" \
 		"$R" -T s -T a -b $H -p "$P"
 	if wait_listen "$P" 3 "emf0_$l"; then
@@ -308,7 +318,7 @@ if [ -n "$lim" ]; then
 		"$T/emf0_c.err"
 	bg_stop "emf0_$lim"
 	assert_exit "EMFILE, no spare fd: the server stops on SIGTERM" 0 "$RC"
-else
+elif [ "$E2E_VG" != 1 ]; then
 	not_ok "a limit found where the listener is the last fd"
 fi
 

@@ -41,6 +41,7 @@ export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86:
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=0:exitcode=86:print_stacktrace=1:log_path=/tmp/evr-san/ubsan
 rc=0
 export FAULT_RXE_CYCLES=@CYCLES@
+export EVR_RXE_SAN=@SAN@
 for t in /opt/evr/tests/guest-@ONLY@.sh; do
 	echo "=== ${t##*/}"
 	bash "$t" || rc=1
@@ -63,7 +64,12 @@ GUEST
 # EVR_RXE_TIMEOUT=7200, about 35 min under TCG)
 cycles=${FAULT_RXE_CYCLES:-200}
 case $cycles in ''|*[!0-9]*) echo "check-rxe: FAULT_RXE_CYCLES must be a number" >&2; exit 1 ;; esac
-sed -i -e "s|@ONLY@|${EVR_RXE_ONLY:-*}|" -e "s|@CYCLES@|$cycles|" "$runner"
+# binaries of an --enable-sanitizers build: the guest scripts scale their
+# time bounds (tests/rxe/lib-guest.sh)
+san=0
+grep -q '^EVR_SANITIZERS = yes' "$build/Makefile" 2>/dev/null && san=1
+sed -i -e "s|@ONLY@|${EVR_RXE_ONLY:-*}|" -e "s|@CYCLES@|$cycles|" \
+	-e "s|@SAN@|$san|" "$runner"
 "$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$build/mckey=/opt/evr/mckey" \

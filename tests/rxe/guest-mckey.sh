@@ -104,7 +104,12 @@ fi
 rm -f "$T"/*.out
 timeout 60 $M -m $G -b $A2 -C 100 --settle 0.5 --deadline 8 --stats >"$T/r.out" 2>&1 &
 rp=$!
-sleep 1
+# the receiver joined before the sender starts (seconds for an ASan build)
+for _ in $(seq 100); do
+	has "$T/r.out" '^receiving data transfers' && break
+	kill -0 "$rp" 2>/dev/null || break
+	sleep 0.1
+done
 $M -m $G -b $A1 -s -C 100 --settle 0.5 --rate 20 >"$T/s.out" 2>&1 &
 sp=$!   # the sender itself, not a timeout wrapper: it is what gets killed
 # killed a second (about 20 messages) after it started sending, however

@@ -4,6 +4,13 @@
 # $T, a scratch directory.
 
 now() { echo "$EPOCHREALTIME"; }
+
+# EVR_RXE_SAN=1 (set by check-rxe.sh for binaries of an
+# --enable-sanitizers build): ASan's processes start and run about three
+# times slower under TCG and take more memory of the guest's 1 GiB.
+# tsc SECONDS: a time bound scaled for that (lower bounds never scale).
+SAN=${EVR_RXE_SAN:-0}
+tsc() { echo $(( $1 * (SAN == 1 ? 3 : 1) )); }
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}'; }
 
 # server CMD...: start a server, its output in $T/s.out, and wait until its
@@ -18,6 +25,20 @@ server() {
 			return 0
 		kill -0 "$sp" 2>/dev/null || return 1
 		sleep 0.05
+	done
+	return 1
+}
+
+# wait_conn PID SECONDS: until a cm_id of process PID is connected (its
+# transfer under way), so that a kill lands mid-transfer and not before
+# the connection, however slowly the process started.  1 if it never was.
+wait_conn() {
+	local i
+	for i in $(seq $(($2 * 10))); do
+		rdma resource show cm_id 2>/dev/null |
+			grep -q "state CONNECT .*pid $1 " && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.1
 	done
 	return 1
 }
