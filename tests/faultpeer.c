@@ -301,6 +301,8 @@ static void run_cycles(struct tally *t, long from, long to, uint8_t *buf)
 
 	for (i = from; i < to; i++) {
 		k = (unsigned)(i % NPOINTS);
+		if (getenv("FAULTPEER_POINT")) /* one abort point only */
+			k = (unsigned)atoi(getenv("FAULTPEER_POINT")) % NPOINTS;
 		t->cur = i;
 		if (getenv("FAULTPEER_TRACE"))
 			fprintf(stderr, "cycle %ld: %s\n", i, point_name[k]);
@@ -337,17 +339,17 @@ static int reap(pid_t pid, long ms, int *st)
 
 static void cat_file(const char *path, const char *label)
 {
-	char b[4096];
-	size_t n;
+	char line[512];
 	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return;
-	n = fread(b, 1, sizeof(b) - 1, f);
+	while (fgets(line, sizeof(line), f)) {
+		fprintf(stderr, "  %s: %s%s", label, line,
+			strchr(line, '\n') ? "" : "\n");
+		label = "   ";
+	}
 	fclose(f);
-	b[n] = 0;
-	fprintf(stderr, "  %s: %s%s", label, b,
-		n && b[n - 1] == '\n' ? "" : "\n");
 }
 
 /* Where a hung child waits: each thread's system call, its wait channel,
@@ -361,6 +363,7 @@ static void hang_report(pid_t pid, long cycle)
 
 	fprintf(stderr, "faultpeer: hang at cycle %ld (%s), pid %d:\n",
 		cycle, point_name[cycle % NPOINTS], (int)pid);
+	/* every line below is indented: the per-point table is not */
 	for (tid = pid; tid < pid + 8; tid++) {
 		snprintf(p, sizeof(p), "/proc/%d/task/%ld", (int)pid, tid);
 		if (access(p, F_OK))
@@ -382,7 +385,8 @@ static void hang_report(pid_t pid, long cycle)
 		}
 	}
 	fflush(stderr);
-	if (system("rdma resource show qp 1>&2; rdma resource show cm_id 1>&2"))
+	if (system("(rdma resource show qp; rdma resource show cm_id) 2>&1 | "
+		   "sed 's/^/  /' 1>&2"))
 		fprintf(stderr, "  (rdma resource: not available)\n");
 }
 #endif

@@ -83,18 +83,23 @@ if server $R -b $A2 -T a; then
 	say "$(tail -1 "$T/cyc.out") (wall $(since "$tc") s)"
 	sed 's/^/#   /' "$T/cyc.out"
 	# Cycles done: the per-point counts.  A batch of 10 whose client hung
-	# in rsockets' rclose() is killed after 30 s and counted apart: that
-	# was the server moving its QP to error under the peer's last credit
-	# update (1 batch in 150 cycles before the fix).  KNOWN ISSUE, open:
-	# after the fix a client still hangs about once in 700 cycles (14
-	# batches in a 10,000-cycle run, one seen at "RST mid-HELLO"), cause
-	# not found yet.  So at most one hung batch per 700 cycles (and at
-	# least one allowed) passes, said loudly; more fails, as before the fix.
-	done=$(awk 'NF >= 2 && $NF ~ /^[0-9]+$/ && !/^cycles|^batches/ { s += $NF } END { print s + 0 }' "$T/cyc.out")
+	# in rsockets' rclose() is killed after 30 s (rsfaultpeer prints
+	# where it waited first) and counted apart.  Two causes were found:
+	# the server moving its QP to error under the peer's last credit
+	# update (1 batch in 150 cycles), and the server's first ring
+	# advertisement written into a client that closes right after
+	# connecting: on Soft-RoCE (Linux 6.1) the client's QP can keep a
+	# reference to its MR, and rclose(), which deregisters its MRs before
+	# it destroys the QP, waits for it in the kernel (__rxe_cleanup) for
+	# ever (5 in 600 such clients; 0 in 600 against upstream's server,
+	# and 0 in 600 against ours since the advertisement waits for data).
+	# A hang is still tolerated once per 700 cycles, said loudly, as a
+	# guard against that kernel bug reached some other way; more fails.
+	done=$(awk 'NF >= 2 && $NF ~ /^[0-9]+$/ && !/^cycles|^batches|^faultpeer|^[ \t]/ { s += $NF } END { print s + 0 }' "$T/cyc.out")
 	hung=$(sed -n 's/^batches of 10 killed after hanging 30 s: //p' "$T/cyc.out")
 	hung=${hung:-0}
 	hung_max=$(( (CYCLES + 699) / 700 ))
-	[ "$hung" = 0 ] || say "KNOWN ISSUE: $hung batch(es) of 10 cycles hung in the client's rclose() (at most $hung_max allowed; see the comment above)"
+	[ "$hung" = 0 ] || say "KNOWN ISSUE (Soft-RoCE kernel): $hung batch(es) of 10 cycles hung in the client's rclose() (at most $hung_max allowed; see the comment above and the report printed above)"
 	# the cycles of a hung batch after the hang are not done
 	if [ "$crc" = 0 ] && [ "$hung" -le "$hung_max" ] &&
 		[ "$done" -le "$CYCLES" ] && [ "$done" -ge $((CYCLES - hung * 10)) ]; then
