@@ -144,7 +144,9 @@ void evr__rs_tx_sgl(struct evr_rs_tx *tx, uint32_t data,
 
 /* ---- the receiving side ----
  * Our ring is advertised in halves: the first in the private data, the
- * second by the first SGL, and each half again only once the application
+ * second by the first SGL (which the RDMA transport holds back until the
+ * peer has written a quarter of the ring), and each half again only once
+ * the application
  * has consumed a half's worth since the previous advertisement (so the
  * writer's entry for it is surely used up).  Message credits go back as
  * the absolute limit rseq_no + rq_size; rseq_no counts messages fully
