@@ -512,6 +512,37 @@ START_TEST(test_rx_first_update)
 }
 END_TEST
 
+/* The transport's gate: no SGL before the peer has written a quarter of
+ * the ring, credits meanwhile when due, the SGL as usual after. */
+START_TEST(test_rx_first_sgl_gated)
+{
+	struct evr_rs_rx rx;
+	struct evr_rs_sge sge;
+	unsigned entry;
+
+	rx_setup(&rx);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, 0), EVR_RS_UPD_NONE);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RING / 4 - 1),
+			 EVR_RS_UPD_NONE);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RING / 4),
+			 EVR_RS_UPD_SGE);
+	/* many small messages before a quarter: credits still go back */
+	rx_flow(&rx, RQ / 2 - 1, 64);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, (RQ / 2 - 1) * 64),
+			 EVR_RS_UPD_NONE);
+	rx_flow(&rx, 1, 64);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RQ / 2 * 64),
+			 EVR_RS_UPD_CREDITS);
+	evr__rs_rx_update(&rx, EVR_RS_UPD_CREDITS, RBUF, 0x42, &sge, &entry);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RQ / 2 * 64),
+			 EVR_RS_UPD_NONE);
+	/* ungated, the same state would have sent the SGL all along */
+	ck_assert_int_eq(evr__rs_rx_update_due(&rx), EVR_RS_UPD_SGE);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RING / 4),
+			 EVR_RS_UPD_SGE);
+}
+END_TEST
+
 START_TEST(test_rx_half_readvertised)
 {
 	struct evr_rs_rx rx;
@@ -747,6 +778,7 @@ static Suite *rsproto_suite(void)
 
 	tc = tcase_create("rx");
 	tcase_add_test(tc, test_rx_first_update);
+	tcase_add_test(tc, test_rx_first_sgl_gated);
 	tcase_add_test(tc, test_rx_half_readvertised);
 	tcase_add_test(tc, test_rx_credits_only);
 	tcase_add_test(tc, test_rx_partial_consume);

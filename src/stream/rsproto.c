@@ -332,6 +332,18 @@ enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx)
 	return EVR_RS_UPD_NONE;
 }
 
+enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx,
+					   uint64_t data_in)
+{
+	enum evr_rs_update k = evr__rs_rx_update_due(rx);
+
+	if (k != EVR_RS_UPD_SGE || data_in >= rx->half / 2)
+		return k;
+	if ((int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0)
+		return EVR_RS_UPD_CREDITS;
+	return EVR_RS_UPD_NONE;
+}
+
 uint32_t evr__rs_rx_update(struct evr_rs_rx *rx, enum evr_rs_update kind,
 			   uint64_t rbuf_addr, uint32_t rkey,
 			   struct evr_rs_sge *sge, unsigned *entry)

@@ -180,6 +180,14 @@ uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx, uint32_t *off);
 /* n bytes (at most what peek returned) have been copied out. */
 void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n);
 enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx);
+/* What the RDMA transport sends: as evr__rs_rx_update_due, except that
+ * the first SGL (the ring's second half) waits until the peer has written
+ * data_in >= a quarter of the ring, credits going back meanwhile when
+ * due.  Written at ESTABLISHED, that SGL could reach an rsocket client
+ * closing right after connecting, whose close then hung on Soft-RoCE (see
+ * src/stream/rdma.c); the peer needs it only once the first half is full. */
+enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx,
+					   uint64_t data_in);
 /* Build the due update (kind from update_due): returns the SGL message's
  * data (the credit limit); with EVR_RS_UPD_SGE fills *sge (a half of the
  * ring at rbuf_addr) and *entry (the peer's target entry to write). */
