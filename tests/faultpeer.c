@@ -496,7 +496,9 @@ int main(int argc, char **argv)
 		return 2;
 	rnd ^= (unsigned)getpid();
 	if (!strcmp(mode, "cycles")) {
-		alarm(600);
+		/* as the caller's bound: 10 minutes plus a second a cycle
+		 * (a 10,000-cycle rsockets run takes 10-35 minutes) */
+		alarm(600 + (unsigned)(atol(argv[4]) > 0 ? atol(argv[4]) : 0));
 		return do_cycles(atol(argv[4]));
 	}
 	if (!strcmp(mode, "hold")) {
