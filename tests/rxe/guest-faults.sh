@@ -202,6 +202,9 @@ if server $R -b $A2 -T a --stall-timeout $STALL; then
 		timeout 60 $F "$m" $A2 7471 30 >"$T/bad_$m.out" 2>&1 &
 		eval "bp_$m=\$!"
 	done
+	# a reader at 256 KB/s of 8 x 1 MB replies, for 20 s
+	timeout 90 $F slowread $A2 7471 20 >"$T/bad_slow.out" 2>&1 &
+	bp_slow=$!
 	# upstream's client with other options than the server's (it does
 	# not negotiate: the server runs upstream's default tests)
 	timeout 40 $U -s $A2 -S 1000 -C 7 -I 3 >"$T/bad_up.out" 2>&1 &
@@ -227,7 +230,14 @@ if server $R -b $A2 -T a --stall-timeout $STALL; then
 	else
 		ko "the good clients were done while the half-message client still hung" "it was dropped first"
 	fi
-	for m in garbage badplan badverify half up; do eval "wait \$bp_$m"; done
+	for m in garbage badplan badverify half up slow; do eval "wait \$bp_$m"; done
+	# served all along (a megabyte and more read, never dropped for it)
+	sb=$(sed -n 's/^read \([0-9]*\) bytes.*/\1/p' "$T/bad_slow.out")
+	if [ "${sb:-0}" -ge 1048576 ]; then
+		ok "a reader at 256 KB/s: served beside the others (${sb} bytes read in 20 s)"
+	else
+		ko "a reader at 256 KB/s: served" "read '${sb:-}' bytes: $(tail -2 "$T/bad_slow.out" | tr '\n' ' ')"
+	fi
 	has "$T/bad_badplan.out" '^server closed after [0-9]\{1,4\} ms' &&
 		has "$T/s.out" 'negotiation: malformed plan header message$' &&
 		ok "random bytes as the plan: closed at once, one line" ||
