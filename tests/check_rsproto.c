@@ -521,25 +521,23 @@ START_TEST(test_rx_first_sgl_gated)
 	unsigned entry;
 
 	rx_setup(&rx);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, 0), EVR_RS_UPD_NONE);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RING / 4 - 1),
-			 EVR_RS_UPD_NONE);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RING / 4),
-			 EVR_RS_UPD_SGE);
+	/* right after connect: due ungated, held back gated */
+	ck_assert_int_eq(evr__rs_rx_update_due(&rx), EVR_RS_UPD_SGE);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx), EVR_RS_UPD_NONE);
 	/* many small messages before a quarter: credits still go back */
 	rx_flow(&rx, RQ / 2 - 1, 64);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, (RQ / 2 - 1) * 64),
-			 EVR_RS_UPD_NONE);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx), EVR_RS_UPD_NONE);
 	rx_flow(&rx, 1, 64);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RQ / 2 * 64),
-			 EVR_RS_UPD_CREDITS);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx), EVR_RS_UPD_CREDITS);
 	evr__rs_rx_update(&rx, EVR_RS_UPD_CREDITS, RBUF, 0x42, &sge, &entry);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RQ / 2 * 64),
-			 EVR_RS_UPD_NONE);
-	/* ungated, the same state would have sent the SGL all along */
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx), EVR_RS_UPD_NONE);
+	/* one byte short of a quarter of the ring, then a quarter */
+	rx_flow(&rx, 1, RING / 4 - RQ / 2 * 64 - 1);
+	ck_assert_uint_eq(rx.bytes_in, RING / 4 - 1);
 	ck_assert_int_eq(evr__rs_rx_update_due(&rx), EVR_RS_UPD_SGE);
-	ck_assert_int_eq(evr__rs_rx_update_gated(&rx, RING / 4),
-			 EVR_RS_UPD_SGE);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx), EVR_RS_UPD_NONE);
+	rx_flow(&rx, 1, 1);
+	ck_assert_int_eq(evr__rs_rx_update_gated(&rx), EVR_RS_UPD_SGE);
 }
 END_TEST
 

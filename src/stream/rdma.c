@@ -123,7 +123,6 @@ struct rconn {
 	struct ibv_mr *smr, *tmr, *rmr;
 	uint32_t sbuf_size, rbuf_size;
 	uint32_t sq_size, rq_size, rq_post;
-	uint64_t data_in;              /* bytes of data messages received */
 	uint32_t *rmsg;
 	struct evr_rs_conn_data peer;
 	int swap_sge;
@@ -132,7 +131,6 @@ struct rconn {
 	/* what happened */
 	unsigned established:1;
 	unsigned peer_disc:1;          /* RS_CTRL_DISCONNECT received */
-
 	unsigned peer_shut:1;          /* RS_CTRL_SHUTDOWN received */
 	unsigned cm_disc:1;            /* RDMA_CM_EVENT_DISCONNECTED */
 	unsigned local_shut:1;         /* we send nothing more */
@@ -395,7 +393,6 @@ static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 	default: /* DATA, and the reserved ops upstream files as data */
 		if (rc->peer_disc)
 			break;
-		rc->data_in += data;
 		if (!data) {
 			/* nothing to read, but a credit to give back */
 			rc->rx.rseq_no++;
@@ -488,8 +485,7 @@ static void update_credits(struct rconn *rc)
 {
 	while (rc->state == RC_OPEN && live(rc) && !rc->local_shut &&
 	       evr__rs_tx_ctrl_avail(&rc->tx)) {
-		enum evr_rs_update k = evr__rs_rx_update_gated(&rc->rx,
-							       rc->data_in);
+		enum evr_rs_update k = evr__rs_rx_update_gated(&rc->rx);
 		struct ibv_send_wr wr;
 		struct ibv_sge sg;
 		struct evr_rs_sge sge;

@@ -286,6 +286,7 @@ int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len)
 		return -ENOBUFS;
 	rx->msg[(rx->msg_head + rx->msg_count) % rx->msg_cap] = len;
 	rx->msg_count++;
+	rx->bytes_in += len;
 	return 0;
 }
 
@@ -323,25 +324,25 @@ void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n)
 	}
 }
 
+static int credits_due(const struct evr_rs_rx *rx)
+{
+	return (int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0;
+}
+
 enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx)
 {
 	if (rx->bytes_avail >= rx->half)
 		return EVR_RS_UPD_SGE;
-	if ((int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0)
-		return EVR_RS_UPD_CREDITS;
-	return EVR_RS_UPD_NONE;
+	return credits_due(rx) ? EVR_RS_UPD_CREDITS : EVR_RS_UPD_NONE;
 }
 
-enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx,
-					   uint64_t data_in)
+enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx)
 {
 	enum evr_rs_update k = evr__rs_rx_update_due(rx);
 
-	if (k != EVR_RS_UPD_SGE || data_in >= rx->half / 2)
+	if (k != EVR_RS_UPD_SGE || rx->bytes_in >= rx->half / 2)
 		return k;
-	if ((int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0)
-		return EVR_RS_UPD_CREDITS;
-	return EVR_RS_UPD_NONE;
+	return credits_due(rx) ? EVR_RS_UPD_CREDITS : EVR_RS_UPD_NONE;
 }
 
 uint32_t evr__rs_rx_update(struct evr_rs_rx *rx, enum evr_rs_update kind,

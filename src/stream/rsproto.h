@@ -144,11 +144,10 @@ void evr__rs_tx_sgl(struct evr_rs_tx *tx, uint32_t data,
 
 /* ---- the receiving side ----
  * Our ring is advertised in halves: the first in the private data, the
- * second by the first SGL (which the RDMA transport holds back until the
- * peer has written a quarter of the ring), and each half again only once
- * the application
- * has consumed a half's worth since the previous advertisement (so the
- * writer's entry for it is surely used up).  Message credits go back as
+ * second by the first SGL (held back until the peer has written a quarter
+ * of the ring: evr__rs_rx_update_gated), and each half again only once
+ * the application has consumed a half's worth since the previous
+ * advertisement (so the writer's entry for it is surely used up).  Message credits go back as
  * the absolute limit rseq_no + rq_size; rseq_no counts messages fully
  * consumed, so at most rq_size are ever queued. */
 struct evr_rs_rx {
@@ -159,6 +158,7 @@ struct evr_rs_rx {
 	uint16_t rseq_no, rseq_comp, rq_size;
 	unsigned remote_sge;        /* the peer's entry for our next SGE */
 	unsigned remote_sgl_len;
+	uint64_t bytes_in;          /* DATA bytes placed since connecting */
 	uint32_t *msg;              /* lengths of queued DATA messages */
 	unsigned msg_cap, msg_head, msg_count;
 };
@@ -182,12 +182,11 @@ void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n);
 enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx);
 /* What the RDMA transport sends: as evr__rs_rx_update_due, except that
  * the first SGL (the ring's second half) waits until the peer has written
- * data_in >= a quarter of the ring, credits going back meanwhile when
- * due.  Written at ESTABLISHED, that SGL could reach an rsocket client
- * closing right after connecting, whose close then hung on Soft-RoCE (see
+ * a quarter of the ring, credits going back meanwhile when due.  Written
+ * at ESTABLISHED, that SGL could reach an rsocket client closing right
+ * after connecting, whose close then hung on Soft-RoCE (see
  * src/stream/rdma.c); the peer needs it only once the first half is full. */
-enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx,
-					   uint64_t data_in);
+enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx);
 /* Build the due update (kind from update_due): returns the SGL message's
  * data (the credit limit); with EVR_RS_UPD_SGE fills *sge (a half of the
  * ring at rbuf_addr) and *entry (the peer's target entry to write). */
