@@ -45,13 +45,14 @@ val() {
 # than a fixed window, which a slow host (valgrind) overruns.  The checks
 # that follow judge the last scrape either way.
 until_scraped() {
-	local fn=$1 name=$2 end ok v
+	local fn=$1 name=$2 end ok v i args
 	end=$(( $(date +%s%N) / 1000000 + $(tscale "$3") * 1000 ))
 	shift 3
+	args=("$@")
 	while :; do
 		"$fn" "$name"
 		ok=1
-		local i=1 args=("$@")
+		i=1
 		while [ "$i" -lt "${#args[@]}" ]; do
 			v=$(val "$T/$name.txt" "${args[$((i - 1))]}")
 			if [ -z "$v" ] || ! awk -v a="$v" -v b="${args[$i]}" 'BEGIN { exit !(a >= b) }'; then

@@ -61,7 +61,7 @@ GUEST
 # EVR_RXE_ONLY=faults runs guest-faults.sh alone (a glob; default all);
 # FAULT_RXE_CYCLES=N sets its rsocket connect/abort cycles (default 200;
 # the 10,000-cycle campaign: FAULT_RXE_CYCLES=10000 EVR_RXE_ONLY=faults
-# EVR_RXE_TIMEOUT=7200, about 35 min under TCG)
+# EVR_RXE_TIMEOUT=7200: 11 min on a quiet host, 35 on a busy one)
 cycles=${FAULT_RXE_CYCLES:-200}
 case $cycles in ''|*[!0-9]*) echo "check-rxe: FAULT_RXE_CYCLES must be a number" >&2; exit 1 ;; esac
 # binaries of an --enable-sanitizers build: the guest scripts scale their
