@@ -14,8 +14,8 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
-rounds=3
-drounds=1
+rounds=5
+drounds=5
 out=
 conns=
 while [ $# -gt 0 ]; do
@@ -63,5 +63,5 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 		echo
 	done
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
-	echo "$rounds rounds ($drounds for the default run), medians; $(date -u +%F)."
+	echo "$rounds rounds ($drounds for the default run), medians and per-round paired ratios; $(date -u +%F)."
 } | tee "${out:-/dev/null}"

@@ -50,9 +50,10 @@ case_() {
 # says otherwise; upstream's -T a spins too (rpoll with a 0 timeout), ours
 # sleeps in the loop, so -T a is not a like-for-like pair and is left out
 case_ default "$drounds"
-case_ 64B-pingpong "$rounds" -S 64 -C 1 -I 1000
-case_ 4KiB-pingpong "$rounds" -S 4096 -C 1 -I 500
-case_ 64KiB-stream "$rounds" -S 65536 -C 100 -I 2
+# ping-pong long enough (about a second) that start-up does not dominate
+case_ 64B-pingpong "$rounds" -S 64 -C 1 -I 20000
+case_ 4KiB-pingpong "$rounds" -S 4096 -C 1 -I 3000
+case_ 64KiB-stream "$rounds" -S 65536 -C 200 -I 2
 case_ 1MB-stream "$rounds" -S 1000000 -C 20 -I 2
 case_ 1MB-blocking "$rounds" -S 1000000 -C 20 -I 2 -T b
 echo "bench: done"
