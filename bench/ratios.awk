@@ -12,7 +12,8 @@
 # ratios with their range; "ev faster" counts the rounds evrdma won.
 # verdict: a one-sided sign test over the rounds: "slower" (or "faster")
 # when evrdma lost (won) so many rounds that a coin would do so with
-# probability below 5%; otherwise "par" (no difference this run can see).
+# probability below 5%; otherwise "par" (no difference this run can see),
+# or "-" with fewer than five rounds (no verdict is possible then).
 function median(arr, n,   i, j, t) {
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && arr[j-1] > arr[j]; j--) {
 		t = arr[j]; arr[j] = arr[j-1]; arr[j-1] = t }
@@ -61,7 +62,7 @@ END {
 		}
 		lost = 0
 		for (j = 1; j <= np; j++) if (pr[j] > 1) lost++
-		verdict = "par"
+		verdict = np < 5 ? "-" : "par"   # fewer rounds prove nothing
 		if (np && tail(lost, np) < 0.05) verdict = "slower"
 		else if (np && tail(won, np) < 0.05) verdict = "faster"
 		printf "| %s | %.2f | %.2f | %.2f | %s | %s | %d/%d | %s | %.2f | %.2f | %.2f | %d/%d |\n", t,

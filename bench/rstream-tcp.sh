@@ -13,7 +13,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ours=${RSTREAM:-$top/build/rstream}
 upstream=${UPSTREAM_RSTREAM:-/usr/bin/rstream}
-rounds=3
+rounds=5
 out=
 while [ $# -gt 0 ]; do
 	case $1 in
