@@ -355,8 +355,10 @@ num_gt "failures{reason=refused} grows" "$f4" "$f3"
 assert_eq "probe down" 0 "$(val "$T/m4.txt" 'evrdma_probe_up{probe="lo"}')"
 t=$(cut -d'|' -f3 "$T/m4.meta")
 num_ge "scrape answered within 0.5 s" 0.5 "$t"
+# the first failure is "refused", or "eof" when a run was in flight as the
+# server went (seen under ASan, whose runs are slower)
 assert_match "the daemon logged the failure once, with its reason" \
-	'^evrdma-probed: warning: probe "lo": failing \(refused\): ' "$T/probed.err"
+	'^evrdma-probed: warning: probe "lo": failing \((refused|eof)\): ' "$T/probed.err"
 assert_lines "... and once only" 1 "$T/probed.err" 'probe "lo": failing'
 
 # ------------------------------------------------------------- SIGHUP
