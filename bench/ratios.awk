@@ -48,27 +48,25 @@ END {
 			mg[who] = m ? median(a, m) : 0
 			cnt[who] = m
 		}
-		np = 0; won = 0; lo = 0; hi = 0
+		npair = 0; won = 0; lost = 0; lo = 0; hi = 0
 		for (r in rounds) {
-			if (!(("ev" SUBSEP t, r) in byround) ||
-			    !(("up" SUBSEP t, r) in byround) ||
-			    byround["up" SUBSEP t, r] <= 0)
+			ke = "ev" SUBSEP t; ku = "up" SUBSEP t
+			if (!((ke, r) in byround) || !((ku, r) in byround) ||
+			    byround[ku, r] <= 0)
 				continue
-			x = byround["ev" SUBSEP t, r] / byround["up" SUBSEP t, r]
-			pr[++np] = x
-			if (x < 1) won++
-			if (np == 1 || x < lo) lo = x
-			if (np == 1 || x > hi) hi = x
+			x = byround[ke, r] / byround[ku, r]
+			pr[++npair] = x
+			won += x < 1; lost += x > 1
+			if (npair == 1 || x < lo) lo = x
+			if (npair == 1 || x > hi) hi = x
 		}
-		lost = 0
-		for (j = 1; j <= np; j++) if (pr[j] > 1) lost++
-		verdict = np < 5 ? "-" : "par"   # fewer rounds prove nothing
-		if (np && tail(lost, np) < 0.05) verdict = "slower"
-		else if (np && tail(won, np) < 0.05) verdict = "faster"
+		verdict = npair < 5 ? "-" : "par"   # fewer rounds prove nothing
+		if (npair && tail(lost, npair) < 0.05) verdict = "slower"
+		else if (npair && tail(won, npair) < 0.05) verdict = "faster"
 		printf "| %s | %.2f | %.2f | %.2f | %s | %s | %d/%d | %s | %.2f | %.2f | %.2f | %d/%d |\n", t,
 			mu["up"], mu["ev"], mu["up"] ? mu["ev"] / mu["up"] : 0,
-			np ? sprintf("%.2f", median(pr, np)) : "-",
-			np ? sprintf("%.2f-%.2f", lo, hi) : "-", won, np, verdict,
+			npair ? sprintf("%.2f", median(pr, npair)) : "-",
+			npair ? sprintf("%.2f-%.2f", lo, hi) : "-", won, npair, verdict,
 			mg["up"], mg["ev"], mg["up"] ? mg["ev"] / mg["up"] : 0,
 			cnt["up"], cnt["ev"]
 	}

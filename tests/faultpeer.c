@@ -496,10 +496,11 @@ int main(int argc, char **argv)
 		return 2;
 	rnd ^= (unsigned)getpid();
 	if (!strcmp(mode, "cycles")) {
+		n = atol(argv[4]);
 		/* as the caller's bound: 10 minutes plus a second a cycle
 		 * (a 10,000-cycle rsockets run takes 10-35 minutes) */
-		alarm(600 + (unsigned)(atol(argv[4]) > 0 ? atol(argv[4]) : 0));
-		return do_cycles(atol(argv[4]));
+		alarm(600 + (unsigned)(n > 0 ? n : 0));
+		return do_cycles(n);
 	}
 	if (!strcmp(mode, "hold")) {
 		if (argc < 6)

@@ -147,9 +147,10 @@ void evr__rs_tx_sgl(struct evr_rs_tx *tx, uint32_t data,
  * second by the first SGL (held back until the peer has written a quarter
  * of the ring: evr__rs_rx_update_gated), and each half again only once
  * the application has consumed a half's worth since the previous
- * advertisement (so the writer's entry for it is surely used up).  Message credits go back as
- * the absolute limit rseq_no + rq_size; rseq_no counts messages fully
- * consumed, so at most rq_size are ever queued. */
+ * advertisement (so the writer's entry for it is surely used up).
+ * Message credits go back as the absolute limit rseq_no + rq_size;
+ * rseq_no counts messages fully consumed, so at most rq_size are ever
+ * queued. */
 struct evr_rs_rx {
 	uint32_t rbuf_size, half;
 	uint32_t offset;            /* read cursor */
