@@ -356,9 +356,13 @@ assert_eq "probe down" 0 "$(val "$T/m4.txt" 'evrdma_probe_up{probe="lo"}')"
 t=$(cut -d'|' -f3 "$T/m4.meta")
 num_ge "scrape answered within 0.5 s" 0.5 "$t"
 # the first failure is "refused", or "eof" when a run was in flight as the
-# server went (seen under ASan, whose runs are slower)
+# server went (seen under ASan, whose runs are slower); either way the
+# reason logged is one the counters counted
 assert_match "the daemon logged the failure once, with its reason" \
 	'^evrdma-probed: warning: probe "lo": failing \((refused|eof)\): ' "$T/probed.err"
+why=$(sed -n 's/^evrdma-probed: warning: probe "lo": failing (\([a-z_]*\)): .*/\1/p' "$T/probed.err" | head -1)
+num_ge "... a reason counted in failures_total (${why:-none})" \
+	"$(val "$T/m4.txt" "evrdma_probe_failures_total{probe=\"lo\",reason=\"${why:-none}\"}")" 1
 assert_lines "... and once only" 1 "$T/probed.err" 'probe "lo": failing'
 
 # ------------------------------------------------------------- SIGHUP
