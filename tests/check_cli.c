@@ -837,6 +837,24 @@ START_TEST(test_failure_str_other)
 }
 END_TEST
 
+/* done() hands f == NULL on success: the text says so instead of
+ * crashing, and a NULL or empty buffer is left alone. */
+START_TEST(test_failure_str_null)
+{
+	char buf[64];
+
+	memset(buf, 'X', sizeof(buf));
+	evr_failure_str(NULL, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "no failure");
+	evr_failure_str(NULL, NULL, 10);
+	memset(buf, 'X', sizeof(buf));
+	evr_failure_str(NULL, buf, 0);
+	ck_assert_int_eq(buf[0], 'X');
+	evr_failure_str(NULL, buf, 3);
+	ck_assert_str_eq(buf, "no");
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -879,6 +897,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_exit_status);
 	tcase_add_test(tc, test_failure_str_eof);
 	tcase_add_test(tc, test_failure_str_other);
+	tcase_add_test(tc, test_failure_str_null);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -234,7 +234,9 @@ struct evr_stream_cbs {
 	/* Server: one connection failed and was dropped; the server goes on. */
 	void (*conn_failed)(void *ud, const struct evr_failure *f);
 	/* The engine has finished: status 0 or the failure that ended it
-	 * (f is NULL when there is nothing to tell).  Exactly once after a
+	 * (f is NULL when there is nothing to tell: always with status 0,
+	 * and for a client cancelled before it had a connection; otherwise
+	 * valid during the callback only).  Exactly once after a
 	 * successful evr_stream_start(), always from the loop, never from
 	 * inside an evr_* call, and as the engine's last act: the callback
 	 * may evr_stream_free() it.  in_child is 1 in a -T f child process,
@@ -284,7 +286,9 @@ void evr_stream_cancel(struct evr_stream *s);
  */
 void evr_stream_free(struct evr_stream *s);
 
-/* One line of text for a failure, without the program name or newline. */
+/* One line of text for a failure, without the program name or newline,
+ * truncated to len.  f NULL (done()'s on success) gives "no failure";
+ * buf NULL or len 0 writes nothing. */
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len);
 
 #ifdef __cplusplus

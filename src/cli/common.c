@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "config.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ static void signal_cb(struct ev_loop *l, ev_signal *w, int revents)
 {
 	struct cli_loop *cl = w->data;
 
+	if (!cl->signum)
+		cl->signum = w->signum;
 	if (cl->on_signal)
 		cl->on_signal(cl->ud);
 }
@@ -90,6 +93,42 @@ void cli_loop_close(struct cli_loop *cl)
 	if (cl->evl)
 		ev_loop_destroy(cl->evl);
 	cl->evl = NULL;
+}
+
+const char *cli_signame(const struct cli_loop *cl)
+{
+	return cl->signum == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+static void out_failed(struct cli_out *o, int err)
+{
+	o->failed = 1;
+	o->err = err ? err : EIO;
+	fprintf(stderr, "%s: write error on standard output: %s\n", o->prog,
+		strerror(o->err));
+}
+
+int cli_out_check(struct cli_out *o)
+{
+	/* errno is the failed fflush's: callers check right after it */
+	if (!o->failed && ferror(stdout))
+		out_failed(o, errno);
+	return o->failed;
+}
+
+int cli_out_close(struct cli_out *o, int status, int write_status)
+{
+	errno = 0;
+	if (fflush(stdout) || ferror(stdout))
+		cli_out_check(o);
+	errno = 0;
+	if (fclose(stdout) && !o->failed)
+		out_failed(o, errno);
+	if (!o->failed || status)
+		return status;
+	if (write_status == CLI_WRITE_ERRNO)
+		return -o->err & 0xff;
+	return write_status;
 }
 
 FILE *cli_msg_open(struct cli_msg *m)

@@ -19,6 +19,7 @@ struct cli_loop {
 	ev_signal sigint_w, sigterm_w;
 	void (*on_signal)(void *ud);
 	void *ud;
+	int signum;                 /* the first SIGINT/SIGTERM caught, or 0 */
 };
 
 /* Ignore SIGPIPE, create the loops, set the trace sink when trace is set.
@@ -31,6 +32,27 @@ void cli_loop_signals(struct cli_loop *cl, void (*on_signal)(void *ud),
 void cli_loop_finish(struct cli_loop *cl);
 /* Free both loops (the signal watchers are stopped first). */
 void cli_loop_close(struct cli_loop *cl);
+
+/* "SIGINT" or "SIGTERM": what cl caught (for "interrupted by ..."). */
+const char *cli_signame(const struct cli_loop *cl);
+
+/* Standard output, watched as coreutils' close_stdout does, but as it
+ * goes: the first write to it that fails (a full disk; a closed pipe,
+ * since SIGPIPE is ignored) is said in one line on stderr, "<prog>: write
+ * error on standard output: <reason>", and the program stops its run
+ * rather than compute results nobody will see. */
+struct cli_out {
+	const char *prog;
+	int failed;
+	int err;                    /* errno of the failed write */
+};
+/* After a write or fflush to stdout: 1 once a write has failed. */
+int cli_out_check(struct cli_out *o);
+/* The last act: flush and close stdout.  Returns status, or, when status
+ * is 0 and output was lost, write_status (CLI_WRITE_ERRNO: mckey's
+ * convention, the write's negative errno modulo 256). */
+#define CLI_WRITE_ERRNO (-1)
+int cli_out_close(struct cli_out *o, int status, int write_status);
 
 /* The parser's messages, kept for an error record as well: open() gives
  * the stream to parse with (stderr if memory is short); close() writes

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,16 @@ struct app {
 	int done;
 	unsigned joined;
 	uint64_t t0;
+	struct cli_out *out;
 };
+
+/* After output: a write to stdout that failed stops the run (one line on
+ * stderr; the exit status is the write's, see main). */
+static void out_check(struct app *a)
+{
+	if (!a->out->failed && cli_out_check(a->out) && a->mc && !a->done)
+		evr_mcast_cancel(a->mc);
+}
 
 static void out(const char *line)
 {
@@ -42,6 +52,7 @@ static void on_phase(void *ud, enum evr_mc_phase p)
 		a->started = 1;
 	if (a->cli.json) {
 		jo_emit(stdout, jo_mc_phase(p));
+		out_check(a);
 		return;
 	}
 	switch (p) {
@@ -61,6 +72,7 @@ static void on_phase(void *ud, enum evr_mc_phase p)
 		out("data transfers complete");
 		break;
 	}
+	out_check(a);
 }
 
 static void on_joined(void *ud, const struct evr_mc_joined *j)
@@ -70,6 +82,7 @@ static void on_joined(void *ud, const struct evr_mc_joined *j)
 	a->joined++;
 	if (a->cli.json) {
 		jo_emit(stdout, jo_mc_join(a->cli.o.group, j));
+		out_check(a);
 		return;
 	}
 	printf("mckey: joined dgid: %s mlid 0x%x sl %u\n", j->dgid, j->mlid,
@@ -78,6 +91,7 @@ static void on_joined(void *ud, const struct evr_mc_joined *j)
 		printf("mckey: qp %u joined in %.3f ms\n", j->qp,
 		       j->join_ns / 1e6);
 	fflush(stdout);
+	out_check(a);
 }
 
 static void on_cm_event(void *ud, unsigned qp, const char *event, int status,
@@ -87,10 +101,12 @@ static void on_cm_event(void *ud, unsigned qp, const char *event, int status,
 
 	if (a->cli.json) {
 		jo_emit(stdout, jo_mc_cm_event(qp, event, status, is_error));
+		out_check(a);
 		return;
 	}
 	printf("mckey: event: %s, status: %d\n", event, status);
 	fflush(stdout);
+	out_check(a);
 }
 
 static void on_failure(void *ud, const struct evr_mc_failure *f)
@@ -109,6 +125,7 @@ static void on_failure(void *ud, const struct evr_mc_failure *f)
 		out(f->msg);
 	if (a->cli.json)
 		jo_emit(stdout, jo_mc_failure(f));
+	out_check(a);
 }
 
 static void report_json(struct app *a, unsigned n,
@@ -173,6 +190,11 @@ static void on_done(void *ud, int status, unsigned n,
 
 	a->done = 1;
 	a->status = status;
+	if (a->out->failed)
+		a->status = 0; /* cancelled for it: the write's status wins */
+	else if (status == -EINTR && a->cl.signum)
+		fprintf(stderr, "mckey: interrupted by %s\n",
+			cli_signame(&a->cl));
 	if (a->cli.json) {
 		report_json(a, n, q);
 		jo_emit(stdout, jo_mckey_summary(status, status & 0xff,
@@ -195,7 +217,7 @@ static void on_signal(void *ud)
 		evr_mcast_cancel(a->mc);
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv, struct cli_out *out)
 {
 	static const struct evr_mcast_cbs cbs = {
 		.phase = on_phase,
@@ -210,6 +232,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	memset(&a, 0, sizeof(a));
+	a.out = out;
 	a.t0 = evr_now_ns();
 	ret = mckey_parse(argc, argv, &a.cli, cli_msg_open(&msg));
 	cli_msg_close(&msg, why, sizeof(why));
@@ -277,4 +300,13 @@ int main(int argc, char **argv)
 	cli_loop_close(&a.cl);
 	/* upstream: main() returns run()'s value */
 	return a.status & 0xff;
+}
+
+/* Results that never reached stdout are a failure too (mckey.1, EXIT
+ * STATUS): the write's negative errno, as mckey's other statuses. */
+int main(int argc, char **argv)
+{
+	struct cli_out out = { .prog = "mckey" };
+
+	return cli_out_close(&out, run(argc, argv, &out), CLI_WRITE_ERRNO);
 }

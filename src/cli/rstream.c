@@ -39,7 +39,16 @@ struct app {
 	int error_done;           /* --json: the error record is out */
 	uint64_t t0;
 	struct jo_totals tot;
+	struct cli_out *out;
 };
+
+/* After output: a write to stdout that failed stops the run (one line on
+ * stderr, exit 5), as a closed pipe would stop upstream's (SIGPIPE). */
+static void out_check(struct app *a)
+{
+	if (!a->out->failed && cli_out_check(a->out) && a->st && !a->done)
+		evr_stream_cancel(a->st);
+}
 
 static void print_header(struct app *a)
 {
@@ -48,6 +57,7 @@ static void print_header(struct app *a)
 	a->header_done = 1;
 	fputs(rstream_header(), stdout);
 	fflush(stdout);
+	out_check(a);
 }
 
 static void keep_lat(struct app *a, const struct evr_result *r)
@@ -111,11 +121,13 @@ static void on_result(void *ud, const struct evr_result *r)
 			rr.peer = peer;
 		}
 		jo_emit(stdout, jo_result(&rr));
+		out_check(a);
 		return;
 	}
 	rstream_format_row(row, sizeof(row), r);
 	fputs(row, stdout);
 	fflush(stdout);
+	out_check(a);
 	if (r->lat)
 		keep_lat(a, r);
 }
@@ -124,10 +136,12 @@ static void on_progress(void *ud, const struct evr_progress *p)
 {
 	struct app *a = ud;
 
-	if (a->cli.json)
+	if (a->cli.json) {
 		jo_emit(stdout, jo_progress(p));
-	else
+		out_check(a);
+	} else {
 		progress_print(&a->prog, p);
+	}
 }
 
 static void on_info(void *ud, const struct evr_info *i)
@@ -144,6 +158,7 @@ static void on_info(void *ud, const struct evr_info *i)
 
 		if (rec)
 			jo_emit(stdout, rec);
+		out_check(a);
 		return;
 	}
 	switch (i->kind) {
@@ -164,6 +179,7 @@ static void on_info(void *ud, const struct evr_info *i)
 	default:
 		break;
 	}
+	out_check(a);
 }
 
 static void on_conn_failed(void *ud, const struct evr_failure *f)
@@ -175,8 +191,10 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 	a->tot.conn_failed++;
 	evr_failure_str(f, line, sizeof(line));
 	fprintf(stderr, "rstream: connection dropped: %s\n", line);
-	if (a->cli.json)
+	if (a->cli.json) {
 		jo_emit(stdout, jo_failure("conn_failed", f, -1));
+		out_check(a);
+	}
 }
 
 /* --json: why the program ends, for a reader of stdout alone. */
@@ -203,10 +221,22 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	if (f && status && status != -EVR_E_CANCELLED && !a->cli.o.server) {
 		evr_failure_str(f, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
+	} else if (a->out->failed) {
+		/* the run stopped for it; the line is out already */
+		a->status = RSTREAM_EXIT_LOCAL;
+	} else if (status == -EVR_E_CANCELLED && !a->cli.o.server) {
+		/* A client stopped by SIGINT/SIGTERM says where it stood,
+		 * on stderr as well as in --json's error record. */
+		if (f)
+			evr_failure_str(f, line, sizeof(line));
+		else
+			snprintf(line, sizeof(line), "interrupted");
+		fprintf(stderr, "rstream: %s by %s\n", line,
+			cli_signame(&a->cl));
 	}
 	/* A server (and --once) reported the connection's failure already,
 	 * as a conn_failed record with --json. */
-	if (a->cli.o.server && status == -EVR_E_CANCELLED)
+	if (a->cli.o.server && status == -EVR_E_CANCELLED && !a->out->failed)
 		a->status = 0;
 	if (a->status && !in_child)
 		json_error(a, f, "interrupted", a->status);
@@ -273,7 +303,7 @@ static int parse(struct app *a, int argc, char **argv)
 	return ret;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv, struct cli_out *out)
 {
 	static const struct evr_stream_cbs cbs = {
 		.result = on_result,
@@ -288,6 +318,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	memset(&a, 0, sizeof(a));
+	a.out = out;
 	progress_init(&a.prog, stderr, isatty(STDERR_FILENO));
 	a.t0 = evr_now_ns();
 	switch (parse(&a, argc, argv)) {
@@ -362,4 +393,13 @@ int main(int argc, char **argv)
 	free(a.lat);
 	cli_loop_close(&a.cl);
 	return finish(&a, a.status);
+}
+
+/* Results that never reached stdout are a failure too (rstream.1, EXIT
+ * STATUS): a local error, unless the run failed already. */
+int main(int argc, char **argv)
+{
+	struct cli_out out = { .prog = "rstream" };
+
+	return cli_out_close(&out, run(argc, argv, &out), RSTREAM_EXIT_LOCAL);
 }

@@ -85,6 +85,13 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 	char r[192], ctx[192] = "", conn[48] = "";
 	int hint = 0;
 
+	if (!buf || !len)
+		return;
+	if (!f) {
+		/* done() hands NULL on success: nothing failed */
+		snprintf(buf, len, "no failure");
+		return;
+	}
 	reason(f, r, sizeof(r));
 	if (f->test[0]) {
 		snprintf(ctx, sizeof(ctx),

@@ -196,6 +196,67 @@ assert_exit "server -b with a foreign address: exit 5" 5 "$RC" "$T/nobinds.err"
 assert_lines "server -b with a foreign address: one line" 1 "$T/nobinds.err"
 assert_empty "server -b with a foreign address: no header" "$T/nobinds.out"
 
+# ---- results that cannot be written: one line, a non-zero status
+# (coreutils' rule), never a silent exit 0.  stdout is /dev/full (ENOSPC)
+# or a pipe whose reader has gone (EPIPE: SIGPIPE is ignored).
+P=$(e2e_port)
+start_server wfull "$P" "$R" -T s -b $H -p "$P"
+for json in "" "--json"; do
+	n=$((n + 1))
+	# shellcheck disable=SC2086
+	timeout "$(tscale 20)" "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 100 $json \
+		>/dev/full 2>"$T/full$n.err"
+	RC=$?
+	assert_exit "rstream ${json:-(table)} >/dev/full: exit 5" 5 "$RC" "$T/full$n.err"
+	assert_lines "rstream ${json:-(table)} >/dev/full: one line on stderr" 1 \
+		"$T/full$n.err" '^rstream: write error on standard output'
+done
+# a reader that is gone before the table ends (the server is up: a
+# default run prints for a second or more)
+n=$((n + 1))
+timeout "$(tscale 30)" "$R" -T s -s $H -p "$P" 2>"$T/pipe$n.err" | true
+RC=${PIPESTATUS[0]}
+assert_exit "rstream | (closed reader): exit 5" 5 "$RC" "$T/pipe$n.err"
+assert_match "rstream | (closed reader): says so" \
+	'^rstream: write error on standard output' "$T/pipe$n.err"
+timeout 10 "$R" --version >/dev/full 2>"$T/verfull.err"
+assert_exit "rstream --version >/dev/full: exit 5" 5 "$?" "$T/verfull.err"
+bg_stop wfull
+timeout 10 "$MCKEY" --help >/dev/full 2>"$T/mcfull.err"
+assert_exit "mckey --help >/dev/full: exit 228 (-ENOSPC)" 228 "$?" "$T/mcfull.err"
+assert_lines "mckey --help >/dev/full: one line on stderr" 1 "$T/mcfull.err" \
+	'^mckey: write error on standard output'
+
+# mckey, whose statuses are negative errnos: a --udp receiver on the
+# loopback of a namespace of our own (multicast stays in there)
+NSW=evbad-$$
+if [ "$(id -u)" = 0 ] && ip netns add "$NSW" 2>/dev/null; then
+	trap 'ip netns del "$NSW" 2>/dev/null; e2e_cleanup' EXIT
+	ip -n "$NSW" link set lo up && ip -n "$NSW" link set lo multicast on &&
+		ip -n "$NSW" route add 224.0.0.0/4 dev lo
+	for json in "" "--json"; do
+		# shellcheck disable=SC2086
+		timeout "$(tscale 10)" ip netns exec "$NSW" "$MCKEY" -m 239.1.1.9 \
+			-b 127.0.0.1 --udp -C 3 $json >/dev/full 2>"$T/mcwf.err"
+		RC=$?
+		assert_exit "mckey --udp ${json:-(text)} >/dev/full: exit 228, at once" \
+			228 "$RC" "$T/mcwf.err"
+		assert_lines "mckey --udp ${json:-(text)} >/dev/full: one line" 1 \
+			"$T/mcwf.err" '^mckey: write error on standard output: No space left on device$'
+	done
+	bg_start mcint 20 ip netns exec "$NSW" "$MCKEY" -m 239.1.1.9 -b 127.0.0.1 \
+		--udp -C 3
+	wait_match "$E2E_TMP/mcint.out" 'receiving data transfers' 5
+	bg_stop mcint 5 INT
+	assert_exit "mckey receiver, SIGINT: exit 252 (-EINTR)" 252 "$RC" "$T/mcint.err"
+	assert_lines "mckey receiver, SIGINT: one line on stderr" 1 "$T/mcint.err" \
+		'^mckey: interrupted by SIGINT$'
+	ip netns del "$NSW" 2>/dev/null
+	trap e2e_cleanup EXIT
+else
+	skip "mckey write-error and SIGINT cases: need root for a network namespace"
+fi
+
 # ---- -f gid over TCP: not supported, exit 6
 run_cmd gid 10 "$R" -T s -f gid -s fe80::1 -p 7471
 assert_exit "-T s -f gid: exit 6 (not supported)" 6 "$RC" "$T/gid.err"

@@ -124,6 +124,8 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		bg_stop intr 5 INT
 		assert_exit "SIGINT on a running client" 130 "$RC" "$T/intr.err"
 		assert_le "SIGINT: client exits within 2 s" "$ELAPSED_MS" "$(tscale 2000)"
+		assert_lines "SIGINT: one line on stderr saying where it stood" 1 \
+			"$T/intr.err" '^rstream: test custom \(1 of 1\), .*iteration [0-9]+ of 100000000, .*: interrupted by SIGINT$'
 	else
 		not_ok "SIGINT: client connected"
 		bg_kill intr
@@ -133,6 +135,8 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		sleep 0.3
 		bg_stop term 5 TERM
 		assert_exit "SIGTERM on a running client" 130 "$RC" "$T/term.err"
+		assert_lines "SIGTERM: one line on stderr" 1 "$T/term.err" \
+			'^rstream: test custom .*: interrupted by SIGTERM$'
 		assert_le "SIGTERM: client exits within 2 s" "$ELAPSED_MS" "$(tscale 2000)"
 	else
 		not_ok "SIGTERM: client connected"
