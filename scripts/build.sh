@@ -16,7 +16,7 @@ fi
 case $dir in /*) ;; *) dir=$top/$dir ;; esac
 cd "$top"
 [ -x configure ] && [ configure -nt configure.ac ] && [ configure -nt Makefile.am ] ||
-	autoreconf -fi >/dev/null
+	autoreconf -fi -Wall,error >/dev/null # a warning fails the build
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -f Makefile ] || [ "$#" -gt 0 ]; then
