@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pconf.h"
 
@@ -323,6 +326,60 @@ void pconf_free(struct pconf *c)
 	free(c);
 }
 
+/* A configuration is a small regular file: a directory, a FIFO or a
+ * device (/dev/zero would be read for ever) is named as what it is. */
+#define PCONF_MAX_BYTES (1u << 20)
+
+static json_t *load_file(const char *file, json_error_t *jerr, char *err,
+			 size_t len)
+{
+	struct stat sb;
+	json_t *root = NULL;
+	char *buf = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, len, "%s: %s", file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &sb)) {
+		snprintf(err, len, "%s: %s", file, strerror(errno));
+	} else if (S_ISDIR(sb.st_mode)) {
+		snprintf(err, len, "%s: is a directory, not a configuration "
+			 "file", file);
+	} else if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, len, "%s: not a regular file", file);
+	} else if (sb.st_size > PCONF_MAX_BYTES) {
+		snprintf(err, len, "%s: %lld bytes, more than a configuration "
+			 "may have (%u)", file, (long long)sb.st_size,
+			 PCONF_MAX_BYTES);
+	} else if (!(buf = malloc((size_t)sb.st_size + 1))) {
+		snprintf(err, len, "%s: %s", file, strerror(ENOMEM));
+	} else {
+		/* the file may change under us: read what is there, bounded */
+		while (got <= (size_t)sb.st_size &&
+		       (n = read(fd, buf + got, (size_t)sb.st_size + 1 - got)) > 0)
+			got += (size_t)n;
+		if (n < 0) {
+			snprintf(err, len, "%s: %s", file, strerror(errno));
+		} else {
+			root = json_loadb(buf, got, JSON_REJECT_DUPLICATES,
+					  jerr);
+			if (!root && jerr->line > 0)
+				snprintf(err, len, "%s:%d:%d: %s", file,
+					 jerr->line, jerr->column, jerr->text);
+			else if (!root)
+				snprintf(err, len, "%s: %s", file, jerr->text);
+		}
+	}
+	free(buf);
+	close(fd);
+	return root;
+}
+
 int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 {
 	static const char *const keys[] = {
@@ -336,15 +393,9 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 	int ret = -1;
 
 	*out = NULL;
-	root = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		if (jerr.line > 0)
-			snprintf(err, len, "%s:%d:%d: %s", file, jerr.line,
-				 jerr.column, jerr.text);
-		else
-			snprintf(err, len, "%s: %s", file, jerr.text);
+	root = load_file(file, &jerr, err, len);
+	if (!root)
 		return -1;
-	}
 	if (!json_is_object(root)) {
 		fail(&c, "the top level must be an object");
 		goto out;

@@ -255,7 +255,17 @@ bad_conf dup_key '^evrdma-probed: .*/dup_key\.json:1:[0-9]+: duplicate object ke
 run_cmd cc_missing 10 "$PROBED" --check-config -c "$T/nonexistent.json"
 assert_exit "--check-config: a missing file" 1 "$RC" "$T/cc_missing.err"
 assert_match "--check-config: a missing file is named" \
-	'nonexistent\.json: unable to open .*No such file' "$T/cc_missing.err"
+	'nonexistent\.json: No such file or directory$' "$T/cc_missing.err"
+# a directory, a device that never ends, a FIFO: named, at once, no hang
+mkfifo "$T/fifo.json"
+for f in "$T:is a directory, not a configuration file" \
+	"/dev/zero:not a regular file" "$T/fifo.json:not a regular file"; do
+	run_cmd cc_odd 10 "$PROBED" --check-config -c "${f%%:*}"
+	assert_exit "--check-config -c ${f%%:*}: rejected" 1 "$RC" "$T/cc_odd.err"
+	assert_eq "--check-config -c ${f%%:*}: says what it is" \
+		"evrdma-probed: ${f%%:*}: ${f#*:}" "$(cat "$T/cc_odd.err")"
+	assert_le "--check-config -c ${f%%:*}: at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
+done
 run_cmd help 10 "$PROBED" --help
 assert_exit "--help" 0 "$RC" "$T/help.err"
 assert_match "--help: the usage" '^usage: evrdma-probed ' "$T/help.out"
@@ -328,6 +338,12 @@ assert_match "build_info carries the version" \
 	'^evrdma_probed_build_info\{version="[0-9][^"]*"\} 1$' "$T/m2.txt"
 code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://$H:$HP/nope")
 assert_eq "an unknown path: 404" 404 "$code"
+# / is the documented index (evrdma-probed.8, METRICS), nothing else
+code=$(curl -s --max-time 2 -o "$T/index.txt" -w '%{http_code}' "http://$H:$HP/")
+assert_eq "/: 200, the index" 200 "$code"
+assert_eq "/: the man page's text" "evrdma-probed: metrics at /metrics" "$(cat "$T/index.txt")"
+code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://$H:$HP/metrics/x")
+assert_eq "a path under /metrics: 404" 404 "$code"
 code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' -X POST "http://$H:$HP/metrics")
 assert_eq "POST: 405" 405 "$code"
 
