@@ -504,6 +504,11 @@ START_TEST(test_port)
 	ASSERT_BAD("-p", "65536");
 	ASSERT_BAD("-p", "");
 	ASSERT_BAD("-p", "99999999999999999999999");
+	/* signed numbers are numbers, not service names */
+	ASSERT_BAD("-p", "-1");
+	ASSERT_BAD("-p", "-65536");
+	ASSERT_BAD("-p", "+0");
+	ASSERT_BAD("-p", "-");
 }
 END_TEST
 

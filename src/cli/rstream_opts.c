@@ -295,14 +295,19 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			o->size = (uint32_t)v;
 			o->custom = 1;
 			break;
-		case 'p':
-			if (!*optarg || (strspn(optarg, "0123456789") ==
-					 strlen(optarg) &&
-					 (parse_num(optarg, 1, 65535, 0, &v))))
+		case 'p': {
+			/* a number, signed or not ("-1" too), is a port
+			 * number; anything else a service name */
+			const char *d = optarg + (*optarg == '-' ||
+						  *optarg == '+');
+
+			if (!*d || (strspn(d, "0123456789") == strlen(d) &&
+				    parse_num(optarg, 1, 65535, 0, &v)))
 				return bad(err, prog, 'p', optarg,
 					   "port must be 1 to 65535 or a service name");
 			o->port = optarg;
 			break;
+		}
 		case 'k':
 			if (parse_num(optarg, 0, 32767, 0, &v))
 				return bad(err, prog, 'k', optarg,
@@ -310,8 +315,14 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			o->keepalive = (int)v;
 			break;
 		case 'T':
-			if (rstream_test_opt(cli, optarg))
+			if (rstream_test_opt(cli, optarg)) {
+				/* the value named, then upstream's usage */
+				fprintf(err, "%s: invalid value '%s' for -T: "
+					"one of s a b n f r v, or socket async "
+					"block nonblock fork resolve verify\n",
+					prog, optarg);
 				return RSTREAM_PARSE_USAGE;
+			}
 			break;
 		case OPT_STALL: {
 			char *end;

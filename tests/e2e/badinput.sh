@@ -29,6 +29,12 @@ for args in "-x" "-T zz" "-T bl" "-T" "-T s -T sock" "--bogus"; do
 	assert_eq "'rstream $args': usage on stdout" "usage: $ARGV0" "$(head -1 "$T/use$n.out")"
 	assert_match "'rstream $args': usage lists the -T options" \
 		'^	    v\|verify - verify data$' "$T/use$n.out"
+	case $args in
+	"-T "?*)
+		bad=${args##* }
+		assert_lines "'rstream $args': one line on stderr naming '$bad'" 1 \
+			"$T/use$n.err" "^rstream: invalid value '$bad' for -T: " ;;
+	esac
 	if [ -s "$T/up_usage" ]; then
 		if sed 1d "$T/use$n.out" | cmp -s - "$T/up_usage"; then
 			ok "'rstream $args': usage text is upstream's, line for line"
@@ -63,6 +69,8 @@ bad_value "-I" -T s -I abc
 bad_value "-I" -T s -I 10x
 bad_value "-p" -T s -p 70000
 bad_value "-p" -T s -s $H -p 0
+bad_value "-p" -T s -s $H -p -1
+bad_value "-p" -T s -p -65536
 bad_value "-k" -T s -k -1
 bad_value "-f" -T s -f xyz
 bad_value "-B" -T s -B -1
