@@ -39,6 +39,45 @@ void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 	}
 }
 
+static const char *family_name(int family)
+{
+	return family == AF_INET ? "IPv4" : family == AF_INET6 ? "IPv6" :
+	       family == AF_IB ? "AF_IB" : "another family";
+}
+
+void evr__bind_failed(struct evr_failure *f, int err,
+		      const struct evr_addr *a, const struct evr_addr *dst)
+{
+	char s[80], d[80];
+	size_t n;
+
+	f->err = err;
+	f->where = "bind";
+	evr__sockaddr_str((const struct sockaddr *)&a->ss, s, sizeof(s));
+	n = strlen(s);
+	if (n > 2 && !strcmp(s + n - 2, ":0")) {
+		/* a source address: no port of its own */
+		s[n - 2] = '\0';
+		if (s[0] == '[' && s[n - 3] == ']') {
+			memmove(s, s + 1, n - 4);
+			s[n - 4] = '\0';
+		}
+	}
+	if (dst && dst->family != a->family) {
+		evr__sockaddr_str((const struct sockaddr *)&dst->ss, d,
+				  sizeof(d));
+		/* whatever the kernel said (EINVAL, EAFNOSUPPORT), the
+		 * cause is this; a line cut at the end still says it */
+		f->err = -EAFNOSUPPORT;
+		if (snprintf(f->addr, sizeof(f->addr), "%s (%s) for %s (%s)",
+			     s, family_name(a->family), d,
+			     family_name(dst->family)) >= (int)sizeof(f->addr))
+			f->addr[sizeof(f->addr) - 1] = '\0';
+	} else {
+		snprintf(f->addr, sizeof(f->addr), "%s", s);
+	}
+}
+
 static int take(struct evr_addr *out, const struct sockaddr *sa,
 		socklen_t len)
 {

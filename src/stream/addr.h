@@ -27,5 +27,10 @@ int evr__resolve(const struct evr_stream_opts *o, const char *host,
 		 const char *port, int passive, struct evr_addr *out,
 		 struct evr_failure *f);
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
+/* A bind of a that failed with err (-errno): f names the address ("addr:
+ * port", or the address alone for a client's source, port 0) and, when
+ * dst is of another family, both families. */
+void evr__bind_failed(struct evr_failure *f, int err,
+		      const struct evr_addr *a, const struct evr_addr *dst);
 
 #endif

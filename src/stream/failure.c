@@ -72,7 +72,11 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 			 f->where ? f->where : "this feature");
 		break;
 	default:
-		if (f->err < 0 && f->where)
+		if (f->err < 0 && f->where && f->addr[0])
+			/* "bind 127.0.0.1:7471: Address already in use" */
+			snprintf(b, n, "%s %s: %s", f->where, f->addr,
+				 strerror(-f->err));
+		else if (f->err < 0 && f->where)
 			snprintf(b, n, "%s: %s", f->where, strerror(-f->err));
 		else
 			snprintf(b, n, "%s", strerror(f->err < 0 ? -f->err : f->err));

@@ -1491,8 +1491,9 @@ static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 		goto fail;
 	}
 	if (rdma_bind_addr(x->lid, (struct sockaddr *)&a.ss)) {
-		f->where = a.family == AF_IB ? "rdma_bind_addr (AF_IB)" :
-					       "bind";
+		evr__bind_failed(f, errno ? -errno : -EINVAL, &a, NULL);
+		if (a.family == AF_IB)
+			f->where = "rdma_bind_addr (AF_IB)";
 		goto fail;
 	}
 	x->listen_afib = a.family == AF_IB;
@@ -1566,8 +1567,7 @@ static int x_connect(struct evr_xport *xp, struct evr_conn *c,
 			  sizeof(c->peer));
 	if (src && src->valid &&
 	    rdma_bind_addr(rc->id, (struct sockaddr *)&src->ss)) {
-		f->err = -errno;
-		f->where = "bind";
+		evr__bind_failed(f, -errno, src, dst);
 		return f->err;
 	}
 	set_state(rc, RC_RESOLVE_ADDR);

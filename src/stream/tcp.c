@@ -119,7 +119,7 @@ int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 	}
 	if (bind(fd, (struct sockaddr *)&a.ss, a.len)) {
 		ret = -errno;
-		f->where = "bind";
+		evr__bind_failed(f, ret, &a, NULL);
 		goto fail;
 	}
 	/* Upstream listens with a backlog of 1; a server for many clients
@@ -335,8 +335,7 @@ static int tx_connect(struct evr_xport *xp, struct evr_conn *c,
 
 	if (src && src->valid &&
 	    bind(c->fd, (const struct sockaddr *)&src->ss, src->len)) {
-		f->err = -errno;
-		f->where = "bind";
+		evr__bind_failed(f, -errno, src, dst);
 		return f->err;
 	}
 	ret = evr__tcp_connect_start(c->fd, (const struct sockaddr *)&dst->ss,

@@ -183,8 +183,8 @@ if start_server holder "$P" "$R" -T s -p "$P"; then
 	assert_exit "port in use: server exit 5" 5 "$RC" "$T/inuse.out" "$T/inuse.err"
 	assert_le "port in use: at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
 	assert_lines "port in use: one line on stderr" 1 "$T/inuse.err"
-	assert_match "port in use: names bind and the reason" \
-		'^rstream: .*bind.*Address already in use$' "$T/inuse.err"
+	assert_match "port in use: names bind, the address and port, the reason" \
+		"^rstream: bind 0\\.0\\.0\\.0:$P: Address already in use$" "$T/inuse.err"
 	assert_empty "port in use: no header (never listened)" "$T/inuse.out"
 	run_cmd inuse_c 20 "$R" -T s -s $H -p "$P" -S 100 -C 10
 	assert_exit "port in use: the first server still serves" 0 "$RC" "$T/inuse_c.err"
@@ -197,8 +197,17 @@ fi
 P=$(e2e_port)
 run_cmd nobindc 10 "$R" -T s -s $H -p "$P" -b 192.0.2.1
 assert_exit "client -b with a foreign address: exit 5" 5 "$RC" "$T/nobindc.err"
-assert_match "client -b with a foreign address: names bind" \
-	'^rstream: .*bind.*Cannot assign requested address$' "$T/nobindc.err"
+assert_match "client -b with a foreign address: names bind and the address" \
+	'^rstream: bind 192\.0\.2\.1: Cannot assign requested address$' "$T/nobindc.err"
+# -s and -b of different families: said, with both addresses
+run_cmd fam46 10 "$R" -T s -s $H -p "$P" -b ::1
+assert_exit "-s IPv4 with -b IPv6: exit 5" 5 "$RC" "$T/fam46.err"
+assert_lines "-s IPv4 with -b IPv6: one line naming both families" 1 "$T/fam46.err" \
+	"^rstream: bind ::1 \\(IPv6\\) for 127\\.0\\.0\\.1:$P \\(IPv4\\): Address family not supported by protocol$"
+run_cmd fam64 10 "$R" -T s -s ::1 -p "$P" -b $H
+assert_exit "-s IPv6 with -b IPv4: exit 5" 5 "$RC" "$T/fam64.err"
+assert_lines "-s IPv6 with -b IPv4: one line naming both families" 1 "$T/fam64.err" \
+	"^rstream: bind 127\\.0\\.0\\.1 \\(IPv4\\) for \\[::1\\]:$P \\(IPv6\\): "
 run_cmd nobinds 10 "$R" -T s -p "$P" -b 192.0.2.1
 assert_exit "server -b with a foreign address: exit 5" 5 "$RC" "$T/nobinds.err"
 assert_lines "server -b with a foreign address: one line" 1 "$T/nobinds.err"
