@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,35 @@ START_TEST(test_escape)
 }
 END_TEST
 
+/* A bind to an address the host lacks fails before any packet leaves:
+ * the host's error, not an unreachable network (it was "unreachable"). */
+START_TEST(test_stream_reason)
+{
+	struct evr_failure f;
+
+	memset(&f, 0, sizeof(f));
+	f.phase = EVR_PH_SETUP;
+	f.err = -EADDRNOTAVAIL;
+	f.where = "bind";
+	ck_assert_int_eq(probe_stream_reason(&f), R_ERROR);
+	f.err = -EADDRINUSE;
+	ck_assert_int_eq(probe_stream_reason(&f), R_ERROR);
+	f.err = -EVR_E_RESOLVE;
+	ck_assert_int_eq(probe_stream_reason(&f), R_RESOLVE);
+	f.err = -EVR_E_NODEV;
+	ck_assert_int_eq(probe_stream_reason(&f), R_NODEV);
+	/* the same errnos once the connection is under way: the network */
+	f.phase = EVR_PH_CONNECT;
+	f.err = -EHOSTUNREACH;
+	ck_assert_int_eq(probe_stream_reason(&f), R_UNREACHABLE);
+	f.err = -ECONNREFUSED;
+	ck_assert_int_eq(probe_stream_reason(&f), R_REFUSED);
+	f.phase = EVR_PH_RECV;
+	f.err = -EVR_E_STALL;
+	ck_assert_int_eq(probe_stream_reason(&f), R_STALL);
+}
+END_TEST
+
 START_TEST(test_render)
 {
 	struct probe_cfg cfg = { .name = (char *)"x\"y", .type = PROBE_RSTREAM };
@@ -207,6 +237,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_syntax_error_line);
 	tcase_add_test(tc, test_escape);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_stream_reason);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -49,9 +49,14 @@ static double wall_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static enum probe_reason stream_reason(int err)
+enum probe_reason probe_stream_reason(const struct evr_failure *f)
 {
-	switch (-err) {
+	/* A failure before any packet left (socket, bind to an address the
+	 * host lacks) is this host's, not the network's: rstream's exit 5. */
+	if (f->phase == EVR_PH_SETUP && f->err != -EVR_E_RESOLVE &&
+	    f->err != -EVR_E_NODEV)
+		return R_ERROR;
+	switch (-f->err) {
 	case ECONNREFUSED:
 		return R_REFUSED;
 	case EVR_E_STALL:
@@ -188,7 +193,7 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 			snprintf(p->why, sizeof(p->why),
 				 "no result within %.1f s", p->cfg->timeout_s);
 		} else if (f) {
-			p->reason = stream_reason(f->err);
+			p->reason = probe_stream_reason(f);
 			evr_failure_str(f, p->why, sizeof(p->why));
 		} else {
 			p->reason = R_ERROR;
@@ -243,7 +248,7 @@ static void start_rstream(struct probe *p)
 	}
 	ret = evr_stream_start(p->rs, &f);
 	if (ret && p->running) {
-		p->reason = stream_reason(f.err);
+		p->reason = probe_stream_reason(&f);
 		evr_failure_str(&f, p->why, sizeof(p->why));
 		run_over(p, 0);
 		reap_later(p);

@@ -35,6 +35,8 @@ enum probe_reason {
 extern const char *const probe_reason_names[R_MAX];
 /* Whether a reason can happen to a probe of this type. */
 int probe_reason_applies(enum probe_type t, enum probe_reason r);
+/* The reason an rstream run failed with f. */
+enum probe_reason probe_stream_reason(const struct evr_failure *f);
 
 /* Latency histogram bounds, seconds (+Inf is implied). */
 #define PROBE_NBUCKETS 16
