@@ -546,7 +546,16 @@ START_TEST(test_addr_format)
 	ck_assert_int_eq(PARSE(&c, "-f", "gid"), RSTREAM_PARSE_OK);
 	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_GID);
 	ck_assert_int_eq(c.o.resolve_rdma, 1);
+	/* upstream's prefixes: ip..., gid... */
+	ck_assert_int_eq(PARSE(&c, "-f", "ipv4"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_IP);
+	ck_assert_int_eq(PARSE(&c, "-f", "IPaddr"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_IP);
+	ck_assert_int_eq(PARSE(&c, "-f", "gids"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_GID);
 	ASSERT_BAD("-f", "xyz");
+	ASSERT_BAD("-f", "i");
+	ASSERT_BAD("-f", "gi");
 	ASSERT_BAD("-f", "");
 }
 END_TEST

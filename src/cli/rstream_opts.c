@@ -244,17 +244,24 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			o->bind_addr = optarg;
 			break;
 		case 'f':
+			/* Upstream tests prefixes ("ip", "gid"), so -f ipv4
+			 * or -f gids work there and here; ipv6 is evrdma's
+			 * own (IPv6 only).  Stricter on purpose: a word that
+			 * is none of these is an error, where upstream warns
+			 * and resolves names (-f nmae would test what the
+			 * user did not ask for). */
 			if (!strcasecmp(optarg, "name"))
 				o->addr_fmt = EVR_ADDR_NAME;
 			else if (!strcasecmp(optarg, "ipv6"))
 				o->addr_fmt = EVR_ADDR_IPV6;
-			else if (!strcasecmp(optarg, "ip"))
+			else if (!strncasecmp(optarg, "ip", 2))
 				o->addr_fmt = EVR_ADDR_IP;
-			else if (!strcasecmp(optarg, "gid"))
+			else if (!strncasecmp(optarg, "gid", 3))
 				o->addr_fmt = EVR_ADDR_GID;
 			else
 				return bad(err, prog, 'f', optarg,
-					   "use name, ip, ipv6 or gid");
+					   "use name, ip (or any ip... word, "
+					   "as upstream), ipv6 or gid");
 			if (o->addr_fmt == EVR_ADDR_GID)
 				o->resolve_rdma = 1;
 			break;

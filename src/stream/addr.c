@@ -118,13 +118,12 @@ static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
 	if (o->addr_fmt == EVR_ADDR_GID) {
 		hints.ai_flags |= RAI_NUMERICHOST | RAI_FAMILY;
 		hints.ai_family = AF_IB;
-	} else if (o->addr_fmt != EVR_ADDR_NAME) {
-		hints.ai_flags |= RAI_NUMERICHOST;
-		if (o->addr_fmt == EVR_ADDR_IPV6) {
-			hints.ai_flags |= RAI_FAMILY;
-			hints.ai_family = AF_INET6;
-		}
+	} else if (o->addr_fmt == EVR_ADDR_IPV6) {
+		hints.ai_flags |= RAI_FAMILY;
+		hints.ai_family = AF_INET6;
 	}
+	/* -f ip (and ipv6) do not make -T r numeric: upstream sets its
+	 * numeric flag on getaddrinfo's hints only, so names resolve. */
 	errno = 0;
 	ret = rdma_getaddrinfo(host, port, &hints, &res);
 	if (ret) {

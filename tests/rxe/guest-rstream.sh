@@ -71,6 +71,14 @@ three "-T b" "-S 4096 -C 50 -I 4 -T b"
 three "-T n" "-S 4096 -C 50 -I 4 -T n"
 three "-T b -T v, 3 MB" "-S 3000000 -C 2 -T b -T v"
 three "-T r" "-S 4096 -C 50 -I 4 -T r"
+# -T r -f ip resolves host names, as upstream (its numeric flag is on
+# getaddrinfo's hints only); ipv4 is an "ip" word, as upstream
+if grep -q ' evr-peer$' /etc/hosts || echo "$A2 evr-peer" >>/etc/hosts; then
+	pair "-T r -f ipv4 with a host name" "$R -b $A2 --once -S 4096 -C 10" \
+		"$R -T r -f ipv4 -s evr-peer -S 4096 -C 10"
+else
+	ko "-T r -f ipv4 with a host name" "cannot add evr-peer to /etc/hosts"
+fi
 pair "an evrdma server follows the client's plan" "$R -b $A2 --once -T a" "$R -s $A2 -S 20000 -C 30 -I 3"
 
 # ---- keepalive: a 0-byte write each second, no completion at the peer
