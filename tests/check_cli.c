@@ -138,7 +138,7 @@ START_TEST(test_reparse_resets)
 	struct rstream_cli c;
 
 	ck_assert_int_eq(PARSE(&c, "-s", "h", "-T", "v", "-T", "s", "-C",
-			       "5", "--once", "-T", "a"), RSTREAM_PARSE_OK);
+			       "5", "--per-conn", "-T", "a"), RSTREAM_PARSE_OK);
 	ck_assert_int_eq(c.o.verify, 1);
 	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
 	ck_assert_int_eq(PARSE0(&c), RSTREAM_PARSE_OK);
@@ -149,7 +149,7 @@ START_TEST(test_reparse_resets)
 	ck_assert_int_eq(c.o.xport, EVR_XPORT_RDMA);
 	ck_assert_int_eq(c.o.custom, 0);
 	ck_assert_uint_eq(c.o.count, 1000);
-	ck_assert_int_eq(c.o.once, 0);
+	ck_assert_int_eq(c.per_conn, 0);
 }
 END_TEST
 
@@ -626,6 +626,59 @@ START_TEST(test_flags)
 }
 END_TEST
 
+/* One rule for the options of one side: on the other side each is an
+ * error naming the option (--per-conn, --negotiate, --no-negotiate on a
+ * server and --once on a client were silently accepted). */
+START_TEST(test_side_options)
+{
+	static const char *const client_only[][2] = {
+		{ "--per-conn", NULL }, { "--negotiate", NULL },
+		{ "--no-negotiate", NULL }, { "--percentiles", NULL },
+		{ "-c", "2" }, { "-c", "1" }, { "-D", "1" },
+	};
+	char buf[256] = "";
+	FILE *f;
+	size_t i;
+
+	for (i = 0; i < sizeof(client_only) / sizeof(client_only[0]); i++) {
+		char *argv[] = { "rstream", (char *)client_only[i][0],
+				 (char *)client_only[i][1], NULL };
+		struct rstream_cli c;
+		int argc = client_only[i][1] ? 3 : 2;
+
+		f = fmemopen(buf, sizeof(buf), "w");
+		ck_assert_int_eq(rstream_parse(argc, argv, &c, f),
+				 RSTREAM_PARSE_BAD);
+		fclose(f);
+		ck_assert_msg(strstr(buf, client_only[i][0]) &&
+			      strstr(buf, "is a client option (use it with -s)"),
+			      "%s: '%s'", client_only[i][0], buf);
+		/* and fine on a client */
+		{
+			char *cargv[] = { "rstream", "-s", "h",
+					  (char *)client_only[i][0],
+					  (char *)client_only[i][1], NULL };
+
+			f = fmemopen(buf, sizeof(buf), "w");
+			ck_assert_int_eq(rstream_parse(argc + 2, cargv, &c, f),
+					 RSTREAM_PARSE_OK);
+			fclose(f);
+		}
+	}
+	{
+		char *argv[] = { "rstream", "-s", "h", "--once", NULL };
+		struct rstream_cli c;
+
+		f = fmemopen(buf, sizeof(buf), "w");
+		ck_assert_int_eq(rstream_parse(4, argv, &c, f),
+				 RSTREAM_PARSE_BAD);
+		fclose(f);
+		ck_assert_str_eq(buf, "rstream: --once is a server option "
+				 "(use it without -s)\n");
+	}
+}
+END_TEST
+
 START_TEST(test_unknown_and_missing)
 {
 	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "-x");
@@ -896,6 +949,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_buffer_inline);
 	tcase_add_test(tc, test_stall_timeout);
 	tcase_add_test(tc, test_flags);
+	tcase_add_test(tc, test_side_options);
 	tcase_add_test(tc, test_unknown_and_missing);
 	tcase_add_test(tc, test_positional);
 	/* last: when it fails without fork it leaves getopt's state behind */

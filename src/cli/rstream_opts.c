@@ -217,8 +217,28 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "per-conn", no_argument, NULL, OPT_PER_CONN },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* The options of one side only (rstream.1, OPTIONS): the same rule
+	 * and message for each. */
+	static const struct {
+		int op;
+		const char *name;
+		int client;         /* 1: client only; 0: server only */
+		const char *why;
+	} sided[] = {
+		{ 'c', "-c", 1, "a server serves any number of connections" },
+		{ 'D', "-D/--duration", 1, "the server follows the client" },
+		{ OPT_PCT, "--percentiles", 1, NULL },
+		{ OPT_PER_CONN, "--per-conn", 1, NULL },
+		{ OPT_NEG, "--negotiate", 1,
+		  "a server negotiates with every client that asks" },
+		{ OPT_NO_NEG, "--no-negotiate", 1,
+		  "a server speaks upstream's wire to every client that does" },
+		{ OPT_ONCE, "--once", 0, NULL },
+	};
+	enum { NSIDED = sizeof(sided) / sizeof(sided[0]) };
 	const char *prog = "rstream";
 	struct evr_stream_opts *o = &cli->o;
+	unsigned seen = 0, i;
 	long long v;
 	int op;
 
@@ -235,6 +255,9 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	opterr = 1;
 	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:D:c:",
 				 longopts, NULL)) != -1) {
+		for (i = 0; i < NSIDED; i++)
+			if (sided[i].op == op)
+				seen |= 1u << i;
 		switch (op) {
 		case 's':
 			o->host = optarg;
@@ -421,14 +444,16 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			"other\n", prog);
 		return RSTREAM_PARSE_BAD;
 	}
-	if (o->duration_ms && o->server) {
-		fprintf(err, "%s: -D/--duration is a client option (use it "
-			"with -s); the server follows the client\n", prog);
-		return RSTREAM_PARSE_BAD;
-	}
-	if (o->percentiles && o->server) {
-		fprintf(err, "%s: --percentiles is a client option (use it "
-			"with -s)\n", prog);
+	/* One rule for every option of one side: given on the other, it
+	 * is an error (not silently ignored), named with the reason. */
+	for (i = 0; i < NSIDED; i++) {
+		if (!(seen & (1u << i)) || sided[i].client == !o->server)
+			continue;
+		fprintf(err, "%s: %s is a %s option (use it %s)%s%s\n", prog,
+			sided[i].name, sided[i].client ? "client" : "server",
+			sided[i].client ? "with -s" : "without -s",
+			sided[i].why ? "; " : "",
+			sided[i].why ? sided[i].why : "");
 		return RSTREAM_PARSE_BAD;
 	}
 	if (o->duration_ms && o->no_negotiate) {
@@ -439,11 +464,6 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	if (o->duration_ms && o->verify) {
 		fprintf(err, "%s: -D/--duration cannot be combined with -T v "
 			"(its iteration mark takes a data byte)\n", prog);
-		return RSTREAM_PARSE_BAD;
-	}
-	if (o->conns > 1 && o->server) {
-		fprintf(err, "%s: -c is a client option (a server serves any "
-			"number of connections)\n", prog);
 		return RSTREAM_PARSE_BAD;
 	}
 	if (o->conns > 1 && o->io == EVR_IO_BLOCK) {
