@@ -922,6 +922,29 @@ START_TEST(test_failure_str_null)
 }
 END_TEST
 
+/* -i over TCP is accepted, as upstream, with a note on what it is. */
+START_TEST(test_inline_over_tcp)
+{
+	char *tcp[] = { "rstream", "-T", "s", "-s", "h", "-i", "1", NULL };
+	char *rdma[] = { "rstream", "-s", "h", "-i", "1", NULL };
+	struct rstream_cli c;
+	char buf[256] = "";
+	FILE *f;
+
+	f = fmemopen(buf, sizeof(buf), "w");
+	ck_assert_int_eq(rstream_parse(7, tcp, &c, f), RSTREAM_PARSE_OK);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "rstream: note: -i is the RDMA "
+				     "inline size and means nothing over TCP"));
+	memset(buf, 0, sizeof(buf));
+	f = fmemopen(buf, sizeof(buf), "w");
+	ck_assert_int_eq(rstream_parse(5, rdma, &c, f), RSTREAM_PARSE_OK);
+	fclose(f);
+	ck_assert_str_eq(buf, "");
+	ck_assert_int_eq(c.o.inline_size, 1);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -950,6 +973,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_stall_timeout);
 	tcase_add_test(tc, test_flags);
 	tcase_add_test(tc, test_side_options);
+	tcase_add_test(tc, test_inline_over_tcp);
 	tcase_add_test(tc, test_unknown_and_missing);
 	tcase_add_test(tc, test_positional);
 	/* last: when it fails without fork it leaves getopt's state behind */

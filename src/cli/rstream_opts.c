@@ -239,6 +239,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	const char *prog = "rstream";
 	struct evr_stream_opts *o = &cli->o;
 	unsigned seen = 0, i;
+	int inline_given = 0;
 	long long v;
 	int op;
 
@@ -298,6 +299,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			if (parse_num(optarg, 0, 65536, 1, &v))
 				return bad(err, prog, 'i', optarg,
 					   "inline size must be 0 to 65536");
+			inline_given = 1;
 			o->inline_size = (int)v;
 			break;
 		case 'I':
@@ -439,6 +441,12 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		cli->blocking ? EVR_IO_BLOCK : EVR_IO_NONBLOCK;
 	if (o->custom && o->size_all)
 		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
+	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
+	 * an interval. */
+	if (inline_given && o->xport == EVR_XPORT_TCP)
+		fprintf(err, "%s: note: -i is the RDMA inline size and means "
+			"nothing over TCP (-T s); ignored (progress reports: "
+			"--interval SEC)\n", prog);
 	if (o->no_negotiate && o->force_negotiate) {
 		fprintf(err, "%s: --negotiate and --no-negotiate exclude each "
 			"other\n", prog);
