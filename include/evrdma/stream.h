@@ -223,6 +223,9 @@ struct evr_progress {
 	uint64_t duration_ns;       /* duration mode: the target, else 0 */
 	uint64_t bytes;             /* moved in this test, both directions */
 	double gbps;                /* over the last interval */
+	/* client with opts.conns = N > 1: which connection (1..N) of N;
+	 * 0 otherwise */
+	unsigned conn_index, conn_total;
 };
 
 /* Any member may be NULL.  The struct is copied by evr_stream_new(). */

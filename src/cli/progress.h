@@ -7,21 +7,37 @@
 #define EVR_CLI_PROGRESS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "evrdma/stream.h"
+
+/* rstream -c N: the connections' reports of one tick become one line
+ * (and a conn#K line each with --per-conn). */
+struct progress_slot {
+	uint64_t iters_done, iters_total;
+	double gbps;
+	unsigned gen;   /* the round it last reported in */
+};
 
 struct progress_out {
 	FILE *f;
 	int tty;        /* one live line, rewritten with \r */
 	int live;       /* a live line is on screen now */
+	int per_conn;   /* -c N --per-conn: a line per connection too */
+	struct progress_slot *slot; /* [conn_total], made at the first */
+	unsigned nslots, gen, nfresh;
 };
 
 void progress_init(struct progress_out *po, FILE *f, int tty);
 /* One report, without a newline:
  * "[   2.0s] 64_lat 41234/100000 iters 0.05 Gb/s" */
 void progress_format(char *buf, size_t len, const struct evr_progress *p);
+/* One report; with p->conn_total > 1 it joins its round's aggregate,
+ * "[   2.0s] 64_lat 4 conns 1234/400000 iters 1.23 Gb/s", printed once
+ * every connection has reported (or one reports twice). */
 void progress_print(struct progress_out *po, const struct evr_progress *p);
+void progress_free(struct progress_out *po);
 /* Erase the live line (before anything else is written to the screen). */
 void progress_clear(struct progress_out *po);
 

@@ -323,6 +323,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 	a.t0 = evr_now_ns();
 	switch (parse(&a, argc, argv)) {
 	case RSTREAM_PARSE_OK:
+		a.prog.per_conn = a.cli.per_conn;
 		break;
 	case RSTREAM_PARSE_HELP:
 		rstream_help(stdout, argv[0]);
@@ -391,6 +392,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 	if (!a.in_child)
 		print_lat(&a);
 	free(a.lat);
+	progress_free(&a.prog);
 	cli_loop_close(&a.cl);
 	return finish(&a, a.status);
 }

@@ -325,18 +325,31 @@ static void sess_result(struct evr_sess *s, const struct evr_test *t,
 	st->cb_depth--;
 }
 
+static unsigned cli_sess_k(struct evr_sess *s);
+
 static void sess_progress(struct evr_sess *s, const struct evr_progress *p)
 {
 	struct evr_stream *st = s->owner_ud;
+	struct evr_progress q = *p;
 
-	if (st->cbs.progress)
-		st->cbs.progress(st->ud, p);
+	if (!st->cbs.progress)
+		return;
+	if (!st->o.server && st->nconn > 1) {
+		q.conn_index = cli_sess_k(s) + 1;
+		q.conn_total = st->nconn;
+	}
+	st->cbs.progress(st->ud, &q);
 }
 
 /* ------------------------------------------------------------------ */
 /* client                                                              */
 
 static void client_progress(struct evr_stream *st);
+
+static unsigned cli_sess_k(struct evr_sess *s)
+{
+	return evr__container_of(s, struct cli_sess, s)->k;
+}
 
 static void client_fail(struct evr_stream *st, const struct cli_sess *cs,
 			const struct evr_failure *f)

@@ -180,6 +180,30 @@ else
 	skip "-D against upstream: $UPSTREAM is not installed"
 fi
 
+# ---- -c N --interval: one aggregate line per tick (not N anonymous
+# lines that overwrite each other on a terminal); conn#K lines too with
+# --per-conn
+P=$(e2e_port)
+if start_server cprog "$P" "$R" -T s -T a -p "$P"; then
+	run_cmd cprog1 20 "$R" -T s -T a -s $H -p "$P" -S 4096 -C 10 -c 3 -D 1 \
+		--interval 0.2
+	assert_exit "-c 3 --interval: exit 0" 0 "$RC" "$T/cprog1.err"
+	n=$(grep -c -E '^\[ *[0-9.]+s\] custom 3 conns [0-9]+ iters of the duration [0-9.]+ Gb/s$' "$T/cprog1.err")
+	num=$(grep -c . "$T/cprog1.err")
+	assert_le "-c 3 --interval: aggregate lines (>= 2)" 2 "$n"
+	assert_eq "-c 3 --interval: nothing but aggregate lines" "$num" "$n"
+	run_cmd cprog2 20 "$R" -T s -T a -s $H -p "$P" -S 4096 -C 10 -c 3 -D 1 \
+		--interval 0.2 --per-conn
+	assert_exit "-c 3 --interval --per-conn: exit 0" 0 "$RC" "$T/cprog2.err"
+	for k in 1 2 3; do
+		assert_match "-c 3 --interval --per-conn: conn#$k lines" \
+			"^\\[ *[0-9.]+s\\] conn#$k custom [0-9]+ iters of 1\\.0s " "$T/cprog2.err"
+	done
+	assert_match "-c 3 --interval --per-conn: and the aggregate" \
+		'^\[ *[0-9.]+s\] custom 3 conns ' "$T/cprog2.err"
+	bg_stop cprog
+fi
+
 # ---- option errors: one line, exit 1
 for args in "-D 1" "-D 0 -s $H" "-D 1 -s $H -T v" "-D 1 -s $H --no-negotiate" \
 	"--percentiles" "-s $H --interval 0" "-s $H -D x"; do
