@@ -166,6 +166,9 @@ static void on_info(void *ud, const struct evr_info *i)
 		print_header(a);
 		break;
 	case EVR_INFO_KEEPALIVE:
+		/* the listener's comes before LISTENING: upstream's header
+		 * is first all the same */
+		print_header(a);
 		printf("Keepalive: %s\n", i->keepalive_on ? "ON" : "OFF");
 		printf("  time: %i\n", i->keepalive_idle);
 		fflush(stdout);

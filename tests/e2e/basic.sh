@@ -223,6 +223,8 @@ if start_server ka "$P" "$R" -T s -p "$P" -k 5 --once; then
 	assert_lines "-k 5: server prints 'Keepalive: ON' twice" 2 "$T/ka.out" '^Keepalive: ON$'
 	assert_lines "-k 5: server prints '  time: 5' twice" 2 "$T/ka.out" '^  time: 5$'
 	assert_lines "-k 5: no 'Keepalive: OFF'" 0 "$T/ka.out" 'OFF'
+	assert_match "-k 5: server prints upstream's header first" '^name +bytes' \
+		<(head -1 "$T/ka.out")
 fi
 
 # ---- IPv6: -f ipv6 on ::1
