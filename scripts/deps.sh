@@ -16,6 +16,7 @@ pkgs=(
 	curl                      # tests/e2e/daemon.sh scrapes /metrics with it
 	check libsubunit-dev      # unit tests
 	jq                        # tests parse the JSON output with it
+	mandoc                    # tests/e2e/manpages.sh lints the man pages
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	iproute2 procps psmisc    # ip netns, ps, killall used by tests
 	valgrind                  # leak checks (valgrind.sh, make check-valgrind)

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The man pages, checked so that their defects cannot come back:
+#   - mandoc -Tlint finds no warning or error in any page (style notes,
+#     such as a long source line, are not defects);
+#   - every .so alias points at a page that exists;
+#   - every option a program's --help lists has a tagged entry of its own
+#     in its page (a .TP head naming it), and every tagged entry has text.
+# mandoc is installed by scripts/deps.sh.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+MAN=$E2E_SRCDIR/man
+T=$E2E_TMP
+
+if ! command -v mandoc >/dev/null; then
+	not_ok "mandoc is installed (scripts/deps.sh)"
+	e2e_done
+fi
+
+for f in "$MAN"/*.[138]; do
+	name=${f##*/}
+	target=$(sed -n '2s/^\.so man[0-9]\///p' "$f")
+	if [ -n "$target" ]; then
+		if [ -f "$MAN/$target" ]; then
+			ok "$name: .so $target exists"
+		else
+			not_ok "$name: .so $target exists"
+		fi
+		continue
+	fi
+	mandoc -Tlint -W warning "$f" >"$T/lint.out" 2>&1
+	if [ -s "$T/lint.out" ]; then
+		not_ok "$name: mandoc -Tlint -W warning is clean" "$(head -5 "$T/lint.out" | tr '\n' '|')"
+	else
+		ok "$name: mandoc -Tlint -W warning is clean"
+	fi
+	# every .TP entry: a head line, then text before the next entry
+	awk '
+		/^\.TP/ { if (tp && !body) print "empty entry: " head; tp = 1; head = ""; body = 0; next }
+		/^\.(SH|SS|PP|P|LP)( |$)/ { if (tp && head != "" && !body) print "empty entry: " head; tp = 0; next }
+		tp && head == "" && !/^\.\\"/ { head = $0; next }
+		tp && head != "" && !/^\.(RS|RE|IP)$/ { body = 1 }
+		END { if (tp && !body) print "empty entry: " head }
+	' "$f" >"$T/empty.out"
+	if [ -s "$T/empty.out" ]; then
+		not_ok "$name: every tagged entry has text" "$(head -3 "$T/empty.out" | tr '\n' '|')"
+	else
+		ok "$name: every tagged entry has text"
+	fi
+done
+
+# The .TP heads of a page, with man's escapes undone: "\-\-json" -> "--json".
+heads() { # PAGE
+	awk '/^\.TP/ { getline; print }' "$1" |
+		sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/^\.[BIR]*[BIR] //' -e 's/"//g'
+}
+
+# options_of PROGRAM: every -x and --long option its --help names
+options_of() {
+	"$1" --help 2>&1 | grep -o -E -- '(^|[[ 	,])--?[a-zA-Z][a-z-]*' |
+		sed -E 's/^[[ 	,]//' | sort -u
+}
+
+check_options() { # PROGRAM PAGE
+	local prog=$1 page=$2 opt missing=""
+	heads "$MAN/$page" >"$T/heads.txt"
+	for opt in $(options_of "$prog"); do
+		grep -q -E -- "(^|[ ,])$(ere_quote "$opt")([ ,=]|$)" "$T/heads.txt" ||
+			missing="$missing $opt"
+	done
+	if [ -z "$missing" ]; then
+		ok "$page: every option of --help has an entry of its own"
+	else
+		not_ok "$page: every option of --help has an entry of its own" "missing:$missing"
+	fi
+}
+
+check_options "$RSTREAM" rstream.1
+check_options "$MCKEY" mckey.1
+check_options "$PROBED" evrdma-probed.8
+
+e2e_done
