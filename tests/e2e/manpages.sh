@@ -77,6 +77,17 @@ check_options() { # PROGRAM PAGE
 	fi
 }
 
+# The page installed names the configuration path the binary uses.
+gen=$EVR_BUILDDIR/man-gen/evrdma-probed.8
+conf=$("$PROBED" --help | sed -n 's/.*(default \(.*\.conf\)).*/\1/p')
+paths=$(grep -o -E '/[^ ,:]*/evrdma-probed\.conf' "$gen" 2>/dev/null | sort -u)
+if [ -n "$conf" ] && [ "$paths" = "$conf" ]; then
+	ok "evrdma-probed.8 as installed names the binary's default, $conf"
+else
+	not_ok "evrdma-probed.8 as installed names the binary's default, ${conf:-?}" \
+		"the page says: $(echo $paths)"
+fi
+
 check_options "$RSTREAM" rstream.1
 check_options "$MCKEY" mckey.1
 check_options "$PROBED" evrdma-probed.8
