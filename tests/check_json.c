@@ -616,14 +616,24 @@ START_TEST(test_msg_capture)
 	FILE *f = cli_msg_open(&m);
 
 	fputs("first line is long\nsecond\n", f);
-	cli_msg_close(&m, first, sizeof(first));
+	cli_msg_close(&m, first, sizeof(first), "rstream");
 	/* cut to fit, and only the first line */
 	ck_assert_str_eq(first, "first line is l");
 
 	f = cli_msg_open(&m);
 	(void)f;
-	cli_msg_close(&m, first, sizeof(first));
+	cli_msg_close(&m, first, sizeof(first), "rstream");
 	ck_assert_str_eq(first, "");
+
+	/* the record's message drops the program's name (rstream.1) */
+	f = cli_msg_open(&m);
+	fputs("rstream: bad -S\n", f);
+	cli_msg_close(&m, first, sizeof(first), "rstream");
+	ck_assert_str_eq(first, "bad -S");
+	f = cli_msg_open(&m);
+	fputs("rstreamx: y\n", f);
+	cli_msg_close(&m, first, sizeof(first), "rstream");
+	ck_assert_str_eq(first, "rstreamx: y");
 }
 END_TEST
 

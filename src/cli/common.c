@@ -138,8 +138,11 @@ FILE *cli_msg_open(struct cli_msg *m)
 	return m->f ? m->f : stderr;
 }
 
-void cli_msg_close(struct cli_msg *m, char *first, size_t len)
+void cli_msg_close(struct cli_msg *m, char *first, size_t len,
+		   const char *prog)
 {
+	size_t pl = prog ? strlen(prog) : 0;
+
 	char *nl;
 
 	if (len)
@@ -152,7 +155,10 @@ void cli_msg_close(struct cli_msg *m, char *first, size_t len)
 		nl = strchr(m->buf, '\n');
 		if (nl)
 			*nl = '\0';
-		snprintf(first, len, "%s", m->buf);
+		/* the record's message is the line without the name */
+		snprintf(first, len, "%s", pl && !strncmp(m->buf, prog, pl) &&
+			 !strncmp(m->buf + pl, ": ", 2) ? m->buf + pl + 2 :
+							  m->buf);
 	}
 	free(m->buf);
 	memset(m, 0, sizeof(*m));

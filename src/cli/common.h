@@ -56,15 +56,16 @@ int cli_out_close(struct cli_out *o, int status, int write_status);
 
 /* The parser's messages, kept for an error record as well: open() gives
  * the stream to parse with (stderr if memory is short); close() writes
- * what was said to stderr, copies its first line to first ("" if none)
- * and frees the rest. */
+ * what was said to stderr, copies its first line to first ("" if none),
+ * without a leading "<prog>: ", and frees the rest. */
 struct cli_msg {
 	char *buf;
 	size_t len;
 	FILE *f;
 };
 FILE *cli_msg_open(struct cli_msg *m);
-void cli_msg_close(struct cli_msg *m, char *first, size_t len);
+void cli_msg_close(struct cli_msg *m, char *first, size_t len,
+		   const char *prog);
 
 /* opt (e.g. "--json") among the arguments, before any "--": the parser
  * may have stopped before it. */

@@ -235,7 +235,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 	a.out = out;
 	a.t0 = evr_now_ns();
 	ret = mckey_parse(argc, argv, &a.cli, cli_msg_open(&msg));
-	cli_msg_close(&msg, why, sizeof(why));
+	cli_msg_close(&msg, why, sizeof(why), "mckey");
 	if (ret != MCKEY_PARSE_OK && cli_argv_has(argc, argv, "--json"))
 		a.cli.json = 1;
 	switch (ret) {

@@ -295,7 +295,7 @@ static int parse(struct app *a, int argc, char **argv)
 	int ret, json;
 
 	ret = rstream_parse(argc, argv, &a->cli, cli_msg_open(&msg));
-	cli_msg_close(&msg, why, sizeof(why));
+	cli_msg_close(&msg, why, sizeof(why), "rstream");
 	json = a->cli.json || cli_argv_has(argc, argv, "--json");
 	if (ret == RSTREAM_PARSE_USAGE)
 		rstream_usage(json ? stderr : stdout, argv[0]);
