@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "evrdma/loop.h"
@@ -38,9 +39,14 @@ struct app {
 	size_t nlat, lat_cap;
 	int error_done;           /* --json: the error record is out */
 	uint64_t t0;
-	struct jo_totals tot;
+	/* --json's summary counts; with -T f in memory shared with the
+	 * children, whose records they count (atomically: several at once) */
+	struct jo_totals *tot, tot_own;
 	struct cli_out *out;
 };
+
+#define TOT_ADD(a, field, n) \
+	__atomic_fetch_add(&(a)->tot->field, (n), __ATOMIC_RELAXED)
 
 /* After output: a write to stdout that failed stops the run (one line on
  * stderr, exit 5), as a closed pipe would stop upstream's (SIGPIPE). */
@@ -107,9 +113,9 @@ static void on_result(void *ud, const struct evr_result *r)
 	/* -c N: the aggregate rows; one connection's only with --per-conn */
 	if (r->conn_index && !a->cli.per_conn)
 		return;
-	a->tot.results++;
+	TOT_ADD(a, results, 1);
 	if (!r->conn_index)
-		a->tot.total_bytes += r->bytes;
+		TOT_ADD(a, total_bytes, r->bytes);
 	if (a->cli.json) {
 		struct evr_result rr = *r;
 		char peer[320];
@@ -150,9 +156,9 @@ static void on_info(void *ud, const struct evr_info *i)
 	char line[512];
 
 	if (i->kind == EVR_INFO_ACCEPTED)
-		a->tot.accepted++;
+		TOT_ADD(a, accepted, 1);
 	else if (i->kind == EVR_INFO_CONN_DONE)
-		a->tot.conn_done++;
+		TOT_ADD(a, conn_done, 1);
 	if (a->cli.json) {
 		json_t *rec = jo_info(i);
 
@@ -191,7 +197,7 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 	char line[512];
 
 	progress_clear(&a->prog);
-	a->tot.conn_failed++;
+	TOT_ADD(a, conn_failed, 1);
 	evr_failure_str(f, line, sizeof(line));
 	fprintf(stderr, "rstream: connection dropped: %s\n", line);
 	if (a->cli.json) {
@@ -269,8 +275,8 @@ static int have_rdma_device(void)
 static int finish(struct app *a, int status)
 {
 	if (a->cli.json && !a->in_child) {
-		a->tot.elapsed_ns = evr_now_ns() - a->t0;
-		jo_emit(stdout, jo_rstream_summary(&a->tot, status));
+		a->tot->elapsed_ns = evr_now_ns() - a->t0;
+		jo_emit(stdout, jo_rstream_summary(a->tot, status));
 	}
 	fflush(stdout);
 	return status;
@@ -322,6 +328,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 
 	memset(&a, 0, sizeof(a));
 	a.out = out;
+	a.tot = &a.tot_own;
 	progress_init(&a.prog, stderr, isatty(STDERR_FILENO));
 	a.t0 = evr_now_ns();
 	switch (parse(&a, argc, argv)) {
@@ -339,6 +346,13 @@ static int run(int argc, char **argv, struct cli_out *out)
 	}
 	if (a.cli.json)
 		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
+	if (a.cli.json && a.cli.o.fork) {
+		void *m = mmap(NULL, sizeof(*a.tot), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (m != MAP_FAILED)
+			a.tot = m; /* else the summary counts the parent's */
+	}
 
 	if (a.cli.o.xport == EVR_XPORT_RDMA) {
 		if (!have_rdma_device())
@@ -397,7 +411,10 @@ static int run(int argc, char **argv, struct cli_out *out)
 	free(a.lat);
 	progress_free(&a.prog);
 	cli_loop_close(&a.cl);
-	return finish(&a, a.status);
+	ret = finish(&a, a.status);
+	if (a.tot != &a.tot_own)
+		munmap(a.tot, sizeof(*a.tot));
+	return ret;
 }
 
 /* Results that never reached stdout are a failure too (rstream.1, EXIT

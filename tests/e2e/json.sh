@@ -317,6 +317,9 @@ if start_server fksrv "$PORT5" "$RSTREAM" -T s -T f -p "$PORT5" --once \
 			 (map(select(.type == "settings")) | length == 1) and
 			 (map(select(.type == "summary")) | length == 1) and
 			 last.type == "summary" and last.exit_status == 0'
+		# the parent's summary counts what its children wrote
+		jq_true "fork server: the summary agrees with the children's records" \
+			"$E2E_TMP/fksrv.out" "$SUMMARY_OK"
 	fi
 fi
 
