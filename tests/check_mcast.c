@@ -2220,6 +2220,39 @@ START_TEST(test_receiver_report)
 }
 END_TEST
 
+/* The receiver's limits come from its options, and reach the report. */
+START_TEST(test_receiver_limits)
+{
+	struct evr_mcast_opts o = opts(0, 1, 4);
+	struct evr_mcast *m;
+	const struct evr_mc_sender_report *s;
+
+	o.window = 64;
+	o.max_senders = 1;
+	m = mk(&o);
+	evr_mcast_start(m);
+	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
+	deliver(m, 0, 0xa0000000u, 100, 1000);
+	deliver(m, 0, 0xb0000000u, 0, 1000);   /* beyond max_senders */
+	deliver(m, 0, 0xa0000000u, 36, 1000);  /* 64 behind: outside */
+	deliver(m, 0, 0xa0000000u, 37, 1000);  /* 63 behind: reordered */
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, 0);
+	ck_assert_uint_eq(R.rep[0].received, 4);
+	ck_assert_uint_eq(R.rep[0].window, 64);
+	ck_assert_uint_eq(R.rep[0].max_senders, 1);
+	ck_assert_uint_eq(R.rep[0].untracked, 1);
+	ck_assert_uint_eq(R.rep[0].nsenders, 1);
+	s = &R.rep[0].senders[0];
+	ck_assert_uint_eq(s->unique, 2);
+	ck_assert_uint_eq(s->out_of_window, 1);
+	ck_assert_uint_eq(s->reordered, 1);
+	ck_assert_uint_eq(s->lost, 99);
+	ck_assert_uint_eq(s->not_received, 899);
+	finish(m);
+}
+END_TEST
+
 /* Freed mid-run without a cancel: the transport is torn down, no done. */
 START_TEST(test_free_mid_run)
 {
@@ -2646,6 +2679,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_node_init_failure);
 	tcase_add_test(tc, test_prepare_failure);
 	tcase_add_test(tc, test_receiver_report);
+	tcase_add_test(tc, test_receiver_limits);
 	tcase_add_test(tc, test_free_mid_run);
 	tcase_add_test(tc, test_cancel_inside_own_callback);
 	tcase_add_test(tc, test_cancel_inside_start);
