@@ -491,6 +491,8 @@ START_TEST(test_mckey_start)
 	ck_assert(!has(opt, "port_space"));
 	ck_assert(boolean(opt, "loopback"));
 	close_to(real(opt, "settle_s"), 3.0);
+	ck_assert_int_eq(num(opt, "window"), EVR_MC_DEFAULT_WINDOW);
+	ck_assert_int_eq(num(opt, "max_senders"), EVR_MC_DEFAULT_MAX_SENDERS);
 	json_decref(o);
 }
 END_TEST
@@ -502,12 +504,14 @@ START_TEST(test_mckey_records)
 				   .join_ns = 1500000 };
 	struct evr_mc_sender_report snd = {
 		.sender = 0xab, .count = 10, .unique = 8, .duplicates = 1,
-		.reordered = 2, .lost = 2,
+		.reordered = 2, .lost = 1, .not_received = 1,
+		.out_of_window = 3,
 	};
 	struct evr_mc_qp_report q = {
 		.qp = 2, .joined = 1, .sent = 10, .send_completed = 9,
 		.received = 9, .expected = 10, .foreign = 1, .nsenders = 1,
-		.senders = &snd,
+		.senders = &snd, .bad = 4, .untracked = 5, .window = 128,
+		.max_senders = 7,
 	};
 	struct evr_mc_failure f = { .err = -1, .qp = 1,
 				    .msg = "mckey: failure joining",
@@ -538,6 +542,10 @@ START_TEST(test_mckey_records)
 	ck_assert_int_eq(num(o, "expected"), 10);
 	ck_assert_int_eq(num(o, "foreign"), 1);
 	ck_assert_int_eq(num(o, "senders"), 1);
+	ck_assert_int_eq(num(o, "bad"), 4);
+	ck_assert_int_eq(num(o, "untracked"), 5);
+	ck_assert_int_eq(num(o, "window"), 128);
+	ck_assert_int_eq(num(o, "max_senders"), 7);
 	ck_assert(boolean(o, "joined"));
 	ck_assert(!boolean(o, "timed_out"));
 	ck_assert(!has(o, "sent"));
@@ -548,7 +556,9 @@ START_TEST(test_mckey_records)
 	ck_assert_str_eq(str(o, "sender"), "000000ab");
 	ck_assert_int_eq(num(o, "received"), 8);
 	ck_assert_int_eq(num(o, "expected"), 10);
-	ck_assert_int_eq(num(o, "lost"), 2);
+	ck_assert_int_eq(num(o, "lost"), 1);
+	ck_assert_int_eq(num(o, "not_received"), 1);
+	ck_assert_int_eq(num(o, "outside_window"), 3);
 	ck_assert_int_eq(num(o, "duplicates"), 1);
 	ck_assert_int_eq(num(o, "reordered"), 2);
 	json_decref(o);

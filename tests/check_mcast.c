@@ -21,6 +21,17 @@
 #include "mcast/mc.h"
 #include "mcast/payload.h"
 
+#include <malloc.h>
+
+/* Heap the process holds, as malloc counts it (arena and mmap'd chunks);
+ * under ASan or valgrind malloc is theirs and this may read 0. */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 /* ================================================================== */
 /* payload                                                             */
 
@@ -78,14 +89,10 @@ START_TEST(test_payload_roundtrip)
 						.count = vals[(i + j) % 10] };
 			struct evr_mc_hdr d = { 0, 0, 0 };
 			size_t len = 24 + (i * 37 + j) % 1400;
+			int valid = h.count && h.seq < h.count;
 
 			ck_assert_int_eq(evr__mc_payload_encode(buf, len, &h),
 					 1);
-			ck_assert_int_eq(evr__mc_payload_decode(buf, len, &d),
-					 1);
-			ck_assert_uint_eq(d.sender, h.sender);
-			ck_assert_uint_eq(d.seq, h.seq);
-			ck_assert_uint_eq(d.count, h.count);
 			/* big-endian: the most significant byte first */
 			ck_assert_uint_eq(buf[8], (uint8_t)(h.sender >> 24));
 			ck_assert_uint_eq(buf[11], (uint8_t)h.sender);
@@ -93,6 +100,18 @@ START_TEST(test_payload_roundtrip)
 			ck_assert_uint_eq(buf[15], (uint8_t)h.seq);
 			ck_assert_uint_eq(buf[16], (uint8_t)(h.count >> 24));
 			ck_assert_uint_eq(buf[19], (uint8_t)h.count);
+			/* no messages announced, or a sequence number beyond
+			 * them: out of range, nothing decoded */
+			ck_assert_int_eq(evr__mc_payload_decode(buf, len, &d),
+					 valid ? EVR_MC_DEC_OK :
+						 EVR_MC_DEC_BAD);
+			if (!valid) {
+				ck_assert_uint_eq(d.sender, 0);
+				continue;
+			}
+			ck_assert_uint_eq(d.sender, h.sender);
+			ck_assert_uint_eq(d.seq, h.seq);
+			ck_assert_uint_eq(d.count, h.count);
 		}
 	}
 }
@@ -115,10 +134,13 @@ START_TEST(test_payload_short)
 			ck_assert_uint_eq(buf[i], (uint8_t)i);
 		for (i = len; i < sizeof(buf); i++)
 			ck_assert_uint_eq(buf[i], 0xee);
-		ck_assert_int_eq(evr__mc_payload_decode(buf, len, &d), 0);
-		/* a valid header cut short is no header */
-		ck_assert_msg(evr__mc_payload_decode(full, len, &d) == 0,
-			      "decode accepted %zu bytes", len);
+		ck_assert_int_eq(evr__mc_payload_decode(buf, len, &d),
+				 EVR_MC_DEC_NONE);
+		/* a valid header cut short is a broken one once the magic
+		 * is in, no header before */
+		ck_assert_msg(evr__mc_payload_decode(full, len, &d) ==
+			      (len >= 4 ? EVR_MC_DEC_BAD : EVR_MC_DEC_NONE),
+			      "decode of %zu bytes", len);
 	}
 	ck_assert_uint_eq(EVR_MC_HDR_LEN, 24);
 }
@@ -136,18 +158,25 @@ START_TEST(test_payload_bad_magic_version)
 		ck_assert_int_eq(evr__mc_payload_encode(buf, sizeof(buf), &h),
 				 1);
 		buf[i] ^= 0x20; /* "eVMK", "EvMK", ... */
-		ck_assert_msg(evr__mc_payload_decode(buf, sizeof(buf), &d) == 0,
+		ck_assert_msg(evr__mc_payload_decode(buf, sizeof(buf), &d) ==
+			      EVR_MC_DEC_NONE,
 			      "magic byte %u altered, still accepted", i);
 	}
 	for (i = 0; i < sizeof(versions); i++) {
 		ck_assert_int_eq(evr__mc_payload_encode(buf, sizeof(buf), &h),
 				 1);
 		buf[4] = versions[i];
-		ck_assert_msg(evr__mc_payload_decode(buf, sizeof(buf), &d) == 0,
-			      "version %u accepted", versions[i]);
+		ck_assert_msg(evr__mc_payload_decode(buf, sizeof(buf), &d) ==
+			      EVR_MC_DEC_BAD, "version %u not bad", versions[i]);
 	}
+	/* flags and reserved bytes are for later versions: ignored */
+	ck_assert_int_eq(evr__mc_payload_encode(buf, sizeof(buf), &h), 1);
+	buf[5] = buf[6] = buf[7] = buf[20] = buf[23] = 0xff;
+	ck_assert_int_eq(evr__mc_payload_decode(buf, sizeof(buf), &d),
+			 EVR_MC_DEC_OK);
 	memset(buf, 0, sizeof(buf));
-	ck_assert_int_eq(evr__mc_payload_decode(buf, sizeof(buf), &d), 0);
+	ck_assert_int_eq(evr__mc_payload_decode(buf, sizeof(buf), &d),
+			 EVR_MC_DEC_NONE);
 }
 END_TEST
 
@@ -178,9 +207,11 @@ static void acct_seq(struct evr_mc_acct *a, uint32_t sender, uint32_t count,
 	acct_seq((a), (sender), (count), s_, sizeof(s_) / sizeof(s_[0])); \
 } while (0)
 
+/* lost: gaps up to the highest received; rest: announced above it */
 static void assert_sender(const struct evr_mc_sender_stats *s, uint32_t id,
 			  uint32_t count, uint64_t received, uint64_t unique,
-			  uint64_t dup, uint64_t reord, uint64_t lost)
+			  uint64_t dup, uint64_t reord, uint64_t lost,
+			  uint64_t rest)
 {
 	ck_assert_uint_eq(s->sender, id);
 	ck_assert_uint_eq(s->count, count);
@@ -189,6 +220,12 @@ static void assert_sender(const struct evr_mc_sender_stats *s, uint32_t id,
 	ck_assert_uint_eq(s->duplicates, dup);
 	ck_assert_uint_eq(s->reordered, reord);
 	ck_assert_uint_eq(evr__mc_sender_lost(s), lost);
+	ck_assert_uint_eq(evr__mc_sender_not_received(s), rest);
+	/* every announced message is one of the three */
+	ck_assert_uint_eq(s->unique + evr__mc_sender_lost(s) +
+			  evr__mc_sender_not_received(s), s->count);
+	ck_assert_uint_eq(s->received, s->unique + s->duplicates +
+			  s->out_of_window);
 }
 
 START_TEST(test_acct_in_order)
@@ -196,18 +233,22 @@ START_TEST(test_acct_in_order)
 	struct evr_mc_acct a;
 	uint32_t i;
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	ck_assert_uint_eq(a.nsenders, 0);
+	ck_assert_uint_eq(a.window, EVR_MC_DEFAULT_WINDOW);
+	ck_assert_uint_eq(a.max_senders, EVR_MC_DEFAULT_MAX_SENDERS);
+	ck_assert_uint_eq(a.bytes, 0);
 	for (i = 0; i < 10; i++)
 		acct_msg(&a, 0x1000, i, 10);
 	ck_assert_uint_eq(a.nsenders, 1);
-	assert_sender(&a.senders[0], 0x1000, 10, 10, 10, 0, 0, 0);
+	assert_sender(&a.senders[0], 0x1000, 10, 10, 10, 0, 0, 0, 0);
 	ck_assert_uint_eq(a.senders[0].highest, 9);
 	ck_assert_uint_eq(a.foreign, 0);
 	ck_assert_uint_eq(a.bad, 0);
-	ck_assert_uint_eq(a.overflow, 0);
+	ck_assert_uint_eq(a.untracked, 0);
 	evr__mc_acct_fini(&a);
 	ck_assert_uint_eq(a.nsenders, 0);
+	ck_assert_uint_eq(a.bytes, 0);
 }
 END_TEST
 
@@ -215,10 +256,11 @@ START_TEST(test_acct_duplicates)
 {
 	struct evr_mc_acct a;
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	SEQS(&a, 0x2000, 5, 0, 1, 1, 2, 0, 2, 2);
-	/* 7 arrivals, 3 distinct; a duplicate is not also a reorder */
-	assert_sender(&a.senders[0], 0x2000, 5, 7, 3, 4, 0, 2);
+	/* 7 arrivals, 3 distinct; a duplicate is not also a reorder; 3
+	 * and 4 were not received before the receiver stopped */
+	assert_sender(&a.senders[0], 0x2000, 5, 7, 3, 4, 0, 0, 2);
 	evr__mc_acct_fini(&a);
 }
 END_TEST
@@ -227,18 +269,19 @@ START_TEST(test_acct_reorder)
 {
 	struct evr_mc_acct a;
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	SEQS(&a, 1, 4, 0, 2, 1, 3);
-	assert_sender(&a.senders[0], 1, 4, 4, 4, 0, 1, 0);
+	assert_sender(&a.senders[0], 1, 4, 4, 4, 0, 1, 0, 0);
 	ck_assert_uint_eq(a.senders[0].highest, 3);
 	/* all backwards: every arrival after the first is below the highest */
 	SEQS(&a, 2, 4, 3, 2, 1, 0);
 	ck_assert_uint_eq(a.nsenders, 2);
-	assert_sender(&a.senders[1], 2, 4, 4, 4, 0, 3, 0);
+	assert_sender(&a.senders[1], 2, 4, 4, 4, 0, 3, 0, 0);
 	ck_assert_uint_eq(a.senders[1].highest, 3);
-	/* the first arrival need not be seq 0 */
+	/* the first arrival need not be seq 0: those before it are lost
+	 * (a receiver cannot tell they were sent before it joined) */
 	SEQS(&a, 3, 8, 5, 6, 7);
-	assert_sender(&a.senders[2], 3, 8, 3, 3, 0, 0, 5);
+	assert_sender(&a.senders[2], 3, 8, 3, 3, 0, 0, 5, 0);
 	evr__mc_acct_fini(&a);
 }
 END_TEST
@@ -247,19 +290,42 @@ START_TEST(test_acct_loss)
 {
 	struct evr_mc_acct a;
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	SEQS(&a, 0xabcd0000u, 10, 0, 1, 2, 5, 9);
-	assert_sender(&a.senders[0], 0xabcd0000u, 10, 5, 5, 0, 0, 5);
-	/* nothing announced: nothing lost */
+	assert_sender(&a.senders[0], 0xabcd0000u, 10, 5, 5, 0, 0, 5, 0);
 	ck_assert_uint_eq(a.senders[0].highest, 9);
 	/* a late retransmission of a lost one fills the gap */
 	SEQS(&a, 0xabcd0000u, 10, 3);
-	assert_sender(&a.senders[0], 0xabcd0000u, 10, 6, 6, 0, 1, 4);
-	/* one message of a million: the bitmap is sized by the count */
+	assert_sender(&a.senders[0], 0xabcd0000u, 10, 6, 6, 0, 1, 4, 0);
+	/* one message of a million: nothing sized by the count */
 	SEQS(&a, 0x77, 1000000, 999999);
-	assert_sender(&a.senders[1], 0x77, 1000000, 1, 1, 0, 0, 999999);
+	assert_sender(&a.senders[1], 0x77, 1000000, 1, 1, 0, 0, 999999, 0);
+	ck_assert_uint_le(a.bytes, evr__mc_acct_max_bytes(0, 0));
+	/* a duplicate in the window is one; seq 0, a million behind, is
+	 * outside it: neither duplicate nor reorder, and still lost */
 	SEQS(&a, 0x77, 1000000, 999999, 0);
-	assert_sender(&a.senders[1], 0x77, 1000000, 3, 2, 1, 1, 999998);
+	assert_sender(&a.senders[1], 0x77, 1000000, 3, 1, 1, 0, 999999, 0);
+	ck_assert_uint_eq(a.senders[1].out_of_window, 1);
+	evr__mc_acct_fini(&a);
+}
+END_TEST
+
+/* Issue 14: a receiver that stopped at its own -C before a sender was
+ * done has not lost the rest; it did not receive it before it stopped. */
+START_TEST(test_acct_stopped_early_not_lost)
+{
+	struct evr_mc_acct a;
+
+	evr__mc_acct_init(&a, 0, 0);
+	/* -C 5 against a sender of 10 */
+	SEQS(&a, 0x5000, 10, 0, 1, 2, 3, 4);
+	assert_sender(&a.senders[0], 0x5000, 10, 5, 5, 0, 0, 0, 5);
+	/* a gap below the highest is loss, what is above it is not */
+	SEQS(&a, 0x6000, 10, 0, 1, 3);
+	assert_sender(&a.senders[1], 0x6000, 10, 3, 3, 0, 0, 1, 6);
+	/* everything: neither */
+	SEQS(&a, 0x7000, 3, 2, 0, 1);
+	assert_sender(&a.senders[2], 0x7000, 3, 3, 3, 0, 2, 0, 0);
 	evr__mc_acct_fini(&a);
 }
 END_TEST
@@ -269,7 +335,7 @@ START_TEST(test_acct_senders)
 	struct evr_mc_acct a;
 	uint32_t i;
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	/* interleaved: each sender keeps its own sequence space */
 	for (i = 0; i < 5; i++) {
 		if (i < 3)
@@ -279,8 +345,8 @@ START_TEST(test_acct_senders)
 	acct_msg(&a, 0xa0000001u, 2, 5);
 	ck_assert_uint_eq(a.nsenders, 2);
 	/* the table is in order of first arrival */
-	assert_sender(&a.senders[0], 0xb0000000u, 3, 3, 3, 0, 0, 0);
-	assert_sender(&a.senders[1], 0xa0000001u, 5, 6, 5, 1, 0, 0);
+	assert_sender(&a.senders[0], 0xb0000000u, 3, 3, 3, 0, 0, 0, 0);
+	assert_sender(&a.senders[1], 0xa0000001u, 5, 6, 5, 1, 0, 0, 0);
 	evr__mc_acct_fini(&a);
 }
 END_TEST
@@ -292,17 +358,21 @@ START_TEST(test_acct_foreign)
 	struct evr_mc_hdr h = { .sender = 1, .seq = 0, .count = 1 };
 	size_t i;
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	memset(buf, 0, sizeof(buf));
 	evr__mc_acct_add(&a, buf, sizeof(buf));   /* upstream: junk */
 	evr__mc_acct_add(&a, buf, 0);             /* empty */
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i * 7 + 3);
 	evr__mc_acct_add(&a, buf, sizeof(buf));
-	/* a real header in a message too short to hold one */
 	ck_assert_int_eq(evr__mc_payload_encode(buf, sizeof(buf), &h), 1);
+	evr__mc_acct_add(&a, buf, 3);             /* not even the magic */
+	ck_assert_uint_eq(a.foreign, 4);
+	ck_assert_uint_eq(a.bad, 0);
+	/* a real header in a message too short to hold one: broken */
 	evr__mc_acct_add(&a, buf, EVR_MC_HDR_LEN - 1);
 	ck_assert_uint_eq(a.foreign, 4);
+	ck_assert_uint_eq(a.bad, 1);
 	ck_assert_uint_eq(a.nsenders, 0);
 	evr__mc_acct_add(&a, buf, EVR_MC_HDR_LEN);
 	ck_assert_uint_eq(a.foreign, 4);
@@ -312,82 +382,197 @@ START_TEST(test_acct_foreign)
 }
 END_TEST
 
-START_TEST(test_acct_bad_seq)
+/* Issue 14: out-of-range and malformed headers are counted as bad, and
+ * none of them touches a sender's figures. */
+START_TEST(test_acct_bad_headers)
 {
 	struct evr_mc_acct a;
+	struct evr_mc_hdr h = { .sender = 5, .seq = 0, .count = 10 };
+	uint8_t buf[64];
 
-	evr__mc_acct_init(&a);
+	evr__mc_acct_init(&a, 0, 0);
 	acct_msg(&a, 5, 10, 10);      /* seq == count */
 	acct_msg(&a, 5, 0xffffffffu, 10);
-	ck_assert_uint_eq(a.bad, 2);
+	acct_msg(&a, 5, 0, 0);        /* nothing announced */
+	ck_assert_uint_eq(a.bad, 3);
 	ck_assert_uint_eq(a.nsenders, 0);  /* no entry for a bad header */
+	ck_assert_uint_eq(a.bytes, 0);
 	acct_msg(&a, 5, 9, 10);
 	acct_msg(&a, 5, 10, 10);
-	ck_assert_uint_eq(a.bad, 3);
+	ck_assert_uint_eq(a.bad, 4);
 	ck_assert_uint_eq(a.nsenders, 1);
-	assert_sender(&a.senders[0], 5, 10, 1, 1, 0, 0, 9);
+	/* a count other than the sender's first: not this sender's */
+	acct_msg(&a, 5, 3, 20);
+	acct_msg(&a, 5, 12, 20);
+	ck_assert_uint_eq(a.bad, 6);
+	/* another version */
+	evr__mc_payload_encode(buf, sizeof(buf), &h);
+	buf[4] = 2;
+	evr__mc_acct_add(&a, buf, sizeof(buf));
+	ck_assert_uint_eq(a.bad, 7);
+	assert_sender(&a.senders[0], 5, 10, 1, 1, 0, 0, 9, 0);
 	ck_assert_uint_eq(a.foreign, 0);
+	ck_assert_uint_eq(a.untracked, 0);
 	evr__mc_acct_fini(&a);
 }
 END_TEST
 
-/* Found by fuzzing (tests/fuzz/corpus/mc_payload/regress-count-wrap):
- * a count near 2^32 made (count + 7) / 8 wrap to a 0-byte bitmap that
- * the message's own sequence number then wrote past. */
-START_TEST(test_acct_huge_count)
+/* The window: duplicates and reordering within it, sequence numbers
+ * behind it counted apart, bits of a wrapped window never stale. */
+START_TEST(test_acct_window)
 {
 	struct evr_mc_acct a;
+	uint32_t i;
 
-	evr__mc_acct_init(&a);
-	acct_msg(&a, 1, 1000, 0xffffffffu);
-	acct_msg(&a, 1, 0xfffffffeu, 0xffffffffu);
-	acct_msg(&a, 1, 1000, 0xffffffffu);   /* not told apart: no bitmap */
-	ck_assert_uint_eq(a.bad, 0);
-	ck_assert_uint_eq(a.nsenders, 1);
-	ck_assert_ptr_null(a.senders[0].seen);
-	assert_sender(&a.senders[0], 1, 0xffffffffu, 3, 3, 0, 1,
-		      0xffffffffu - 3);
-	/* up to mckey -C's limit, a bitmap (12.5 MB) */
-	acct_msg(&a, 2, 99999999, EVR_MC_MAX_BITMAP_COUNT);
-	acct_msg(&a, 2, 99999999, EVR_MC_MAX_BITMAP_COUNT);
-	ck_assert_ptr_nonnull(a.senders[1].seen);
-	assert_sender(&a.senders[1], 2, EVR_MC_MAX_BITMAP_COUNT, 2, 1, 1, 0,
-		      99999999);
-	/* one beyond it, none */
-	acct_msg(&a, 3, 5, EVR_MC_MAX_BITMAP_COUNT + 1);
-	ck_assert_ptr_null(a.senders[2].seen);
+	evr__mc_acct_init(&a, 64, 0);
+	ck_assert_uint_eq(a.window, 64);
+	for (i = 0; i < 64; i++)
+		acct_msg(&a, 1, i, 100000);
+	acct_msg(&a, 1, 0, 100000);     /* 63 behind: in the window, a dup */
+	assert_sender(&a.senders[0], 1, 100000, 65, 64, 1, 0, 0, 100000 - 64);
+	acct_msg(&a, 1, 64, 100000);    /* the window moves on by one */
+	acct_msg(&a, 1, 0, 100000);     /* 64 behind: outside */
+	ck_assert_uint_eq(a.senders[0].out_of_window, 1);
+	ck_assert_uint_eq(a.senders[0].duplicates, 1);
+	acct_msg(&a, 1, 1, 100000);     /* 63 behind: a dup again */
+	ck_assert_uint_eq(a.senders[0].duplicates, 2);
+	/* 200 and 180: the jump clears what 136..200 held before */
+	acct_msg(&a, 1, 200, 100000);
+	acct_msg(&a, 1, 180, 100000);   /* slot of 116 (and 52): not seen */
+	assert_sender(&a.senders[0], 1, 100000, 70, 67, 2, 1, 201 - 67,
+		      100000 - 201);
+	acct_msg(&a, 1, 180, 100000);
+	ck_assert_uint_eq(a.senders[0].duplicates, 3);
+	/* a jump of more than a window clears it all */
+	acct_msg(&a, 1, 99999, 100000);
+	for (i = 99936; i < 99999; i++)
+		acct_msg(&a, 1, i, 100000);
+	ck_assert_uint_eq(a.senders[0].duplicates, 3);
+	ck_assert_uint_eq(a.senders[0].reordered, 1 + 63);
+	assert_sender(&a.senders[0], 1, 100000, 135, 131, 3, 64,
+		      100000 - 131, 0);
+	/* limits: clamped, rounded up to a multiple of 64 */
+	evr__mc_acct_fini(&a);
+	ck_assert_uint_eq(a.bytes, 0);
+	evr__mc_acct_init(&a, 1, 0);
+	ck_assert_uint_eq(a.window, EVR_MC_MIN_WINDOW);
+	evr__mc_acct_init(&a, 100, 0);
+	ck_assert_uint_eq(a.window, 128);
+	evr__mc_acct_init(&a, 0xffffffffu, 0xffffffffu);
+	ck_assert_uint_eq(a.window, EVR_MC_MAX_WINDOW);
+	ck_assert_uint_eq(a.max_senders, EVR_MC_MAX_MAX_SENDERS);
 	evr__mc_acct_fini(&a);
 }
 END_TEST
 
-START_TEST(test_acct_overflow)
+START_TEST(test_acct_max_senders)
+{
+	struct evr_mc_acct a;
+	uint32_t i;
+
+	evr__mc_acct_init(&a, 0, 3);
+	for (i = 0; i < 5; i++)
+		acct_msg(&a, 0x100 + i, 0, 2);
+	acct_msg(&a, 0x104, 1, 2);
+	ck_assert_uint_eq(a.nsenders, 3);
+	ck_assert_uint_le(a.alloc, 3);
+	ck_assert_uint_eq(a.untracked, 3);
+	/* the tracked ones still are */
+	acct_msg(&a, 0x102, 1, 2);
+	assert_sender(&a.senders[2], 0x102, 2, 2, 2, 0, 0, 0, 0);
+	ck_assert_uint_eq(a.untracked, 3);
+	ck_assert_uint_le(a.bytes, evr__mc_acct_max_bytes(0, 3));
+	evr__mc_acct_fini(&a);
+}
+END_TEST
+
+START_TEST(test_acct_untracked)
 {
 	struct evr_mc_acct *a = malloc(sizeof(*a));
 	uint32_t i;
 
 	ck_assert_ptr_nonnull(a);
-	evr__mc_acct_init(a);
-	for (i = 0; i < EVR_MC_MAX_SENDERS; i++)
+	evr__mc_acct_init(a, 0, 0);
+	for (i = 0; i < EVR_MC_DEFAULT_MAX_SENDERS; i++)
 		acct_msg(a, 0x100000u + i, 0, 3 + i % 5);
-	ck_assert_uint_eq(a->nsenders, EVR_MC_MAX_SENDERS);
-	ck_assert_uint_eq(a->overflow, 0);
+	ck_assert_uint_eq(a->nsenders, EVR_MC_DEFAULT_MAX_SENDERS);
+	ck_assert_uint_eq(a->untracked, 0);
 	acct_msg(a, 0xdead, 0, 3);
 	acct_msg(a, 0xdead, 1, 3);
 	acct_msg(a, 0xbeef, 0, 3);
-	ck_assert_uint_eq(a->nsenders, EVR_MC_MAX_SENDERS);
-	ck_assert_uint_eq(a->overflow, 3);
+	ck_assert_uint_eq(a->nsenders, EVR_MC_DEFAULT_MAX_SENDERS);
+	ck_assert_uint_eq(a->untracked, 3);
 	/* the senders in the table are still counted */
 	acct_msg(a, 0x100000u, 1, 3);
-	acct_msg(a, 0x100000u + EVR_MC_MAX_SENDERS - 1, 1, 3 + 255 % 5);
-	assert_sender(&a->senders[0], 0x100000u, 3, 2, 2, 0, 0, 1);
-	assert_sender(&a->senders[EVR_MC_MAX_SENDERS - 1],
-		      0x100000u + EVR_MC_MAX_SENDERS - 1, 3 + 255 % 5, 2, 2, 0,
-		      0, 3 + 255 % 5 - 2);
-	ck_assert_uint_eq(a->overflow, 3);
-	evr__mc_acct_fini(a);   /* frees 256 bitmaps: valgrind checks it */
+	acct_msg(a, 0x100000u + EVR_MC_DEFAULT_MAX_SENDERS - 1, 1, 3 + 255 % 5);
+	assert_sender(&a->senders[0], 0x100000u, 3, 2, 2, 0, 0, 0, 1);
+	assert_sender(&a->senders[EVR_MC_DEFAULT_MAX_SENDERS - 1],
+		      0x100000u + EVR_MC_DEFAULT_MAX_SENDERS - 1, 3 + 255 % 5,
+		      2, 2, 0, 0, 0, 3 + 255 % 5 - 2);
+	ck_assert_uint_eq(a->untracked, 3);
+	evr__mc_acct_fini(a);   /* frees 256 windows: valgrind checks it */
 	ck_assert_uint_eq(a->nsenders, 0);
-	ck_assert_uint_eq(a->overflow, 0);
+	ck_assert_uint_eq(a->untracked, 0);
 	free(a);
+}
+END_TEST
+
+/* Found by fuzzing (tests/fuzz/corpus/mc_payload/regress-count-wrap):
+ * a count near 2^32 once sized a bitmap that wrapped to 0 bytes.
+ * Nothing is sized by a count any more; the extremes still add up. */
+START_TEST(test_acct_huge_count)
+{
+	struct evr_mc_acct a;
+
+	evr__mc_acct_init(&a, 0, 0);
+	acct_msg(&a, 1, 1000, 0xffffffffu);
+	acct_msg(&a, 1, 0xfffffffeu, 0xffffffffu);
+	acct_msg(&a, 1, 1000, 0xffffffffu);   /* far behind: outside */
+	acct_msg(&a, 1, 0xfffffffeu, 0xffffffffu);
+	ck_assert_uint_eq(a.bad, 0);
+	ck_assert_uint_eq(a.nsenders, 1);
+	ck_assert_uint_eq(a.senders[0].out_of_window, 1);
+	assert_sender(&a.senders[0], 1, 0xffffffffu, 4, 2, 1, 0,
+		      0xffffffffu - 2, 0);
+	ck_assert_uint_le(a.bytes, evr__mc_acct_max_bytes(0, 0));
+	evr__mc_acct_fini(&a);
+}
+END_TEST
+
+/* Issue 14: 40,000 forged 24-byte headers, from 300 sender ids, each
+ * announcing 100 million messages at random sequence numbers, took the
+ * old receiver to 154 MiB (a bitmap sized by each announced count).
+ * The tracker holds no more than its limits allow, and says what it
+ * dropped. */
+START_TEST(test_acct_memory_bounded)
+{
+	struct evr_mc_acct a;
+	uint64_t x = 14, tracked = 0;
+	size_t heap0, heap1, bound = evr__mc_acct_max_bytes(0, 0);
+	unsigned i;
+
+	heap0 = heap_in_use();
+	evr__mc_acct_init(&a, 0, 0);
+	for (i = 0; i < 40000; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		acct_msg(&a, 0x5eed0000u + (i % 300) * 0x1000u,
+			 (uint32_t)(x >> 33) % 100000000u, 100000000u);
+	}
+	ck_assert_uint_eq(a.nsenders, EVR_MC_DEFAULT_MAX_SENDERS);
+	ck_assert_uint_le(a.bytes, bound);
+	/* 256 senders: their entries and 512-byte windows, under 160 KiB */
+	ck_assert_uint_le(bound, 160 * 1024);
+	heap1 = heap_in_use();
+	ck_assert_msg(heap1 <= heap0 + 1024 * 1024,
+		      "heap grew by %zu bytes", heap1 - heap0);
+	/* what was dropped is counted, and everything adds up */
+	ck_assert_uint_eq(a.untracked, 40000 / 300 * 44 + (40000 % 300 > 256 ?
+			  40000 % 300 - 256 : 0));
+	for (i = 0; i < a.nsenders; i++)
+		tracked += a.senders[i].received;
+	ck_assert_uint_eq(tracked + a.untracked, 40000);
+	ck_assert_uint_gt(a.senders[0].out_of_window, 0);
+	evr__mc_acct_fini(&a);
 }
 END_TEST
 
@@ -1974,7 +2159,8 @@ START_TEST(test_receiver_report)
 
 	evr_mcast_start(m);
 	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
-	/* qp 0: sender A 0,2,2,1 (one dup, one reorder, 3 of 6 lost),
+	/* qp 0: sender A 0,2,2,1 (one dup, one reorder; 3 of 6 not
+	 * received before the QP stopped at its own -C 6: not lost),
 	 * sender B 0, and an upstream (headerless) message */
 	deliver(m, 0, 0xa0000000u, 0, 6);
 	deliver(m, 0, 0xa0000000u, 2, 6);
@@ -1984,13 +2170,14 @@ START_TEST(test_receiver_report)
 	evr__mc_acct_add(&NODE(m, 0)->acct, junk, sizeof(junk));
 	EV(m, 0, EVR_MCE_RECV_COMP, 0);
 	ck_assert_int_eq(ST(m, 0), EVR_MC_DONE);
-	/* qp 1: sender C, all six */
+	/* qp 1: a header out of range, then sender C's 0-3 and 5: 4 was
+	 * lost (5 came after it) */
+	deliver(m, 1, 0xc0000001u, 6, 6);
 	deliver(m, 1, 0xc0000001u, 0, 6);
 	deliver(m, 1, 0xc0000001u, 1, 6);
 	deliver(m, 1, 0xc0000001u, 2, 6);
 	deliver(m, 1, 0xc0000001u, 3, 6);
 	deliver(m, 1, 0xc0000001u, 5, 6);
-	deliver(m, 1, 0xc0000001u, 4, 6);
 	WAIT_DONE();
 	ck_assert_int_eq(R.status, 0);
 
@@ -2004,22 +2191,64 @@ START_TEST(test_receiver_report)
 	ck_assert_uint_eq(s->unique, 3);
 	ck_assert_uint_eq(s->duplicates, 1);
 	ck_assert_uint_eq(s->reordered, 1);
-	ck_assert_uint_eq(s->lost, 3);
+	ck_assert_uint_eq(s->lost, 0);
+	ck_assert_uint_eq(s->not_received, 3);
+	ck_assert_uint_eq(s->out_of_window, 0);
 	s = &R.rep[0].senders[1];
 	ck_assert_uint_eq(s->sender, 0xb0000000u);
 	ck_assert_uint_eq(s->count, 1);
 	ck_assert_uint_eq(s->unique, 1);
 	ck_assert_uint_eq(s->lost, 0);
+	ck_assert_uint_eq(s->not_received, 0);
+	ck_assert_uint_eq(R.rep[0].bad, 0);
+	ck_assert_uint_eq(R.rep[0].untracked, 0);
+	ck_assert_uint_eq(R.rep[0].window, EVR_MC_DEFAULT_WINDOW);
+	ck_assert_uint_eq(R.rep[0].max_senders, EVR_MC_DEFAULT_MAX_SENDERS);
 
 	ck_assert_uint_eq(R.rep[1].received, 6);
 	ck_assert_uint_eq(R.rep[1].foreign, 0);
+	ck_assert_uint_eq(R.rep[1].bad, 1);
 	ck_assert_uint_eq(R.rep[1].nsenders, 1);
 	s = &R.rep[1].senders[0];
 	ck_assert_uint_eq(s->sender, 0xc0000001u);
-	ck_assert_uint_eq(s->unique, 6);
-	ck_assert_uint_eq(s->lost, 0);
+	ck_assert_uint_eq(s->unique, 5);
+	ck_assert_uint_eq(s->lost, 1);
+	ck_assert_uint_eq(s->not_received, 0);
 	ck_assert_uint_eq(s->duplicates, 0);
+	ck_assert_uint_eq(s->reordered, 0);
+	finish(m);
+}
+END_TEST
+
+/* The receiver's limits come from its options, and reach the report. */
+START_TEST(test_receiver_limits)
+{
+	struct evr_mcast_opts o = opts(0, 1, 4);
+	struct evr_mcast *m;
+	const struct evr_mc_sender_report *s;
+
+	o.window = 64;
+	o.max_senders = 1;
+	m = mk(&o);
+	evr_mcast_start(m);
+	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
+	deliver(m, 0, 0xa0000000u, 100, 1000);
+	deliver(m, 0, 0xb0000000u, 0, 1000);   /* beyond max_senders */
+	deliver(m, 0, 0xa0000000u, 36, 1000);  /* 64 behind: outside */
+	deliver(m, 0, 0xa0000000u, 37, 1000);  /* 63 behind: reordered */
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, 0);
+	ck_assert_uint_eq(R.rep[0].received, 4);
+	ck_assert_uint_eq(R.rep[0].window, 64);
+	ck_assert_uint_eq(R.rep[0].max_senders, 1);
+	ck_assert_uint_eq(R.rep[0].untracked, 1);
+	ck_assert_uint_eq(R.rep[0].nsenders, 1);
+	s = &R.rep[0].senders[0];
+	ck_assert_uint_eq(s->unique, 2);
+	ck_assert_uint_eq(s->out_of_window, 1);
 	ck_assert_uint_eq(s->reordered, 1);
+	ck_assert_uint_eq(s->lost, 99);
+	ck_assert_uint_eq(s->not_received, 899);
 	finish(m);
 }
 END_TEST
@@ -2155,6 +2384,8 @@ START_TEST(test_parse_defaults)
 	ck_assert_uint_eq(c.o.deadline_ms, 30000);
 	ck_assert_uint_eq(c.o.udp_port, 7174);
 	ck_assert(c.o.rate == 0);
+	ck_assert_uint_eq(c.o.window, 4096);
+	ck_assert_uint_eq(c.o.max_senders, 256);
 	ck_assert_int_eq(c.stats, 0);
 	ck_assert_int_eq(c.trace, 0);
 }
@@ -2303,6 +2534,25 @@ START_TEST(test_parse_long_options)
 	ck_assert_uint_eq(c.o.deadline_ms, 86400000);
 	ASSERT_BAD("-m", "g", "--settle", "3601");
 	ASSERT_BAD("-m", "g", "--deadline", "86401");
+
+	/* the receiver's own limits on what senders can make it track */
+	ck_assert_int_eq(PARSE(&c, "-m", "g", "--window", "64",
+			       "--max-senders", "1"), MCKEY_PARSE_OK);
+	ck_assert_uint_eq(c.o.window, 64);
+	ck_assert_uint_eq(c.o.max_senders, 1);
+	ck_assert_int_eq(PARSE(&c, "-m", "g", "--window=1048576",
+			       "--max-senders=4096"), MCKEY_PARSE_OK);
+	ck_assert_uint_eq(c.o.window, 1048576);
+	ck_assert_uint_eq(c.o.max_senders, 4096);
+	ck_assert_int_eq(PARSE(&c, "-m", "g", "--window", "100"),
+			 MCKEY_PARSE_OK);
+	ck_assert_uint_eq(c.o.window, 128);   /* a multiple of 64 */
+	ASSERT_BAD("-m", "g", "--window", "63");
+	ASSERT_BAD("-m", "g", "--window", "1048577");
+	ASSERT_BAD("-m", "g", "--window", "4k");
+	ASSERT_BAD("-m", "g", "--max-senders", "0");
+	ASSERT_BAD("-m", "g", "--max-senders", "4097");
+	ASSERT_BAD("-m", "g", "--max-senders", "-1");
 }
 END_TEST
 
@@ -2385,9 +2635,13 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_acct_loss);
 	tcase_add_test(tc, test_acct_senders);
 	tcase_add_test(tc, test_acct_foreign);
-	tcase_add_test(tc, test_acct_bad_seq);
-	tcase_add_test(tc, test_acct_overflow);
+	tcase_add_test(tc, test_acct_bad_headers);
+	tcase_add_test(tc, test_acct_untracked);
 	tcase_add_test(tc, test_acct_huge_count);
+	tcase_add_test(tc, test_acct_stopped_early_not_lost);
+	tcase_add_test(tc, test_acct_window);
+	tcase_add_test(tc, test_acct_max_senders);
+	tcase_add_test(tc, test_acct_memory_bounded);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("machine");
@@ -2425,6 +2679,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_node_init_failure);
 	tcase_add_test(tc, test_prepare_failure);
 	tcase_add_test(tc, test_receiver_report);
+	tcase_add_test(tc, test_receiver_limits);
 	tcase_add_test(tc, test_free_mid_run);
 	tcase_add_test(tc, test_cancel_inside_own_callback);
 	tcase_add_test(tc, test_cancel_inside_start);

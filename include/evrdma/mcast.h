@@ -39,6 +39,11 @@ struct evr_mcast_opts {
 	unsigned deadline_ms;     /* limit on the transfer phase */
 	double rate;              /* sender: messages/s per QP; 0: no pacing */
 	uint16_t udp_port;        /* UDP transport: the group's port */
+	/* Receivers: what per-sender accounting may hold, whatever the
+	 * senders' headers say.  0 means the default; values outside the
+	 * limits are clamped, the window is rounded up to a multiple of 64. */
+	unsigned window;          /* sequence numbers tracked per sender */
+	unsigned max_senders;     /* senders tracked per QP */
 };
 
 #define EVR_MC_DEFAULT_SETTLE_MS 3000u
@@ -46,6 +51,11 @@ struct evr_mcast_opts {
 #define EVR_MC_DEFAULT_RESOLVE_MS 2000u
 #define EVR_MC_DEFAULT_JOIN_MS 10000u
 #define EVR_MC_DEFAULT_UDP_PORT 7174
+#define EVR_MC_DEFAULT_WINDOW 4096u
+#define EVR_MC_MIN_WINDOW 64u
+#define EVR_MC_MAX_WINDOW 1048576u
+#define EVR_MC_DEFAULT_MAX_SENDERS 256u
+#define EVR_MC_MAX_MAX_SENDERS 4096u
 
 enum evr_mc_phase {
 	EVR_MC_PH_STARTING = 0,   /* "mckey: starting client|server" */
@@ -64,8 +74,15 @@ struct evr_mc_joined {
 /* A per-sender line of the receiver's report. */
 struct evr_mc_sender_report {
 	uint32_t sender;
-	uint32_t count;
-	uint64_t unique, duplicates, reordered, lost;
+	uint32_t count;           /* as announced in its first header */
+	uint64_t unique, duplicates, reordered;
+	/* sequence numbers up to the highest received that never came */
+	uint64_t lost;
+	/* announced ones above the highest received: not received before
+	 * the receiver stopped (its -C, the deadline or a cancel) */
+	uint64_t not_received;
+	/* arrivals the window or more behind the highest (not tracked) */
+	uint64_t out_of_window;
 };
 
 struct evr_mc_qp_report {
@@ -75,8 +92,11 @@ struct evr_mc_qp_report {
 	uint64_t sent, send_completed, received, expected;
 	uint64_t join_ns;
 	uint64_t foreign;         /* messages without an evrdma header */
-	unsigned nsenders;
+	unsigned nsenders;        /* senders tracked (at most max_senders) */
 	const struct evr_mc_sender_report *senders;
+	uint64_t bad;             /* malformed or out-of-range headers */
+	uint64_t untracked;       /* messages from senders beyond max_senders */
+	unsigned window, max_senders;  /* the limits in effect */
 };
 
 struct evr_mc_failure {

@@ -426,6 +426,9 @@ json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 	set_real(opt, "settle_s", m->settle_ms / 1000.0);
 	set_real(opt, "deadline_s", m->deadline_ms / 1000.0);
 	set_real(opt, "rate_per_s", m->rate);
+	set_int(opt, "window", m->window ? m->window : EVR_MC_DEFAULT_WINDOW);
+	set_int(opt, "max_senders", m->max_senders ? m->max_senders :
+				     EVR_MC_DEFAULT_MAX_SENDERS);
 	set(r, "options", opt);
 	return r;
 }
@@ -505,7 +508,11 @@ json_t *jo_mc_qp(int sender, const struct evr_mc_qp_report *q)
 		set_u64(o, "received", q->received);
 		set_u64(o, "expected", q->expected);
 		set_u64(o, "foreign", q->foreign);
+		set_u64(o, "bad", q->bad);
+		set_u64(o, "untracked", q->untracked);
 		set_int(o, "senders", q->nsenders);
+		set_int(o, "window", q->window);
+		set_int(o, "max_senders", q->max_senders);
 	}
 	return o;
 }
@@ -523,6 +530,8 @@ json_t *jo_mc_sender(unsigned qp, const struct evr_mc_sender_report *s)
 	set_u64(o, "lost", s->lost);
 	set_u64(o, "duplicates", s->duplicates);
 	set_u64(o, "reordered", s->reordered);
+	set_u64(o, "not_received", s->not_received);
+	set_u64(o, "outside_window", s->out_of_window);
 	return o;
 }
 

@@ -163,21 +163,30 @@ static void report(struct app *a, unsigned n,
 				(unsigned long long)q[i].send_completed);
 			continue;
 		}
-		fprintf(f, "mckey: qp %u: received %llu of %llu expected"
-			"%s%llu without an evrdma header\n", q[i].qp,
+		/* evrdma's lines (upstream prints none): new figures go at
+		 * the end, so that what matched the old ones still does */
+		fprintf(f, "mckey: qp %u: received %llu of %llu expected, "
+			"%llu without an evrdma header, %llu bad headers, "
+			"%llu from untracked senders\n", q[i].qp,
 			(unsigned long long)q[i].received,
-			(unsigned long long)q[i].expected, ", ",
-			(unsigned long long)q[i].foreign);
+			(unsigned long long)q[i].expected,
+			(unsigned long long)q[i].foreign,
+			(unsigned long long)q[i].bad,
+			(unsigned long long)q[i].untracked);
 		for (j = 0; j < q[i].nsenders; j++) {
 			const struct evr_mc_sender_report *s = &q[i].senders[j];
 
 			fprintf(f, "mckey: qp %u: sender %08x: %llu of %u, "
-				"lost %llu, duplicates %llu, reordered %llu\n",
+				"lost %llu, duplicates %llu, reordered %llu, "
+				"not received before stop %llu, "
+				"outside window %llu\n",
 				q[i].qp, s->sender,
 				(unsigned long long)s->unique, s->count,
 				(unsigned long long)s->lost,
 				(unsigned long long)s->duplicates,
-				(unsigned long long)s->reordered);
+				(unsigned long long)s->reordered,
+				(unsigned long long)s->not_received,
+				(unsigned long long)s->out_of_window);
 		}
 	}
 	fflush(stdout);

@@ -40,6 +40,10 @@ void mckey_help(FILE *out, const char *prog)
 		     "(default 30)\n");
 	fprintf(out, "\t--rate N            sender: messages per second per "
 		     "QP (default: unpaced)\n");
+	fprintf(out, "\t--window N          receiver: sequence numbers tracked "
+		     "per sender (default %u)\n", EVR_MC_DEFAULT_WINDOW);
+	fprintf(out, "\t--max-senders N     receiver: senders tracked per QP "
+		     "(default %u)\n", EVR_MC_DEFAULT_MAX_SENDERS);
 	fprintf(out, "\t--stats             print per-QP and per-sender "
 		     "statistics\n");
 	fprintf(out, "\t--trace             print every state transition on "
@@ -83,7 +87,8 @@ static int bad(FILE *err, const char *opt, const char *val, const char *what)
 }
 
 enum { OPT_UDP = 256, OPT_UDP_PORT, OPT_SETTLE, OPT_DEADLINE, OPT_RATE,
-       OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON };
+       OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON, OPT_WINDOW,
+       OPT_MAX_SENDERS };
 
 int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 {
@@ -98,6 +103,8 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "max-senders", required_argument, NULL, OPT_MAX_SENDERS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct evr_mcast_opts *o = &cli->o;
@@ -113,6 +120,8 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	o->settle_ms = EVR_MC_DEFAULT_SETTLE_MS;
 	o->deadline_ms = EVR_MC_DEFAULT_DEADLINE_MS;
 	o->udp_port = EVR_MC_DEFAULT_UDP_PORT;
+	o->window = EVR_MC_DEFAULT_WINDOW;
+	o->max_senders = EVR_MC_DEFAULT_MAX_SENDERS;
 	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
 	opterr = 1;
 	while ((op = getopt_long(argc, argv, "m:M:sb:c:C:S:p:ol", longopts,
@@ -189,6 +198,19 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 			    o->rate > 1e7)
 				return bad(err, "--rate", optarg,
 					   "must be above 0 and at most 1e7 messages/s");
+			break;
+		case OPT_WINDOW:
+			if (num(optarg, EVR_MC_MIN_WINDOW, EVR_MC_MAX_WINDOW,
+				10, &v))
+				return bad(err, "--window", optarg,
+					   "must be 64 to 1048576");
+			o->window = ((unsigned)v + 63) & ~63u;
+			break;
+		case OPT_MAX_SENDERS:
+			if (num(optarg, 1, EVR_MC_MAX_MAX_SENDERS, 10, &v))
+				return bad(err, "--max-senders", optarg,
+					   "must be 1 to 4096");
+			o->max_senders = (unsigned)v;
 			break;
 		case OPT_STATS:
 			cli->stats = 1;

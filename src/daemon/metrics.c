@@ -185,9 +185,21 @@ int metrics_render(char **buf, size_t *len, struct probe *const *probes,
 		    p->st.mc_received);
 	family(f, "evrdma_mckey_lost_total", "counter",
 	       "Messages a receiver probe expected in a run and did not "
-	       "receive.");
+	       "receive, on QPs that joined.");
 	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
 		u64(f, "evrdma_mckey_lost_total", p, NULL, p->st.mc_lost);
+	family(f, "evrdma_mckey_bad_headers_total", "counter",
+	       "Messages with a malformed or out-of-range evrdma header "
+	       "received by receiver probes.");
+	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
+		u64(f, "evrdma_mckey_bad_headers_total", p, NULL,
+		    p->st.mc_bad);
+	family(f, "evrdma_mckey_untracked_total", "counter",
+	       "Messages receiver probes did not track: from senders beyond "
+	       "the limit, or outside a sender's window.");
+	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
+		u64(f, "evrdma_mckey_untracked_total", p, NULL,
+		    p->st.mc_untracked);
 	family(f, "evrdma_mckey_join_latency_seconds", "gauge",
 	       "Join call to MULTICAST_JOIN in the last run (-1: no join).");
 	EACH(p->cfg->type == PROBE_MCKEY)

@@ -289,14 +289,21 @@ static void mc_done(void *ud, int status, unsigned n,
 	struct probe *p = ud;
 	struct probe_stats *s = &p->st;
 	int all_joined = n > 0, late = 0;
-	unsigned i;
+	unsigned i, j;
 
 	if (!p->running)
 		return;
 	for (i = 0; i < n; i++) {
 		s->mc_sent += q[i].sent;
 		s->mc_received += q[i].received;
-		if (!p->cfg->sender && q[i].expected > q[i].received)
+		s->mc_bad += q[i].bad;
+		s->mc_untracked += q[i].untracked;
+		for (j = 0; j < q[i].nsenders; j++)
+			s->mc_untracked += q[i].senders[j].out_of_window;
+		/* A QP that never joined was never in a position to
+		 * receive: its shortfall is the failure's, not loss. */
+		if (!p->cfg->sender && q[i].joined &&
+		    q[i].expected > q[i].received)
 			s->mc_lost += q[i].expected - q[i].received;
 		if (!q[i].joined)
 			all_joined = 0;

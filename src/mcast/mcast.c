@@ -394,6 +394,10 @@ static void build_reports(struct evr_mcast *m)
 		r->expected = m->o.sender ? 0 : m->o.count;
 		r->join_ns = n->join_ns;
 		r->foreign = n->acct.foreign;
+		r->bad = n->acct.bad;
+		r->untracked = n->acct.untracked;
+		r->window = n->acct.window;
+		r->max_senders = n->acct.max_senders;
 		r->nsenders = n->acct.nsenders;
 		r->senders = &m->sreports[ns];
 		for (j = 0; j < n->acct.nsenders; j++, ns++) {
@@ -407,6 +411,8 @@ static void build_reports(struct evr_mcast *m)
 			sr->duplicates = s->duplicates;
 			sr->reordered = s->reordered;
 			sr->lost = evr__mc_sender_lost(s);
+			sr->not_received = evr__mc_sender_not_received(s);
+			sr->out_of_window = s->out_of_window;
 		}
 	}
 }
@@ -509,7 +515,8 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	for (i = 0; i < m->nnodes; i++) {
 		m->nodes[i].index = i;
 		m->nodes[i].mc = m;
-		evr__mc_acct_init(&m->nodes[i].acct);
+		evr__mc_acct_init(&m->nodes[i].acct, m->o.window,
+				  m->o.max_senders);
 		ev_init(&m->nodes[i].pace_w, pace_cb);
 		ev_init(&m->nodes[i].step_w, step_cb);
 	}

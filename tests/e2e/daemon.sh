@@ -595,7 +595,9 @@ fi
 
 # A receiver and a sender probe on the namespace's lo, every second, and
 # a second receiver that expects more than is sent: it fails with
-# reason="timeout" and counts the shortfall as lost.
+# reason="timeout" and counts the shortfall as lost.  A third receiver
+# binds an address the namespace does not have: it never joins, and a run
+# that never joined has lost nothing (issue 14).
 NS=evpd-$$
 if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 	trap 'ip netns del "$NS" 2>/dev/null; e2e_cleanup' EXIT
@@ -605,13 +607,14 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 	ip -n "$NS" link set lo multicast on
 	ip -n "$NS" addr add "10.$X.7.1/24" dev lo
 	ip -n "$NS" route add 224.0.0.0/4 dev lo
-	mc() { # NAME ROLE COUNT TIMEOUT
-		printf '{ "name": "%s", "type": "mckey", "group": "239.%s.7.1", "bind": "10.%s.7.1", "transport": "udp", "role": "%s", "count": %s, "size": 64, "settle_s": 0.3, "interval_s": 1, "timeout_s": %s, "udp_port": 17401 }' \
-			"$1" "$X" "$X" "$2" "$3" "$4"
+	mc() { # NAME ROLE COUNT TIMEOUT [BIND]
+		printf '{ "name": "%s", "type": "mckey", "group": "239.%s.7.1", "bind": "%s", "transport": "udp", "role": "%s", "count": %s, "size": 64, "settle_s": 0.3, "interval_s": 1, "timeout_s": %s, "udp_port": 17401 }' \
+			"$1" "$X" "${5:-10.$X.7.1}" "$2" "$3" "$4"
 	}
-	printf '{ "listen_port": 9471, "probes": [ %s, %s, %s ] }\n' \
+	printf '{ "listen_port": 9471, "probes": [ %s, %s, %s, %s ] }\n' \
 		"$(mc mrx receiver 5 2)" "$(mc mshort receiver 10 0.5)" \
-		"$(mc mtx sender 5 2)" >"$T/mc.json"
+		"$(mc mtx sender 5 2)" "$(mc mnojoin receiver 5 2 "10.$X.8.1")" \
+		>"$T/mc.json"
 	bg_start mcd 60 "${NX[@]}" "$PROBED" -c "$T/mc.json"
 	scrape_mc() {
 		"${NX[@]}" curl -s --max-time 2 -o "$T/$1.txt" \
@@ -641,6 +644,22 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mshort",reason="timeout"}')"
 	assert_eq "mckey netns: short receiver lost 5 a run" "$((sruns * 5))" \
 		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mshort"}')"
+	nruns=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mnojoin"}')
+	num_ge "mckey netns: receiver that cannot bind ran" "$nruns" 2
+	assert_eq "mckey netns: ... and failed every run" "$nruns" \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mnojoin",' "$T/mc1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	assert_eq "mckey netns: a run that never joined lost nothing" 0 \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mnojoin"}')"
+	for fam in evrdma_mckey_bad_headers_total evrdma_mckey_untracked_total; do
+		if grep -q "^# TYPE $fam counter" "$T/mc1.txt" &&
+		   grep -q "^# HELP $fam " "$T/mc1.txt"; then
+			ok "mckey netns: family $fam: HELP and TYPE"
+		else
+			not_ok "mckey netns: family $fam: HELP and TYPE"
+		fi
+		assert_eq "mckey netns: $fam 0 for an honest sender" 0 \
+			"$(val "$T/mc1.txt" "$fam{probe=\"mrx\"}")"
+	done
 	assert_eq "mckey netns: no failures_total{reason=refused} for mckey" "" \
 		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mrx",reason="refused"}')"
 	bg_stop mcd 5

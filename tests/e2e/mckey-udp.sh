@@ -364,9 +364,9 @@ fi
 await r2
 expect_rc "stats: receiver" 0 r2
 expect_count "stats: receiver per-QP line" "$TMP/r2.out" \
-	'^mckey: qp 0: received 25 of 25 expected, 0 without an evrdma header$' 1
+	'^mckey: qp 0: received 25 of 25 expected, 0 without an evrdma header, 0 bad headers, 0 from untracked senders$' 1
 expect_count "stats: receiver per-sender line" "$TMP/r2.out" \
-	'^mckey: qp 0: sender [0-9a-f]{8}: 25 of 25, lost 0, duplicates 0, reordered 0$' 1
+	'^mckey: qp 0: sender [0-9a-f]{8}: 25 of 25, lost 0, duplicates 0, reordered 0, not received before stop 0, outside window 0$' 1
 expect_count "stats: join latency line" "$TMP/r2.out" \
 	'^mckey: qp 0 joined in [0-9]+\.[0-9]{3} ms$' 1
 expect_count "stats: receiver still ends with return status 0" "$TMP/r2.out" \
@@ -402,6 +402,22 @@ expect_le "extra messages: receiver exited before its deadline" "$MS" "$(tscale 
 expect_text "extra messages: receiver transcript" "$TMP/r3b.out" \
 	"$(transcript server "::ffff:$G" 1)"
 
+# 3c. a receiver that stops at its own -C 5, a sender of 10: the five
+# it did not wait for are not lost, they were not received before it
+# stopped (issue 14)
+G=239.77.1.8
+start r3c "$NSA" 8 -m $G -b "$A4" "${COMMON[@]}" -C 5 --stats \
+	--udp-port 17003 --deadline "$(tscale 5)"
+if await_joined r3c; then
+	run s3c "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" -C 10 --udp-port 17003
+	expect_rc "-C 5 of 10: sender" 0 s3c
+fi
+await r3c
+expect_rc "-C 5 of 10: receiver" 0 r3c
+expect_count "-C 5 of 10: 5 received, 0 lost, 5 not received before stop" \
+	"$TMP/r3c.out" \
+	'^mckey: qp 0: sender [0-9a-f]{8}: 5 of 10, lost 0, duplicates 0, reordered 0, not received before stop 5, outside window 0$' 1
+
 # 4. -C 0: join and leave only
 run r4 "$NSA" 20 -m 239.77.1.4 -b "$A4" "${COMMON[@]}" -C 0
 expect_rc "-C 0: receiver" 0 r4
@@ -430,9 +446,9 @@ expect_le "short sender: receiver exited within the deadline + 3 s" "$MS" $((180
 expect_match "short sender: deadline message" "$TMP/r5.err" \
 	'^mckey: deadline: receives not complete on 1 of 1 QPs after 1\.5 s$'
 expect_match "short sender: shortfall reported" "$TMP/r5.err" \
-	'^mckey: qp 0: received 10 of 20 expected, 0 without an evrdma header$'
+	'^mckey: qp 0: received 10 of 20 expected, 0 without an evrdma header, 0 bad headers, 0 from untracked senders$'
 expect_match "short sender: the sender's 10 all arrived" "$TMP/r5.err" \
-	'^mckey: qp 0: sender [0-9a-f]{8}: 10 of 10, lost 0, duplicates 0, reordered 0$'
+	'^mckey: qp 0: sender [0-9a-f]{8}: 10 of 10, lost 0, duplicates 0, reordered 0, not received before stop 0, outside window 0$'
 expect_text "short sender: receiver transcript" "$TMP/r5.out" \
 	"$(transcript server "::ffff:$G" 1 1 -110)"
 
@@ -465,13 +481,17 @@ if await_joined r6; then
 fi
 await r6
 expect_rc "killed sender: receiver fails at its deadline" 146 r6
+# What the killed sender never sent is not lost: the receiver did not
+# receive it before it stopped (at its deadline).  Nothing is lost on
+# the veth pair: got + not received = 100, lost 0.
 line=$(grep -E '^mckey: qp 0: sender [0-9a-f]{8}: [0-9]+ of 100, lost [0-9]+, ' \
 	"$TMP/r6.out" | head -n1)
-got=$(echo "$line" | sed -nE 's/.*: ([0-9]+) of 100, lost ([0-9]+),.*/\1 \2/p')
+got=$(echo "$line" | sed -nE 's/.*: ([0-9]+) of 100, lost ([0-9]+),.*, not received before stop ([0-9]+),.*/\1 \2 \3/p')
 if [ -n "$got" ]; then
 	set -- $got
-	if [ "$1" -gt 0 ] && [ "$2" -gt 0 ] && [ $(($1 + $2)) = 100 ]; then
-		ok "killed sender: receiver got $1 of 100, lost $2"
+	if [ "$1" -gt 0 ] && [ "$2" = 0 ] && [ "$3" -gt 0 ] &&
+	   [ $(($1 + $3)) = 100 ]; then
+		ok "killed sender: receiver got $1 of 100, lost 0, $3 not received before it stopped"
 	else
 		not_ok "killed sender: loss accounted" "$line"
 	fi
@@ -496,7 +516,104 @@ fi
 await r7
 expect_rc "lo: receiver" 0 r7
 expect_count "lo: receiver got all, once" "$TMP/r7.out" \
-	'^mckey: qp 0: sender [0-9a-f]{8}: 10 of 10, lost 0, duplicates 0, reordered 0$' 1
+	'^mckey: qp 0: sender [0-9a-f]{8}: 10 of 10, lost 0, duplicates 0, reordered 0, not received before stop 0, outside window 0$' 1
+
+# ------------------------------------------------------------- forged headers
+
+# 40,000 forged 24-byte headers from 300 sender ids, each announcing
+# 100 million messages at random sequence numbers, and 10 headers out of
+# range.  A receiver once sized a bitmap by each announced count (148 MiB
+# peak RSS); its memory must stay within its own limits (--max-senders
+# 256, --window 4096: some 150 KiB), a few MiB over an idle receiver's,
+# and what it could not track or could not read must be reported, in
+# --stats and in JSON.  The forger sends the 10 bad ones first, 10 ms
+# apart, then paces itself (1 ms every 200) so that the receivers' socket
+# buffers keep up; a receiver under valgrind still drops many of the
+# 40,000.
+FORGE=$(cat <<'PY'
+import random, socket, struct, sys, time
+group, port, src = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(src))
+rnd = random.Random(14)
+count = 100000000
+def send(sender, seq):
+    s.sendto(struct.pack(">4sBBHIIII", b"EVMK", 1, 0, 0, sender, seq, count, 0),
+             (group, port))
+for i in range(10):                 # first, while the receivers keep up
+    send(0x5eed0000, count + i)     # sequence number beyond the count
+    time.sleep(0.01)
+for i in range(40000):
+    send(0x5eed0000 + (i % 300) * 0x1000, rnd.randrange(count))
+    if i % 200 == 199:
+        time.sleep(0.001)
+PY
+)
+hwm_kib() { # NAME: peak RSS of the mckey under NAME's timeout, in KiB
+	local p
+	p=$(pgrep -P "${PID[$1]}" | head -n1)
+	[ -n "$p" ] && awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null
+}
+G=239.77.2.14
+FARGS=(-m "$G" -b "$L4" "${COMMON[@]}" --udp-port 17014 -C 100000000 \
+	--deadline "$(tscale 4)")
+start fidle "$NSL" 40 -m 239.77.2.15 -b "$L4" "${COMMON[@]}" --udp-port 17015 \
+	-C 100000000 --deadline "$(tscale 4)"
+start fstats "$NSL" 40 "${FARGS[@]}" --stats
+start fjson "$NSL" 40 "${FARGS[@]}" --json
+if await_joined fidle && await_joined fstats &&
+   wait_for "$TMP/fjson.out" '"type":"join"' 10; then
+	if ip netns exec "$NSL" python3 -c "$FORGE" "$G" 17014 "$L4" \
+		2>"$TMP/forge.err"; then
+		ok "forged headers: 40,010 sent"
+	else
+		not_ok "forged headers: the forger" "$(head -n3 "$TMP/forge.err")"
+	fi
+	sleep 0.3
+	idle=$(hwm_kib fidle)
+	peak=$(hwm_kib fstats)
+	peakj=$(hwm_kib fjson)
+	if [ -n "$idle" ] && [ -n "$peak" ] && [ -n "$peakj" ]; then
+		echo "# peak RSS: idle receiver $idle KiB, attacked $peak KiB (--stats), $peakj KiB (--json)"
+		expect_le "forged headers: peak RSS within 4 MiB of an idle receiver's ($peak vs $idle KiB)" \
+			"$peak" $((idle + 4096))
+		expect_le "forged headers: the --json receiver too ($peakj vs $idle KiB)" \
+			"$peakj" $((idle + 4096))
+	else
+		not_ok "forged headers: VmHWM of the receivers" \
+			"idle '$idle', attacked '$peak', '$peakj'"
+	fi
+fi
+await fidle
+await fstats
+expect_rc "forged headers: receiver ends at its deadline" 146 fstats
+# what it could not track (44 sender ids beyond 256; sequence numbers far
+# behind the highest) and could not read (the 10 out of range) is said
+line=$(grep -E '^mckey: qp 0: received [0-9]+ of 100000000 expected, ' "$TMP/fstats.out")
+got=$(echo "$line" | sed -nE 's/.*, ([0-9]+) bad headers, ([0-9]+) from untracked senders$/\1 \2/p')
+if [ -n "$got" ]; then
+	set -- $got
+	if [ "$1" -ge 1 ] && [ "$1" -le 10 ] && [ "$2" -ge 1 ]; then
+		ok "forged headers: --stats reports $1 bad headers, $2 from untracked senders"
+	else
+		not_ok "forged headers: bad and untracked counted" "$line"
+	fi
+else
+	not_ok "forged headers: --stats per-QP line with bad and untracked" "${line:-none}"
+	show "$TMP/fstats.out"
+fi
+expect_count "forged headers: 256 senders tracked, no more" "$TMP/fstats.out" \
+	'^mckey: qp 0: sender 5e[0-9a-f]{6}: ' 256
+expect_match "forged headers: arrivals outside the window reported" \
+	"$TMP/fstats.out" ', outside window [1-9][0-9]*$'
+await fjson
+expect_rc "forged headers: --json receiver ends at its deadline" 146 fjson
+expect_match "forged headers: JSON recv_stats has bad, untracked and the limits" \
+	"$TMP/fjson.out" \
+	'"type":"recv_stats".*"bad":([1-9]|10),"untracked":[1-9][0-9]*,"senders":256,"window":4096,"max_senders":256'
+expect_match "forged headers: JSON sender_stats has not_received and outside_window" \
+	"$TMP/fjson.out" \
+	'"type":"sender_stats".*"not_received":[0-9]+,"outside_window":[1-9]'
 
 # ------------------------------------------------------------- IPv6
 

@@ -77,6 +77,9 @@ seed udp-ps            mckey_opts -m 239.1.1.1 -p 0x111 -C 100000000 -S 0
 seed unmapped          mckey_opts -M ff12:401b::1 -b 0:0:0:0:0:0:0:1
 seed unmapped-nobind   mckey_opts -M ff12:401b::1
 seed timing            mckey_opts -m 239.1.1.1 -s --settle 0 --deadline 0.01 --rate 1e7
+seed limits            mckey_opts -m 239.1.1.1 --udp --stats --window 64 --max-senders 1
+seed stats-limits      mckey_opts -m 239.1.1.1 -b 10.0.0.1 --udp --stats --max-senders 16 --window 65536
+seed limits-max        mckey_opts -m 239.1.1.1 --window=1048576 --max-senders=4096
 seed trace             mckey_opts -m 239.1.1.1 --trace --rate=2.5 --settle=3600 --deadline=86400
 seed grouped           mckey_opts -sol -m239.1.1.1 -c1024
 seed bad-conns         mckey_opts -m 239.1.1.1 -c 1025

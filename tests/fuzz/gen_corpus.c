@@ -244,42 +244,69 @@ static size_t mc_msg(uint8_t *out, uint32_t sender, uint32_t seq,
 	return 2 + (size_t)len;
 }
 
+/* Inputs of fuzz_mc_payload: two bytes for the receiver's limits (0 0:
+ * the defaults; see the target), then the messages. */
 static void mc_seeds(void)
 {
-	static uint8_t b[8192];
+	static uint8_t b[16384];
 	size_t n;
 	int i;
 
-	n = mc_msg(b, 0x1234abcd, 0, 10, 100);         /* mckey's default -S */
+	b[0] = b[1] = 0;
+	n = 2 + mc_msg(b + 2, 0x1234abcd, 0, 10, 100); /* mckey's default -S */
 	put("mc_payload", "one", b, n);
-	n = 0;
+	n = 2;
 	for (i = 0; i < 10; i++)
 		n += mc_msg(b + n, 0x1234abcd, (uint32_t)i, 10, 24);
 	put("mc_payload", "ten-in-order", b, n);
-	n = 0;
+	n = 2;
+	for (i = 0; i < 5; i++)                        /* -C 5 of 10 */
+		n += mc_msg(b + n, 0x1234abcd, (uint32_t)i, 10, 24);
+	put("mc_payload", "stopped-early", b, n);
+	n = 2;
 	n += mc_msg(b + n, 7, 2, 4, 24);
 	n += mc_msg(b + n, 7, 0, 4, 24);               /* reordered */
 	n += mc_msg(b + n, 7, 2, 4, 24);               /* duplicate */
 	n += mc_msg(b + n, 8, 0, 4, 24);               /* second sender */
-	n += mc_msg(b + n, 7, 4, 4, 24);               /* seq == count */
-	n += mc_msg(b + n, 9, 5, 0, 24);               /* no count */
-	n += mc_msg(b + n, 9, 5, 0, 24);
-	n += mc_msg(b + n, 1, 0, 1, 23);               /* too short: foreign */
+	n += mc_msg(b + n, 7, 4, 4, 24);               /* seq == count: bad */
+	n += mc_msg(b + n, 9, 5, 0, 24);               /* no count: bad */
+	n += mc_msg(b + n, 7, 3, 5, 24);               /* count changed: bad */
+	n += mc_msg(b + n, 1, 0, 1, 23);               /* too short: bad */
+	n += mc_msg(b + n, 1, 0, 1, 3);                /* foreign */
 	n += mc_msg(b + n, 1, 0, 1, 0);
 	put("mc_payload", "mixed", b, n);
-	n = 0;
-	for (i = 0; i <= EVR_MC_MAX_SENDERS; i++)      /* one too many */
+	n = 2;
+	for (i = 0; i <= EVR_MC_DEFAULT_MAX_SENDERS; i++) /* one too many */
 		n += mc_msg(b + n, (uint32_t)i, 0, 1, 24);
 	put("mc_payload", "senders-257", b, n);
-	n = mc_msg(b, 3, 99999999, 100000000, 24);     /* mckey -C's limit */
+	b[0] = 1;                                      /* window 128, */
+	b[1] = 2;                                      /* 3 senders */
+	n = 2;
+	for (i = 0; i < 5; i++)
+		n += mc_msg(b + n, (uint32_t)i, 0, 1000, 24);
+	n += mc_msg(b + n, 0, 999, 1000, 24);          /* the window moves */
+	n += mc_msg(b + n, 0, 900, 1000, 24);          /* in it: reordered */
+	n += mc_msg(b + n, 0, 1, 1000, 24);            /* behind it */
+	n += mc_msg(b + n, 0, 999, 1000, 24);          /* duplicate */
+	put("mc_payload", "small-limits", b, n);
+	b[0] = b[1] = 0;
+	n = 2;
+	for (i = 0; i < 300; i++)                      /* forged, spread */
+		n += mc_msg(b + n, 0x5eed0000u + (uint32_t)i * 0x1000u,
+			    (uint32_t)i * 333331u % 100000000u, 100000000u,
+			    24);
+	put("mc_payload", "forged-300", b, n);
+	n = 2 + mc_msg(b + 2, 3, 99999999, 100000000, 24); /* -C's limit */
 	put("mc_payload", "count-max", b, n);
-	n = mc_msg(b, 3, 0, 1, 24);
-	b[2 + 4] = 2;                                  /* version 2 */
+	n = 2 + mc_msg(b + 2, 3, 0xfffffffeu, 0xffffffffu, 24);
+	put("mc_payload", "count-near-2-32", b, n);
+	n = 2 + mc_msg(b + 2, 3, 0, 1, 24);
+	b[2 + 2 + 4] = 2;                              /* version 2 */
 	put("mc_payload", "bad-version", b, n);
-	mc_msg(b, 3, 0, 1, 64);
-	b[0] = 0xff;                                   /* length says 65507: */
-	b[1] = 0xe3;                                   /* the input is cut */
-	put("mc_payload", "cut", b, 2 + 64);
+	mc_msg(b + 2, 3, 0, 1, 64);
+	b[2] = 0xff;                                   /* length says 65507: */
+	b[3] = 0xe3;                                   /* the input is cut */
+	put("mc_payload", "cut", b, 2 + 2 + 64);
 }
 
 int main(int argc, char **argv)
