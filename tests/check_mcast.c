@@ -2616,6 +2616,35 @@ END_TEST
 
 /* ================================================================== */
 
+/* The one formatter of mcast failures: upstream's text, then what failed,
+ * then the errno's text. */
+START_TEST(test_failure_str)
+{
+	struct evr_mc_failure f;
+	char b[128];
+
+	memset(&f, 0, sizeof(f));
+	f.msg = "mckey: addr bind failure";
+	f.with_errno = 1;
+	f.sys_errno = EADDRNOTAVAIL;
+	evr_mc_failure_str(&f, b, sizeof(b));
+	ck_assert_str_eq(b, "mckey: addr bind failure: Cannot assign requested address");
+	snprintf(f.detail, sizeof(f.detail), "10.9.9.9");
+	evr_mc_failure_str(&f, b, sizeof(b));
+	ck_assert_str_eq(b, "mckey: addr bind failure 10.9.9.9: Cannot assign requested address");
+	f.with_errno = 0;
+	snprintf(f.detail, sizeof(f.detail), "timed out");
+	evr_mc_failure_str(&f, b, sizeof(b));
+	ck_assert_str_eq(b, "mckey: addr bind failure: timed out");
+	f.detail[0] = '\0';
+	evr_mc_failure_str(&f, b, 10);
+	ck_assert_str_eq(b, "mckey: ad");
+	evr_mc_failure_str(NULL, b, sizeof(b));
+	ck_assert_str_eq(b, "no failure");
+	evr_mc_failure_str(&f, NULL, 5);
+}
+END_TEST
+
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
@@ -2688,6 +2717,7 @@ static Suite *mcast_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cli");
+	tcase_add_test(tc, test_failure_str);
 	tcase_add_test(tc, test_parse_defaults);
 	tcase_add_test(tc, test_parse_upstream_options);
 	tcase_add_test(tc, test_parse_port_space);

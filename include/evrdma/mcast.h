@@ -105,7 +105,8 @@ struct evr_mc_failure {
 	const char *msg;          /* upstream's message text */
 	int with_errno;           /* print ": strerror(errno)" after msg */
 	int sys_errno;
-	char detail[160];         /* preformatted extra text, or "" */
+	char detail[160];         /* preformatted extra text, or "": with
+				   * with_errno what failed (an address) */
 };
 
 /* Any member may be NULL.  The struct is copied by evr_mcast_new().
@@ -149,6 +150,11 @@ void evr_mcast_cancel(struct evr_mcast *m);
  * outside callbacks, from its own done(), or from another engine's
  * callbacks; not from this engine's other callbacks.  NULL is allowed. */
 void evr_mcast_free(struct evr_mcast *m);
+/* One line of text for a failure, without a newline: msg, then with
+ * with_errno " detail" (if any) and ": strerror(sys_errno)", else
+ * ": detail" (if any).  Truncated to len; f NULL gives "no failure". */
+void evr_mc_failure_str(const struct evr_mc_failure *f, char *buf,
+			size_t len);
 
 #ifdef __cplusplus
 }

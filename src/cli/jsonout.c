@@ -479,13 +479,7 @@ json_t *jo_mc_failure(const struct evr_mc_failure *f)
 	json_t *o = jo_record("error");
 	char line[512];
 
-	if (f->with_errno)
-		snprintf(line, sizeof(line), "%s: %s", f->msg,
-			 strerror(f->sys_errno));
-	else if (f->detail[0])
-		snprintf(line, sizeof(line), "%s: %s", f->msg, f->detail);
-	else
-		snprintf(line, sizeof(line), "%s", f->msg);
+	evr_mc_failure_str(f, line, sizeof(line));
 	set_str(o, "message", line);
 	set_int(o, "qp", f->qp);
 	set_int(o, "err", f->err);

@@ -113,14 +113,13 @@ static void on_failure(void *ud, const struct evr_mc_failure *f)
 {
 	struct app *a = ud;
 
+	char line[512];
+
 	/* upstream: perror() text on stderr, printf() text on stdout */
-	if (f->with_errno)
-		fprintf(stderr, "%s: %s\n", f->msg, strerror(f->sys_errno));
-	else if (f->detail[0])
-		fprintf(stderr, "%s: %s\n", f->msg, f->detail);
-	else if (!strcmp(f->msg, "No RDMA devices were detected") ||
-		 a->cli.json)
-		fprintf(stderr, "%s\n", f->msg);
+	evr_mc_failure_str(f, line, sizeof(line));
+	if (f->with_errno || f->detail[0] ||
+	    !strcmp(f->msg, "No RDMA devices were detected") || a->cli.json)
+		fprintf(stderr, "%s\n", line);
 	else
 		out(f->msg);
 	if (a->cli.json)

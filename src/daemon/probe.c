@@ -272,13 +272,7 @@ static void mc_failure(void *ud, const struct evr_mc_failure *f)
 
 	if (p->why[0])
 		return; /* the first says why */
-	if (f->with_errno)
-		snprintf(p->why, sizeof(p->why), "%s: %s", f->msg,
-			 strerror(f->sys_errno));
-	else if (f->detail[0])
-		snprintf(p->why, sizeof(p->why), "%s: %s", f->msg, f->detail);
-	else
-		snprintf(p->why, sizeof(p->why), "%s", f->msg);
+	evr_mc_failure_str(f, p->why, sizeof(p->why));
 	if (!strcmp(f->msg, "No RDMA devices were detected"))
 		p->pend_nodev = 1;
 }

@@ -644,3 +644,20 @@ void evr_mcast_free(struct evr_mcast *m)
 	free(m->bind_addr);
 	free(m);
 }
+
+void evr_mc_failure_str(const struct evr_mc_failure *f, char *buf,
+			size_t len)
+{
+	if (!buf || !len)
+		return;
+	if (!f)
+		snprintf(buf, len, "no failure");
+	else if (f->with_errno)
+		snprintf(buf, len, "%s%s%s: %s", f->msg ? f->msg : "",
+			 f->detail[0] ? " " : "", f->detail,
+			 strerror(f->sys_errno));
+	else if (f->detail[0])
+		snprintf(buf, len, "%s: %s", f->msg ? f->msg : "", f->detail);
+	else
+		snprintf(buf, len, "%s", f->msg ? f->msg : "");
+}

@@ -185,7 +185,7 @@ static int r_resolve(struct evr_mc_node *n)
 	if (e->have_src &&
 	    rdma_bind_addr(r->id, (struct sockaddr *)&e->src)) {
 		evr__mc_fail(m, n->index, -1, "mckey: addr bind failure",
-			     errno, 1, NULL);
+			     errno, 1, m->o.bind_addr);
 		return -1;
 	}
 	if (m->o.unmapped)

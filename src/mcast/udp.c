@@ -95,6 +95,12 @@ static int u_node_init(struct evr_mc_node *n)
 	return 0;
 }
 
+static const char *family_name(int family)
+{
+	return family == AF_INET ? "IPv4" : family == AF_INET6 ? "IPv6" :
+				   "another family";
+}
+
 static int get_addr(struct evr_mcast *m, const char *host,
 		    struct sockaddr_storage *out, socklen_t *len)
 {
@@ -145,9 +151,10 @@ static int u_prepare(struct evr_mcast *m)
 	char d[160];
 
 	if (m->o.unmapped) {
-		evr__mc_fail(m, 0, -EINVAL,
-			     "mckey: -M (an AF_IB group) needs the RDMA transport",
-			     0, 0, NULL);
+		/* evrdma's own checks say so on stderr (a detail), where
+		 * upstream's bare lines go to stdout */
+		evr__mc_fail(m, 0, -EINVAL, "mckey: invalid options", 0, 0,
+			     "-M (an AF_IB group) needs the RDMA transport");
 		return -1;
 	}
 	if (m->o.bind_addr) {
@@ -162,9 +169,10 @@ static int u_prepare(struct evr_mcast *m)
 
 		in->sin_port = htons(m->o.udp_port);
 		if (!IN_MULTICAST(ntohl(in->sin_addr.s_addr))) {
-			snprintf(d, sizeof(d), "mckey: %s is not a multicast "
+			snprintf(d, sizeof(d), "%s is not a multicast "
 				 "address", m->o.group);
-			evr__mc_fail(m, 0, -EINVAL, d, 0, 0, NULL);
+			evr__mc_fail(m, 0, -EINVAL, "mckey: invalid group", 0,
+				     0, d);
 			return -1;
 		}
 	} else if (e->dst.ss_family == AF_INET6) {
@@ -172,9 +180,10 @@ static int u_prepare(struct evr_mcast *m)
 
 		in6->sin6_port = htons(m->o.udp_port);
 		if (!IN6_IS_ADDR_MULTICAST(&in6->sin6_addr)) {
-			snprintf(d, sizeof(d), "mckey: %s is not a multicast "
+			snprintf(d, sizeof(d), "%s is not a multicast "
 				 "address", m->o.group);
-			evr__mc_fail(m, 0, -EINVAL, d, 0, 0, NULL);
+			evr__mc_fail(m, 0, -EINVAL, "mckey: invalid group", 0,
+				     0, d);
 			return -1;
 		}
 		if (e->have_src)
@@ -187,8 +196,11 @@ static int u_prepare(struct evr_mcast *m)
 			in6->sin6_scope_id = e->ifindex;
 	}
 	if (e->have_src && e->src.ss_family != e->dst.ss_family) {
+		snprintf(d, sizeof(d), "%s (%s) for group %s (%s)",
+			 m->o.bind_addr, family_name(e->src.ss_family),
+			 m->o.group, family_name(e->dst.ss_family));
 		evr__mc_fail(m, 0, -EINVAL, "mckey: addr bind failure",
-			     EAFNOSUPPORT, 1, NULL);
+			     EAFNOSUPPORT, 1, d);
 		return -1;
 	}
 	return 0;
@@ -242,8 +254,13 @@ static int u_resolve(struct evr_mc_node *n)
 		setint(u->fd, SOL_SOCKET, SO_REUSEPORT, 1);
 		setint(u->fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
 		if (bind(u->fd, (struct sockaddr *)&e->dst, e->dst_len)) {
+			char d[160];
+			int err = errno;
+
+			snprintf(d, sizeof(d), "group %s port %u", m->o.group,
+				 m->o.udp_port);
 			evr__mc_fail(m, n->index, -1, "mckey: addr bind failure",
-				     errno, 1, NULL);
+				     err, 1, d);
 			return -1;
 		}
 	}
@@ -257,9 +274,10 @@ static int u_setup(struct evr_mc_node *n)
 	char d[160];
 
 	if (m->o.count && m->o.size > UDP_MAX_PAYLOAD) {
-		snprintf(d, sizeof(d), "mckey: message_size %u is larger than "
+		snprintf(d, sizeof(d), "message_size %u is larger than "
 			 "the UDP maximum %u", m->o.size, UDP_MAX_PAYLOAD);
-		evr__mc_fail(m, n->index, -EINVAL, d, 0, 0, NULL);
+		evr__mc_fail(m, n->index, -EINVAL, "mckey: invalid size", 0, 0,
+			     d);
 		return -1;
 	}
 	u->buflen = m->o.size > EVR_MC_HDR_LEN ? m->o.size : EVR_MC_HDR_LEN;
@@ -315,8 +333,16 @@ static int u_join(struct evr_mc_node *n)
 	/* A sender needs no membership to send (like -o on RDMA). */
 	if (!m->o.sender && !m->o.sendonly) {
 		if (membership(n, 1)) {
+			char d[160];
+			int err = errno;
+
+			if (e->have_src)
+				snprintf(d, sizeof(d), "%s on the interface of "
+					 "%s", m->o.group, m->o.bind_addr);
+			else
+				snprintf(d, sizeof(d), "%s", m->o.group);
 			evr__mc_fail(m, n->index, -1, "mckey: failure joining",
-				     errno, 1, NULL);
+				     err, 1, d);
 			return -1;
 		}
 		u->member = 1;

@@ -261,6 +261,26 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NSW" 2>/dev/null; then
 		assert_lines "mckey --udp ${json:-(text)} >/dev/full: one line" 1 \
 			"$T/mcwf.err" '^mckey: write error on standard output: No space left on device$'
 	done
+	# bind and join failures name the addresses (and the families)
+	mcbad() { # DESC STATUS ERE ARGS...
+		local d=$1 st=$2 re=$3
+		shift 3
+		timeout "$(tscale 10)" ip netns exec "$NSW" "$MCKEY" "$@" --udp -C 1 \
+			>/dev/null 2>"$T/mcbad.err"
+		assert_exit "mckey $d: exit $st" "$st" "$?" "$T/mcbad.err"
+		assert_lines "mckey $d: one line naming it" 1 "$T/mcbad.err" "$re"
+	}
+	mcbad "-b with another family than -m" 234 \
+		'^mckey: addr bind failure ::1 \(IPv6\) for group 239\.1\.1\.9 \(IPv4\): Address family not supported by protocol$' \
+		-m 239.1.1.9 -b ::1
+	mcbad "-b an address of no interface here" 255 \
+		'^mckey: failure joining 239\.1\.1\.9 on the interface of 192\.0\.2\.1: No such device$' \
+		-m 239.1.1.9 -b 192.0.2.1
+	mcbad "a group that is not multicast" 234 \
+		'^mckey: invalid group: 127\.0\.0\.9 is not a multicast address$' -m 127.0.0.9 -b 127.0.0.1
+	mcbad "-M with --udp" 234 \
+		'^mckey: invalid options: -M \(an AF_IB group\) needs the RDMA transport$' \
+		-M ff0e::1 -b 127.0.0.1
 	bg_start mcint 20 ip netns exec "$NSW" "$MCKEY" -m 239.1.1.9 -b 127.0.0.1 \
 		--udp -C 3
 	wait_match "$E2E_TMP/mcint.out" 'receiving data transfers' 5

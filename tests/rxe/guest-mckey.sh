@@ -151,8 +151,8 @@ timeout 30 $M -m $G -b $A1 -C 0 >"$T/o.out" 2>&1; rc=$?
 	ok "-C 0 joins and leaves only" || ko "-C 0" "rc $rc"
 
 timeout 30 $M -m $G -b 10.99.99.99 >"$T/o.out" 2>&1; rc=$?
-[ "$rc" = 255 ] && has "$T/o.out" "mckey: addr bind failure: Cannot assign requested address" &&
-	ok "bad bind address: upstream's message" || ko "bad bind address" "rc $rc"
+[ "$rc" = 255 ] && has "$T/o.out" "mckey: addr bind failure 10.99.99.99: Cannot assign requested address" &&
+	ok "bad bind address: upstream's message, naming the address" || ko "bad bind address" "rc $rc"
 
 # nothing left behind in the RDMA stack
 left=$(rdma resource show qp 2>/dev/null | grep -c 'type UD' || true)
