@@ -15,6 +15,7 @@ struct rstream_cli {
 	int async, blocking;
 	int json;       /* --json: JSON Lines instead of the table */
 	int per_conn;           /* --per-conn: a row per connection too */
+	const char *server_only; /* the last server-only option given */
 };
 
 enum {
