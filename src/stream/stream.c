@@ -911,7 +911,8 @@ static void server_accept_one(void *ud, struct evr_conn *c,
 		c->ops->close(c);
 		return;
 	}
-	if (st->nconns_live >= st->max_conns) {
+	/* -T f children serve a connection each: they count too */
+	if (st->nconns_live + (st->forked - st->reaped) >= st->max_conns) {
 		server_turn_away(st, c, sa);
 		return;
 	}

@@ -33,8 +33,6 @@ mem_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 mem_le() { # DESC A B
 	if [ "$E2E_VG" = 1 ]; then
 		skip "$1: under valgrind the footprint is memcheck's"
-	elif [ "$E2E_SAN" = yes ]; then
-		skip "$1: in the ASan build the footprint is ASan's (shadow memory, quarantine)"
 	else
 		assert_le "$@"
 	fi
@@ -128,6 +126,32 @@ if start_server mc "$P" "$R" -T s -b $H -p "$P" --max-conns 2 \
 		"$T/after.out" "$T/after.err"
 	bg_stop mc
 	assert_exit "max-conns server: stops on SIGTERM" 0 "$RC" "$T/mc.err"
+fi
+
+# -T f: a child serves each connection, and counts against the limit
+P=$(e2e_port)
+if start_server mcf "$P" "$R" -T s -T f -b $H -p "$P" --max-conns 1 \
+	--stall-timeout "$(tscale 60)"; then
+	bg_start fhalf 120 "$FP" half $H "$P" "$(tscale 60)"
+	wait_match "$T/fhalf.out" "sent half a message" 10
+	run_cmd fover 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1
+	assert_exit "-T f --max-conns 1, a child serving: the next is refused (exit 3)" \
+		3 "$RC" "$T/fover.out" "$T/fover.err"
+	assert_match "-T f: the client says why" "connection refused: .*--max-conns" \
+		"$T/fover.err"
+	SP=$(bg_child_pid mcf)
+	bg_kill fhalf
+	# the child ends and is reaped (bounded wait)
+	end=$(( $(now_ms) + $(tscale 10) * 1000 ))
+	while [ -n "$(ps -o pid= --ppid "$SP")" ] && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.05
+	done
+	sleep 0.1
+	run_cmd fafter 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1
+	assert_exit "-T f: once the child is done, a client passes" 0 "$RC" \
+		"$T/fafter.out" "$T/fafter.err"
+	bg_stop mcf
+	assert_exit "-T f max-conns server: stops on SIGTERM" 0 "$RC" "$T/mcf.err"
 fi
 
 # ------------------------------------------------ 4. --max-memory
