@@ -307,9 +307,7 @@ static void reply(struct evr_sess *s, int status)
 	uint32_t limit = EVR_MAX_XFER_SIZE;
 
 	s->reply_status = status;
-
-	/* What the budget has left for one more buffer, for the client to
-	 * tell its user */
+	/* what the budget has left for one more buffer */
 	if (status == EVR_PLAN_E_BUDGET && s->budget) {
 		size_t used = s->budget->used - s->charged;
 		size_t left = used < s->budget->max ?
@@ -652,11 +650,12 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->conn_index = conn_index;
 	s->conn_total = conn_total;
 	s->interval_ms = o->interval_ms;
-	if (!client)
+	if (!client) {
 		s->chunk = o->chunk_size ? o->chunk_size :
 					   EVR_DEFAULT_CHUNK_SIZE;
-	if (s->chunk < EVR_SYNC_LEN && !client)
-		s->chunk = EVR_SYNC_LEN;
+		if (s->chunk < EVR_SYNC_LEN)
+			s->chunk = EVR_SYNC_LEN; /* the buffer holds a sync */
+	}
 	s->lat_on = client && o->percentiles;
 	evr__lat_init(&s->lat);
 	if (client && o->duration_ms) {
