@@ -185,6 +185,36 @@ START_TEST(test_conn_data_version)
 }
 END_TEST
 
+/* The peer's target SGL and ring half are bounded before anything uses
+ * them: the entries number our writes into its SGL, the half bounds our
+ * chunks and is reported doubled. */
+START_TEST(test_conn_data_bounds)
+{
+	struct evr_rs_conn_data cd;
+	uint8_t buf[40];
+
+	memcpy(buf, req_bytes, 40);
+	buf[20] = 0; buf[21] = 0; buf[22] = 1; buf[23] = 0;     /* 256 */
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), 0);
+	ck_assert_uint_eq(cd.target_sgl.length, EVR_RS_SGL_MAX);
+	buf[23] = 1;                                            /* 257 */
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), -EPROTO);
+	buf[20] = 0xff; buf[21] = 0xff; buf[22] = 0xff; buf[23] = 0xff;
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), -EPROTO);
+
+	memcpy(buf, req_bytes, 40);
+	memset(buf + 36, 0, 4);                                 /* 0 */
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), -EPROTO);
+	buf[36] = 0x40;                                         /* 1 GiB */
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), 0);
+	ck_assert_uint_eq(cd.data_buf.length, EVR_RS_RBUF_HALF_MAX);
+	buf[39] = 1;                                            /* + 1 */
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), -EPROTO);
+	buf[36] = 0xff;
+	ck_assert_int_eq(evr__rs_conn_data_decode(buf, 40, &cd), -EPROTO);
+}
+END_TEST
+
 /* ---- SGEs ---- */
 
 START_TEST(test_sge_order)
@@ -658,6 +688,34 @@ START_TEST(test_rx_overflow)
 }
 END_TEST
 
+/* A DATA message's length is the peer's word for how many bytes it
+ * wrote: never more than the ring space we offered it (a half at first,
+ * another with each SGL), or we would read bytes it never wrote. */
+START_TEST(test_rx_push_beyond_offer)
+{
+	struct evr_rs_rx rx;
+	struct evr_rs_sge sge;
+	unsigned entry;
+	uint32_t off;
+
+	rx_setup(&rx);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, RING / 2 + 1), -EMSGSIZE);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, EVR_RS_DATA_MASK), -EMSGSIZE);
+	ck_assert_uint_eq(rx.msg_count, 0);
+	ck_assert_uint_eq(evr__rs_rx_peek(&rx, &off), 0);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, RING / 2 - 1), 0);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, 1), 0);
+	/* the first half is all written: nothing more until the SGL */
+	ck_assert_int_eq(evr__rs_rx_push(&rx, 1), -EMSGSIZE);
+	evr__rs_rx_update(&rx, EVR_RS_UPD_SGE, RBUF, 1, &sge, &entry);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, RING / 2 + 1), -EMSGSIZE);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, RING / 2), 0);
+	ck_assert_int_eq(evr__rs_rx_push(&rx, 1), -EMSGSIZE);
+	ck_assert_uint_eq(rx.msg_count, 3);
+	ck_assert_uint_eq(rx.bytes_in, RING);
+}
+END_TEST
+
 START_TEST(test_rx_seq_wrap)
 {
 	struct evr_rs_rx rx;
@@ -761,6 +819,7 @@ static Suite *rsproto_suite(void)
 	tcase_add_test(tc, test_conn_data_round_trip);
 	tcase_add_test(tc, test_conn_data_lengths);
 	tcase_add_test(tc, test_conn_data_version);
+	tcase_add_test(tc, test_conn_data_bounds);
 	tcase_add_test(tc, test_sge_order);
 	suite_add_tcase(s, tc);
 
@@ -781,6 +840,7 @@ static Suite *rsproto_suite(void)
 	tcase_add_test(tc, test_rx_credits_only);
 	tcase_add_test(tc, test_rx_partial_consume);
 	tcase_add_test(tc, test_rx_overflow);
+	tcase_add_test(tc, test_rx_push_beyond_offer);
 	tcase_add_test(tc, test_rx_seq_wrap);
 	tcase_add_test(tc, test_tx_rx_together);
 	suite_add_tcase(s, tc);

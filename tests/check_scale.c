@@ -172,6 +172,41 @@ START_TEST(test_opt_connections)
 }
 END_TEST
 
+/* The server's limits: values with suffixes, defaults left as 0 (the
+ * engine's), and each one refused on a client. */
+START_TEST(test_opt_server_limits)
+{
+	struct rstream_cli cli;
+	char err[512];
+	const char *a1[] = { "rstream", "--max-conns", "2", "--max-memory",
+			     "3g", "--chunk", "64k", NULL };
+	const char *a2[] = { "rstream", NULL };
+	static const char *const opts[] = { "--max-conns", "--max-memory",
+					    "--chunk" };
+	unsigned i;
+
+	ck_assert_int_eq(parse(&cli, 7, a1, err, sizeof(err)),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(cli.o.max_conns, 2);
+	ck_assert_uint_eq(cli.o.max_memory, 3ULL << 30);
+	ck_assert_uint_eq(cli.o.chunk_size, 64 << 10);
+	ck_assert_int_eq(parse(&cli, 1, a2, err, sizeof(err)),
+			 RSTREAM_PARSE_OK);
+	ck_assert_uint_eq(cli.o.max_conns, 0);
+	ck_assert_uint_eq(cli.o.max_memory, 0);
+	ck_assert_uint_eq(cli.o.chunk_size, 0);
+	for (i = 0; i < 3; i++) {
+		const char *a[] = { "rstream", "-s", "h", opts[i], "4096",
+				    NULL };
+
+		ck_assert_int_eq(parse(&cli, 5, a, err, sizeof(err)),
+				 RSTREAM_PARSE_BAD);
+		ck_assert_msg(strstr(err, opts[i]) &&
+			      strstr(err, "is a server option"), "%s", err);
+	}
+}
+END_TEST
+
 START_TEST(test_opt_connections_bad)
 {
 	static const char *const vals[] = { "0", "100001", "-1", "x", "1k",
@@ -294,6 +329,7 @@ static Suite *scale_suite(void)
 	tc = tcase_create("cli");
 	tcase_add_test(tc, test_opt_connections);
 	tcase_add_test(tc, test_opt_connections_bad);
+	tcase_add_test(tc, test_opt_server_limits);
 	tcase_add_test(tc, test_failure_names_connection);
 	tcase_add_test(tc, test_fds_needed);
 	tcase_add_test(tc, test_fdlimit_plan);

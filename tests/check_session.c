@@ -83,6 +83,7 @@ struct mock {
 	int send_err;           /* sends return this while set */
 	int recv_err;           /* receives return this while set */
 	unsigned sends, recvs, shutdowns, closes;
+	size_t max_len;         /* the largest send or receive asked for */
 };
 
 static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len)
@@ -94,6 +95,8 @@ static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len)
 	if (m->closes || !len)
 		ck_abort_msg("send on a closed conn or of 0 bytes");
 	m->sends++;
+	if (len > m->max_len)
+		m->max_len = len;
 	if (m->send_iscript < m->send_nscript)
 		return m->send_script[m->send_iscript++];
 	if (m->send_err)
@@ -122,6 +125,8 @@ static ssize_t mock_recv(struct evr_conn *c, void *buf, size_t len)
 	if (m->closes || !len)
 		ck_abort_msg("recv on a closed conn or of 0 bytes");
 	m->recvs++;
+	if (len > m->max_len)
+		m->max_len = len;
 	if (m->recv_iscript < m->recv_nscript)
 		return m->recv_script[m->recv_iscript++];
 	if (m->recv_err)
@@ -963,6 +968,154 @@ START_TEST(test_server_duration)
 	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
 	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
 	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_FLAGS);
+}
+END_TEST
+
+/* -D through a chunked server: the mark is the first byte of an
+ * iteration's first transfer, read from its first piece only; a piece
+ * further in that starts with anything is data. */
+START_TEST(test_server_duration_chunked)
+{
+	enum { SZ = 200000, CH = 65536 };
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	uint8_t *d = calloc(1, SZ);
+	unsigned it;
+
+	ck_assert_ptr_nonnull(d);
+	base_opts(&o);
+	o.chunk_size = CH;
+	default_lat_plan(&cp);
+	start_sess(0, &cp, &o);
+	ev(EVR_SE_CONNECTED, 0);
+	feed(evr__hello_msg, 16);
+	feed_hdr(EVR_WIRE_VERSION_DURATION, EVR_PLAN_F_DURATION, 1, 0, 1);
+	feed_entry(SZ, 1, EVR_MAX_COUNT, EVR_TEST_CUSTOM);
+	ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_SYNC_RECV);
+	take_discard(32);
+	ck_assert_uint_le(s.bufsize, CH);
+	feed_zeros(16);
+	ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_DATA_RECV);
+	take_discard(16);
+	d[CH] = 'X';     /* the second piece's first byte: no mark */
+	d[2 * CH] = EVR_ITER_LAST;
+	for (it = 0; it < 3; it++) {
+		d[0] = it < 2 ? EVR_ITER_MORE : EVR_ITER_LAST;
+		feed(d, SZ);
+		if (it < 2) {
+			ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_DATA_RECV);
+			take_discard(SZ);
+		}
+	}
+	ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_DRAIN);
+	take_discard(SZ);
+	ck_assert_uint_eq(bq_avail(&q_out), 0);
+	ck_assert_uint_eq(rec.n, 1);
+	assert_result(&rec, 0, "custom", SZ, 1, 3);
+	ck_assert_uint_le(s.bufsize, CH);
+	ck_assert_uint_le(m.max_len, CH);
+	free(d);
+}
+END_TEST
+
+/* The memory budget: a plan whose buffer the budget cannot take is
+ * refused with its own reason and what is left; one that fits is
+ * charged, and the charge comes back when the machine goes. */
+START_TEST(test_server_budget)
+{
+	struct evr_membudget bg = { .used = 0, .max = 100000 };
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	uint8_t b[16];
+	uint32_t limit = 0;
+
+	base_opts(&o);              /* chunk: 1 MiB */
+	default_lat_plan(&cp);
+	start_sess(0, &cp, &o);
+	evr__sess_set_budget(&s, &bg);
+	ck_assert_uint_eq(bg.used, EVR_SYNC_LEN);
+	bg.used += 30000;           /* another connection's */
+	ev(EVR_SE_CONNECTED, 0);
+	feed(evr__hello_msg, 16);
+	feed_hdr(EVR_WIRE_VERSION, 0, 1, 0, 1);
+	feed_entry(4 << 20, 1, 1, EVR_TEST_CUSTOM); /* needs the chunk */
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
+	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_BUDGET);
+	take_discard(16);
+	take(b, 16);
+	ck_assert_int_eq(evr__plan_reply_decode(b, &limit), EVR_PLAN_E_BUDGET);
+	ck_assert_uint_eq(limit, 100000 - 30000);
+	ck_assert_uint_eq(bg.used, 30000 + EVR_SYNC_LEN);
+	evr__sess_fini(&s);
+	s_live = 0;
+	ck_assert_uint_eq(bg.used, 30000);
+
+	/* 60000 bytes fit in the 70000 left */
+	reset_fixture();
+	start_sess(0, &cp, &o);
+	evr__sess_set_budget(&s, &bg);
+	ev(EVR_SE_CONNECTED, 0);
+	feed(evr__hello_msg, 16);
+	feed_hdr(EVR_WIRE_VERSION, 0, 1, 0, 1);
+	feed_entry(60000, 1, 1, EVR_TEST_CUSTOM);
+	ASSERT_AT(EVR_WANT_READ, settle(), EVR_SS_SYNC_RECV);
+	take_discard(16);
+	take(b, 16);
+	ck_assert_int_eq(evr__plan_reply_decode(b, NULL), EVR_PLAN_OK);
+	ck_assert_uint_eq(bg.used, 30000 + 60000);
+	evr__sess_fini(&s);
+	s_live = 0;
+	ck_assert_uint_eq(bg.used, 30000);
+
+	/* an upstream client's test (the server's own plan) that the
+	 * budget cannot take fails the connection, saying why */
+	reset_fixture();
+	bg.used = 99990;
+	custom_plan(&cp, 60000, 1, 1);
+	start_sess(0, &cp, &o);
+	evr__sess_set_budget(&s, &bg);
+	ev(EVR_SE_CONNECTED, 0);
+	feed_zeros(16);
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
+	take_discard(16);           /* the sync went back first */
+	ck_assert_int_eq(s.fail.err, -ENOBUFS);
+	ck_assert_int_eq(s.fail.phase, EVR_PH_SYNC);
+	ck_assert_ptr_nonnull(strstr(s.fail.where, "--max-memory"));
+	evr__sess_fini(&s);
+	s_live = 0;
+	ck_assert_uint_eq(bg.used, 99990);
+}
+END_TEST
+
+/* A server at its --max-conns sends BUSY at once: a client says so,
+ * negotiating (in place of the ACK) or not (in place of the sync). */
+START_TEST(test_client_server_busy)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	char line[512];
+
+	base_opts(&o);
+	custom_plan(&cp, 100, 1, 1);
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
+	feed(evr__busy_msg, 16);
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
+	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_CONNS);
+	evr_failure_str(&s.fail, line, sizeof(line));
+	ck_assert_msg(strstr(line, "connection refused") &&
+		      strstr(line, "--max-conns"), "%s", line);
+
+	reset_fixture();
+	o.no_negotiate = 1;
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_SYNC_RECV);
+	feed(evr__busy_msg, 16);
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_REJECTED, EVR_PH_SYNC);
+	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_CONNS);
 }
 END_TEST
 
@@ -2211,6 +2364,63 @@ START_TEST(test_e2e_shared_buffer)
 }
 END_TEST
 
+/* A 4 MiB transfer through a server with a 64 KiB chunk: the server's
+ * buffer and every call it makes stay within the chunk, the counts and
+ * bytes are those of the plan, and with -T v every byte both ways
+ * carries the pattern (negotiated, and the server's own plan). */
+START_TEST(test_e2e_chunked)
+{
+	enum { SZ = 4 << 20, CH = 64 << 10, CNT = 2, IT = 3 };
+	struct evr_membudget bg = { .used = 0, .max = 1 << 20 };
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+	int v;
+
+	for (v = 0; v < 3; v++) {
+		if (v) {
+			pair_teardown();
+			pair_setup();
+		}
+		base_opts(&oc);
+		base_opts(&os);
+		os.chunk_size = CH;
+		oc.verify = v > 0;
+		oc.force_negotiate = v == 1;  /* v == 2: upstream's wire */
+		custom_plan(&pc, SZ, CNT, IT);
+		if (v == 2)
+			ps = pc;
+		else
+			default_lat_plan(&ps);
+		end_start(&cl, 1, &pc, &oc);
+		end_start(&sv, 0, &ps, &os);
+		evr__sess_set_budget(&sv.s, &bg);
+		pump();
+		assert_both_done();
+		ck_assert_int_eq(cl.s.negotiated, v < 2);
+		ck_assert_int_eq(sv.s.verify, v > 0);
+		assert_result(&cl.rec, 0, "custom", SZ, CNT, IT);
+		assert_result(&sv.rec, 0, "custom", SZ, CNT, IT);
+		ck_assert_uint_eq(cl.s.bytes,
+				  (v < 2 ? 16 + 16 + 32 + 16 : 0) + 32 +
+				  2ULL * SZ * CNT * IT);
+		ck_assert_uint_le(sv.s.bufsize, CH);
+		ck_assert_uint_le(sv.m.max_len, CH);
+		ck_assert_uint_eq(bg.used, CH);
+		/* the client needs what it asked for, no more */
+		ck_assert_uint_eq(cl.s.bufsize, SZ);
+		if (v) {
+			ck_assert_uint_eq(sv.s.rpat.total,
+					  16 + (uint64_t)SZ * CNT * IT);
+			ck_assert_uint_eq(cl.s.rpat.total,
+					  16 + (uint64_t)SZ * CNT * IT);
+		}
+		evr__sess_fini(&sv.s);
+		sv.live = 0;
+		ck_assert_uint_eq(bg.used, 0);
+	}
+}
+END_TEST
+
 START_TEST(test_e2e_verify)
 {
 	struct evr_stream_opts oc, os;
@@ -2673,6 +2883,8 @@ static Suite *session_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_server_negotiated_steps);
 	tcase_add_test(tc, test_server_negotiated_verify_flag);
+	tcase_add_test(tc, test_server_budget);
+	tcase_add_test(tc, test_client_server_busy);
 	tcase_add_test(tc, test_server_rejects_version);
 	tcase_add_test(tc, test_server_rejects_ntests);
 	tcase_add_test(tc, test_server_rejects_entries);
@@ -2692,6 +2904,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_client_duration_upstream);
 	tcase_add_test(tc, test_client_percentiles);
 	tcase_add_test(tc, test_server_duration);
+	tcase_add_test(tc, test_server_duration_chunked);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("errors");
@@ -2717,6 +2930,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_e2e_lat2_negotiated);
 	tcase_add_test(tc, test_e2e_buffer_per_test);
 	tcase_add_test(tc, test_e2e_shared_buffer);
+	tcase_add_test(tc, test_e2e_chunked);
 	tcase_add_test(tc, test_e2e_verify);
 	tcase_add_test(tc, test_e2e_verify_counter_carried);
 	tcase_add_test(tc, test_e2e_verify_negotiated);

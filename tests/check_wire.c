@@ -73,6 +73,35 @@ START_TEST(test_hello_ack_not_other_things)
 }
 END_TEST
 
+/* A server at its --max-conns says BUSY: 16 bytes of their own, none of
+ * the other messages, and every byte counts. */
+START_TEST(test_busy_msg)
+{
+	uint8_t b[16];
+	unsigned i;
+
+	ck_assert_uint_eq(sizeof(evr__busy_msg), 16);
+	ck_assert(evr__is_busy(evr__busy_msg));
+	ck_assert(!evr__is_busy(evr__hello_msg));
+	ck_assert(!evr__is_busy(evr__ack_msg));
+	ck_assert(!evr__is_busy(zeros16));
+	ck_assert(!evr__is_hello(evr__busy_msg));
+	ck_assert(!evr__is_ack(evr__busy_msg));
+	ck_assert(!evr__pattern_detect(evr__busy_msg, 16, NULL));
+	ck_assert_int_eq(evr__plan_reply_decode(evr__busy_msg, NULL), -1);
+	for (i = 0; i < 16; i++) {
+		memcpy(b, evr__busy_msg, 16);
+		b[i] ^= 0x01;
+		ck_assert_msg(!evr__is_busy(b), "byte %u ignored", i);
+	}
+	/* its reason, and the budget's, name the option to change */
+	ck_assert_ptr_nonnull(strstr(evr__plan_status_str(EVR_PLAN_E_CONNS),
+				     "--max-conns"));
+	ck_assert_ptr_nonnull(strstr(evr__plan_status_str(EVR_PLAN_E_BUDGET),
+				     "--max-memory"));
+}
+END_TEST
+
 /* ---- plan header ---- */
 
 START_TEST(test_plan_hdr_bytes)
@@ -584,6 +613,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_hello_ack_shape);
 	tcase_add_test(tc, test_hello_ack_recognised);
 	tcase_add_test(tc, test_hello_ack_not_other_things);
+	tcase_add_test(tc, test_busy_msg);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("plan_hdr");

@@ -17,6 +17,12 @@
  *                                       middle of a message and hangs
  *   faultpeer slowread  HOST PORT SECS  a negotiated run of 1 MB messages
  *                                       whose replies it reads at 256 KB/s
+ *   faultpeer bigplan   HOST PORT SECS SIZE  a plan of one SIZE-byte
+ *                                       transfer, sent and read back through
+ *                                       a 1 MB buffer (a hostile client that
+ *                                       costs itself nothing); prints
+ *                                       "echoed SIZE bytes" or "refused
+ *                                       status S limit L"
  *
  * Each single-connection mode then waits (at most SECS) for the server to
  * close and prints one line: "server closed after MS ms" or "held SECS s
@@ -562,6 +568,44 @@ int main(int argc, char **argv)
 		if (negotiate(fd, 100000, 1, 1000) || xsend(fd, buf, 50000))
 			goto broken;
 		printf("sent half a message\n");
+	} else if (!strcmp(mode, "bigplan")) {
+		uint32_t size = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 0) : 0;
+		uint8_t m[32], r[16];
+		uint32_t st, lim;
+		size_t k;
+
+		memset(m, 0, sizeof(m));
+		memcpy(m, "EVPL", 4);
+		put16(m + 4, 1);
+		put16(m + 8, 1);
+		put16(m + 12, 1);
+		put32(m + 16, size);
+		put32(m + 20, 1);
+		put32(m + 24, 1);
+		if (xsend(fd, HELLO, 16) || xrecv(fd, r, 16) ||
+		    memcmp(r, ACK, 16) || xsend(fd, m, 32) || xrecv(fd, r, 16) ||
+		    memcmp(r, "EVPR", 4))
+			goto broken;
+		st = (uint32_t)r[4] << 24 | r[5] << 16 | r[6] << 8 | r[7];
+		lim = (uint32_t)r[8] << 24 | r[9] << 16 | r[10] << 8 | r[11];
+		if (st) {
+			printf("refused status %u limit %u\n", st, lim);
+			fflush(stdout);
+			return report(fd, secs);
+		}
+		memset(m, 0, 16);
+		if (xsend(fd, m, 16) || xrecv(fd, r, 16))
+			goto broken;
+		for (k = 0; k < size; k += sizeof(buf))
+			if (xsend(fd, buf, size - k < sizeof(buf) ?
+				  size - k : sizeof(buf)))
+				goto broken;
+		for (k = 0; k < size; k += sizeof(buf))
+			if (xrecv(fd, buf, size - k < sizeof(buf) ?
+				  size - k : sizeof(buf)))
+				goto broken;
+		printf("echoed %u bytes\n", size);
+		P_shutdown(fd, SHUT_RDWR);
 	} else if (!strcmp(mode, "slowread")) {
 		int rb = 65536;
 		long got = 0, t0;

@@ -83,12 +83,28 @@ struct evr_stream_opts {
 	/* client: at most this many connects in flight at a time;
 	 * 0 = EVR_DEFAULT_MAX_CONNECTING */
 	unsigned max_connecting;
+	/* Server limits: what the server holds is bounded by these, never
+	 * by what a peer asks for (rstream(1), SERVER LIMITS).
+	 * chunk_size: a connection's data buffer is at most this many
+	 * bytes; larger transfers stream through it; 0 =
+	 * EVR_DEFAULT_CHUNK_SIZE.  max_conns: connections served at once;
+	 * more are closed as they arrive (reported through conn_failed);
+	 * 0 = EVR_DEFAULT_MAX_SERVER_CONNS.  max_memory: bytes all
+	 * connections' data buffers may take together; a plan that would
+	 * exceed it is refused (EVR_E_REJECTED), an upstream client's
+	 * connection dropped; 0 = EVR_DEFAULT_MAX_MEMORY. */
+	uint32_t chunk_size;
+	unsigned max_conns;
+	uint64_t max_memory;
 };
 
 #define EVR_DEFAULT_PORT "7471"
 #define EVR_DEFAULT_STALL_MS 10000u
 #define EVR_DEFAULT_MAX_CONNECTING 256u
 #define EVR_MAX_CONNS 100000u
+#define EVR_DEFAULT_CHUNK_SIZE (1u << 20)
+#define EVR_DEFAULT_MAX_SERVER_CONNS 16384u
+#define EVR_DEFAULT_MAX_MEMORY (1ull << 30)
 
 /* Failure codes beyond negative errno values. */
 enum {

@@ -6,6 +6,7 @@
 
 #include "report.h"
 #include "../stream/plan.h"
+#include "../stream/wire.h"
 
 const char *rstream_header(void)
 {
@@ -93,6 +94,11 @@ int rstream_exit_status(const struct evr_failure *f)
 		return RSTREAM_EXIT_NOTSUP;
 	case EVR_E_CANCELLED:
 		return RSTREAM_EXIT_INTERRUPTED;
+	case EVR_E_REJECTED:
+		/* a server at its --max-conns refused the connection */
+		if (f->detail == EVR_PLAN_E_CONNS)
+			return RSTREAM_EXIT_CONNECT;
+		break;
 	default:
 		break;
 	}

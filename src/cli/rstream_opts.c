@@ -67,6 +67,14 @@ static void help_extra(FILE *out)
 		     "\t                     one aggregate row per test\n");
 	fprintf(out, "\t--per-conn           with -c: a row per connection "
 		     "too, named test#K\n");
+	fprintf(out, "\t--max-conns N        server: serve at most N "
+		     "connections at once (default 16384)\n");
+	fprintf(out, "\t--max-memory SIZE    server: at most SIZE bytes of "
+		     "connection buffers\n"
+		     "\t                     in all (default 1g)\n");
+	fprintf(out, "\t--chunk SIZE         server: a connection's buffer, "
+		     "through which larger\n"
+		     "\t                     transfers stream (default 1m)\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -173,7 +181,7 @@ static int bad(FILE *err, const char *prog, char opt, const char *val,
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
-       OPT_PER_CONN };
+       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK };
 
 /* Seconds in [min, max] as a number of milliseconds, or -1. */
 static long long parse_secs_ms(const char *s, double min, double max)
@@ -215,6 +223,9 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ "settings", no_argument, NULL, OPT_SETTINGS },
 		{ "connections", required_argument, NULL, 'c' },
 		{ "per-conn", no_argument, NULL, OPT_PER_CONN },
+		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+		{ "max-memory", required_argument, NULL, OPT_MAX_MEM },
+		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* The options of one side only (rstream.1, OPTIONS): the same rule
@@ -234,6 +245,9 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		{ OPT_NO_NEG, "--no-negotiate", 1,
 		  "a server speaks upstream's wire to every client that does" },
 		{ OPT_ONCE, "--once", 0, NULL },
+		{ OPT_MAX_CONNS, "--max-conns", 0, NULL },
+		{ OPT_MAX_MEM, "--max-memory", 0, NULL },
+		{ OPT_CHUNK, "--chunk", 0, NULL },
 	};
 	enum { NSIDED = sizeof(sided) / sizeof(sided[0]) };
 	const char *prog = "rstream";
@@ -403,6 +417,33 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			break;
 		case OPT_PER_CONN:
 			cli->per_conn = 1;
+			break;
+		case OPT_MAX_CONNS:
+			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v)) {
+				fprintf(err, "%s: invalid value '%s' for "
+					"--max-conns: must be 1 to 100000\n",
+					prog, optarg);
+				return RSTREAM_PARSE_BAD;
+			}
+			o->max_conns = (unsigned)v;
+			break;
+		case OPT_MAX_MEM:
+			if (parse_num(optarg, 1024, 1LL << 40, 1, &v)) {
+				fprintf(err, "%s: invalid value '%s' for "
+					"--max-memory: must be 1k to 1024g\n",
+					prog, optarg);
+				return RSTREAM_PARSE_BAD;
+			}
+			o->max_memory = (uint64_t)v;
+			break;
+		case OPT_CHUNK:
+			if (parse_num(optarg, 1024, EVR_MAX_XFER_SIZE, 1, &v)) {
+				fprintf(err, "%s: invalid value '%s' for "
+					"--chunk: must be 1k to 1g\n", prog,
+					optarg);
+				return RSTREAM_PARSE_BAD;
+			}
+			o->chunk_size = (uint32_t)v;
 			break;
 		case OPT_ONCE:
 			o->once = 1;

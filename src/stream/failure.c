@@ -45,7 +45,8 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 			 (unsigned long long)f->bytes_done);
 		break;
 	case EVR_E_REJECTED:
-		snprintf(b, n, "test plan rejected: %s",
+		snprintf(b, n, "%s: %s", f->detail == EVR_PLAN_E_CONNS ?
+			 "connection refused" : "test plan rejected",
 			 evr__plan_status_str(f->detail));
 		break;
 	case EVR_E_RESOLVE:

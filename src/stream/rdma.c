@@ -398,8 +398,17 @@ static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 			rc->rx.rseq_no++;
 			break;
 		}
-		if (evr__rs_rx_push(&rc->rx, data))
+		switch (evr__rs_rx_push(&rc->rx, data)) {
+		case 0:
+			break;
+		case -EMSGSIZE:
+			set_err(rc, -EPROTO, "peer wrote past the ring space "
+				"we offered");
+			break;
+		default:
 			set_err(rc, -EPROTO, "peer exceeded its credits");
+			break;
+		}
 		break;
 	}
 	return 1;

@@ -120,7 +120,10 @@ int evr__rs_conn_data_decode(const uint8_t *in, size_t len,
 	 * fewer than two target entries either. */
 	if (cd->version != EVR_RS_VERSION)
 		return -EPROTONOSUPPORT;
-	if (cd->target_sgl.length < EVR_RS_SGL_SIZE)
+	if (cd->target_sgl.length < EVR_RS_SGL_SIZE ||
+	    cd->target_sgl.length > EVR_RS_SGL_MAX)
+		return -EPROTO;
+	if (!cd->data_buf.length || cd->data_buf.length > EVR_RS_RBUF_HALF_MAX)
 		return -EPROTO;
 	return 0;
 }
@@ -272,6 +275,7 @@ void evr__rs_rx_init(struct evr_rs_rx *rx, uint32_t rbuf_size,
 	 * and not yet advertised. */
 	rx->free_offset = rx->half;
 	rx->bytes_avail = rx->half;
+	rx->advertised = rx->half;
 	rx->rq_size = rq_size;
 	rx->rseq_comp = rq_size / 2;
 	rx->remote_sge = 1;
@@ -282,6 +286,8 @@ void evr__rs_rx_init(struct evr_rs_rx *rx, uint32_t rbuf_size,
 
 int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len)
 {
+	if (len > rx->advertised - rx->bytes_in)
+		return -EMSGSIZE;
 	if (rx->msg_count >= rx->msg_cap)
 		return -ENOBUFS;
 	rx->msg[(rx->msg_head + rx->msg_count) % rx->msg_cap] = len;
@@ -359,6 +365,7 @@ uint32_t evr__rs_rx_update(struct evr_rs_rx *rx, enum evr_rs_update kind,
 		*entry = rx->remote_sge;
 		rx->remote_sge = (rx->remote_sge + 1) % rx->remote_sgl_len;
 		rx->bytes_avail -= rx->half;
+		rx->advertised += rx->half;
 		rx->free_offset += rx->half;
 		if (rx->free_offset >= rx->rbuf_size)
 			rx->free_offset = 0;

@@ -19,6 +19,12 @@
 #define EVR_RS_FLAG_NET 0x01      /* "my host is big-endian" */
 #define EVR_RS_FLAG_IOMAP 0x02    /* iomap fields valid (always sent) */
 #define EVR_RS_SGL_SIZE 2         /* entries of a target SGL */
+/* What we accept of a peer's private data (upstream sends 2 entries and
+ * half of a ring of at most a few MiB): its target SGL's entries number
+ * our SGL writes into it, and its ring half bounds our chunks and is
+ * reported doubled, so neither may be whatever 32 bits can say. */
+#define EVR_RS_SGL_MAX 256
+#define EVR_RS_RBUF_HALF_MAX (1u << 30)
 #define EVR_RS_SGE_LEN 16         /* struct rs_sge: addr, key, length */
 #define EVR_RS_CTRL_SIZE 4        /* control messages in flight per side */
 #define EVR_RS_OLAP_START 2048    /* first chunk of every send call */
@@ -90,7 +96,9 @@ void evr__rs_conn_data_encode(uint8_t *out, const struct evr_rs_conn_data *cd);
 /* Private data as received: at least 40 bytes (the kernel reports 56 for a
  * REQ and 196 for a REP on RoCE, zero-padded).  Returns 0, -EMSGSIZE when
  * too short, -EPROTONOSUPPORT for another version, -EPROTO for a target
- * SGL of fewer than 2 entries (our updates alternate 1, 0, 1, ...). */
+ * SGL of fewer than 2 entries (our updates alternate 1, 0, 1, ...) or more
+ * than EVR_RS_SGL_MAX, or a ring half of 0 or over EVR_RS_RBUF_HALF_MAX
+ * bytes. */
 int evr__rs_conn_data_decode(const uint8_t *in, size_t len,
 			     struct evr_rs_conn_data *cd);
 
@@ -160,6 +168,8 @@ struct evr_rs_rx {
 	unsigned remote_sge;        /* the peer's entry for our next SGE */
 	unsigned remote_sgl_len;
 	uint64_t bytes_in;          /* DATA bytes placed since connecting */
+	uint64_t advertised;        /* ring bytes offered to the peer since
+				     * connecting: bytes_in may not pass it */
 	uint32_t *msg;              /* lengths of queued DATA messages */
 	unsigned msg_cap, msg_head, msg_count;
 };
@@ -173,8 +183,10 @@ enum evr_rs_update {
 void evr__rs_rx_init(struct evr_rs_rx *rx, uint32_t rbuf_size,
 		     uint16_t rq_size, unsigned peer_sgl_len, uint32_t *msgbuf,
 		     unsigned msg_cap);
-/* A DATA message of len bytes was placed: 0, or -ENOBUFS when the peer
- * sent more messages than it had credits for. */
+/* A DATA message of len bytes was placed: 0, -ENOBUFS when the peer
+ * sent more messages than it had credits for, or -EMSGSIZE when it
+ * claims more bytes than the ring space we offered it (nothing queued
+ * then: the length would have us read bytes it never wrote). */
 int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len);
 /* Contiguous bytes readable now, at ring offset *off (0: nothing queued). */
 uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx, uint32_t *off);

@@ -116,27 +116,39 @@ static void sync_recv(struct evr_sess *s)
 	op(s, EVR_SS_SYNC_RECV, 0, s->buf, EVR_SYNC_LEN);
 }
 
+size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size)
+{
+	return s->chunk && size > s->chunk ? s->chunk : size;
+}
+
+/* The next piece of the current transfer, from xoff on. */
+static void data_piece(struct evr_sess *s, enum evr_sess_state st)
+{
+	size_t n = evr__sess_xfer_buf(s, cur(s)->size - s->xoff);
+
+	if (st == EVR_SS_DATA_SEND && s->verify)
+		evr__pattern_fill(&s->spat, s->buf, n);
+	op(s, st, st == EVR_SS_DATA_SEND, s->buf, n);
+}
+
 static void data_send(struct evr_sess *s)
 {
-	const struct evr_test *t = cur(s);
-	uint32_t size = t->size;
-
-	if (s->verify)
-		evr__pattern_fill(&s->spat, s->buf, size);
+	s->xoff = 0;
+	data_piece(s, EVR_SS_DATA_SEND);
 	if (s->dur_mode && s->client && s->xfer == 0) {
 		/* Decide at the start of each iteration (it_t0 is "now"):
 		 * the test ends with the first iteration begun past the
 		 * deadline, or at the plan's cap. */
 		s->it_last = s->it_t0 - s->t0 >= s->dur_ns ||
-			     s->iter + 1 >= t->iters;
+			     s->iter + 1 >= cur(s)->iters;
 		s->buf[0] = s->it_last ? EVR_ITER_LAST : EVR_ITER_MORE;
 	}
-	op(s, EVR_SS_DATA_SEND, 1, s->buf, size);
 }
 
 static void data_recv(struct evr_sess *s)
 {
-	op(s, EVR_SS_DATA_RECV, 0, s->buf, cur(s)->size);
+	s->xoff = 0;
+	data_piece(s, EVR_SS_DATA_RECV);
 }
 
 static void begin_test(struct evr_sess *s)
@@ -152,12 +164,18 @@ static void begin_test(struct evr_sess *s)
 static int ensure_buf(struct evr_sess *s, size_t size);
 
 /* After the sync: the clock starts and the client sends first.  The
- * buffer grows here, to this test's size: a connection holds no more
- * than the test in hand needs (many connections, -c). */
+ * buffer grows here, to this test's size (a server's: at most its
+ * chunk): a connection holds no more than the test in hand needs (many
+ * connections, -c). */
 static enum evr_sess_want start_data(struct evr_sess *s)
 {
-	if (ensure_buf(s, cur(s)->size))
-		return fail(s, -ENOMEM, 0, "malloc");
+	int err = ensure_buf(s, evr__sess_xfer_buf(s, cur(s)->size));
+
+	if (err == -ENOBUFS)
+		return fail(s, err, 0, "buffer (the server's memory budget, "
+			    "--max-memory, is taken)");
+	if (err)
+		return fail(s, err, 0, "malloc");
 	s->iter = 0;
 	s->xfer = 0;
 	s->it_last = 0;
@@ -222,22 +240,41 @@ static enum evr_sess_want test_done(struct evr_sess *s)
 	return EVR_WANT_YIELD;
 }
 
+static void uncharge(struct evr_sess *s)
+{
+	if (s->budget)
+		s->budget->used -= s->charged;
+	s->charged = 0;
+}
+
+/* Grow the buffer to size: -ENOMEM, or -ENOBUFS when the budget cannot
+ * take it (the sync-sized buffer every machine starts with is charged
+ * but never refused: the connection count bounds those). */
 static int ensure_buf(struct evr_sess *s, size_t size)
 {
+	struct evr_membudget *bg = s->budget;
 	uint8_t *b;
 
 	if (size < EVR_SYNC_LEN)
 		size = EVR_SYNC_LEN;
 	if (s->buf && s->bufsize >= size)
 		return 0;
+	if (bg && size > EVR_SYNC_LEN &&
+	    (bg->used - s->charged > bg->max ||
+	     size > bg->max - (bg->used - s->charged)))
+		return -ENOBUFS;
 	b = calloc(1, size);
 	if (!b)
 		return -ENOMEM;
 	if (!s->buf_ext)
 		free(s->buf);
+	uncharge(s);
 	s->buf_ext = 0;
 	s->buf = b;
 	s->bufsize = size;
+	s->charged = size;
+	if (bg)
+		bg->used += size;
 	return 0;
 }
 
@@ -267,8 +304,18 @@ static void encode_plan(struct evr_sess *s)
 
 static void reply(struct evr_sess *s, int status)
 {
+	uint32_t limit = EVR_MAX_XFER_SIZE;
+
 	s->reply_status = status;
-	evr__plan_reply_encode(s->ctl, status, EVR_MAX_XFER_SIZE);
+	/* what the budget has left for one more buffer */
+	if (status == EVR_PLAN_E_BUDGET && s->budget) {
+		size_t used = s->budget->used - s->charged;
+		size_t left = used < s->budget->max ?
+			      s->budget->max - used : 0;
+
+		limit = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+	}
+	evr__plan_reply_encode(s->ctl, status, limit);
 	op(s, EVR_SS_REPLY_SEND, 1, s->ctl, EVR_PLAN_REPLY_LEN);
 }
 
@@ -293,8 +340,13 @@ static void plan_received(struct evr_sess *s)
 			return;
 		}
 	}
-	if (ensure_buf(s, evr__conn_plan_max_size(&np))) {
-		reply(s, EVR_PLAN_E_NOMEM);
+	/* Any size is served through a buffer of at most our chunk: what
+	 * the plan can cost us is ours to bound, not the peer's. */
+	st = ensure_buf(s, evr__sess_xfer_buf(s,
+					      evr__conn_plan_max_size(&np)));
+	if (st) {
+		reply(s, st == -ENOBUFS ? EVR_PLAN_E_BUDGET :
+					  EVR_PLAN_E_NOMEM);
 		return;
 	}
 	s->plan = np;
@@ -355,6 +407,9 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		op(s, EVR_SS_HELLO_RECV, 0, s->ctl, EVR_SYNC_LEN);
 		break;
 	case EVR_SS_HELLO_RECV:
+		if (evr__is_busy(s->ctl))
+			return fail(s, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
+				    "server busy");
 		if (evr__is_ack(s->ctl)) {
 			encode_plan(s);
 		} else if (s->dur_mode) {
@@ -421,6 +476,12 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			return start_data(s);
 		break;
 	case EVR_SS_SYNC_RECV:
+		/* an evrdma server at its --max-conns, to a client that
+		 * did not negotiate: the first sync says so */
+		if (s->client && !s->negotiated && !s->ti &&
+		    evr__is_busy(s->buf))
+			return fail(s, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
+				    "server busy");
 		if (check_pattern(s, s->buf, EVR_SYNC_LEN))
 			return EVR_WANT_NONE;
 		if (s->client)
@@ -428,6 +489,11 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		sync_send(s);
 		break;
 	case EVR_SS_DATA_SEND:
+		s->xoff += (uint32_t)s->op_len;
+		if (s->xoff < t->size) {
+			data_piece(s, EVR_SS_DATA_SEND);
+			break;
+		}
 		if (++s->xfer < t->count) {
 			data_send(s);
 			break;
@@ -439,17 +505,23 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		data_recv(s);
 		break;
 	case EVR_SS_DATA_RECV:
-		if (check_pattern(s, s->buf, t->size))
+		if (check_pattern(s, s->buf, s->op_len))
 			return EVR_WANT_NONE;
-		if (s->dur_mode && !s->client && s->xfer == 0) {
+		/* the mark is the first byte of the iteration */
+		if (s->dur_mode && !s->client && s->xfer == 0 && !s->xoff) {
 			if (s->buf[0] == EVR_ITER_LAST)
 				s->it_last = 1;
 			else if (s->buf[0] != EVR_ITER_MORE)
 				return fail(s, -EVR_E_PROTO, 0,
 					    "iteration mark");
 		}
+		s->xoff += (uint32_t)s->op_len;
+		if (s->xoff < t->size) {
+			data_piece(s, EVR_SS_DATA_RECV);
+			break;
+		}
 		if (++s->xfer < t->count) {
-			s->op_off = 0;
+			data_recv(s);
 			break;
 		}
 		s->xfer = 0;
@@ -499,6 +571,11 @@ static enum evr_sess_want run(struct evr_sess *s)
 			if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD ||
 			    w == EVR_WANT_DETACH)
 				return w;
+			/* A piece of a transfer is not a message: the slice
+			 * is counted in whole transfers, as without chunks */
+			if ((s->state == EVR_SS_DATA_SEND ||
+			     s->state == EVR_SS_DATA_RECV) && s->xoff)
+				continue;
 			if (++msgs >= SLICE_MSGS || moved >= SLICE_BYTES)
 				return EVR_WANT_YIELD;
 			continue;
@@ -573,6 +650,12 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->conn_index = conn_index;
 	s->conn_total = conn_total;
 	s->interval_ms = o->interval_ms;
+	if (!client) {
+		s->chunk = o->chunk_size ? o->chunk_size :
+					   EVR_DEFAULT_CHUNK_SIZE;
+		if (s->chunk < EVR_SYNC_LEN)
+			s->chunk = EVR_SYNC_LEN; /* the buffer holds a sync */
+	}
 	s->lat_on = client && o->percentiles;
 	evr__lat_init(&s->lat);
 	if (client && o->duration_ms) {
@@ -588,10 +671,21 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	return ensure_buf(s, EVR_SYNC_LEN);
 }
 
+void evr__sess_set_budget(struct evr_sess *s, struct evr_membudget *b)
+{
+	uncharge(s);
+	s->budget = b;
+	if (b && s->buf && !s->buf_ext) {
+		s->charged = s->bufsize;
+		b->used += s->charged;
+	}
+}
+
 void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size)
 {
 	if (!s->buf_ext)
 		free(s->buf);
+	uncharge(s);
 	s->buf = buf;
 	s->bufsize = size;
 	s->buf_ext = 1;
@@ -625,6 +719,7 @@ void evr__sess_fini(struct evr_sess *s)
 	}
 	if (!s->buf_ext)
 		free(s->buf);
+	uncharge(s);
 	s->buf = NULL;
 	s->buf_ext = 0;
 	evr__lat_free(&s->lat);

@@ -63,6 +63,13 @@ enum evr_sess_want {
 
 struct evr_sess;
 
+/* What a server's connections may hold in data buffers together (its
+ * --max-memory): each machine charges its own buffer here before it
+ * grows it, and gives it back when it lets it go. */
+struct evr_membudget {
+	size_t used, max;
+};
+
 struct evr_sess_owner {
 	void (*result)(struct evr_sess *s, const struct evr_test *t,
 		       uint64_t elapsed_ns);
@@ -98,6 +105,13 @@ struct evr_sess {
 	uint8_t *buf;
 	size_t bufsize;
 	int buf_ext;                /* buf is the owner's (evr__sess_use_buf) */
+	/* Server: a transfer moves through buf in pieces of at most chunk
+	 * bytes, so a peer's plan never sizes the buffer (0: whole
+	 * transfers, as the client does: its sizes are its own). */
+	size_t chunk;
+	uint32_t xoff;              /* bytes of the transfer before this op */
+	struct evr_membudget *budget; /* NULL: unbounded */
+	size_t charged;             /* what buf holds of the budget */
 	uint8_t ctl[EVR_PLAN_HDR_LEN + EVR_PLAN_MAX_TESTS * EVR_PLAN_ENTRY_LEN];
 	int reply_status;
 	/* the current I/O operation */
@@ -152,6 +166,10 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s,
  * not verify never look at their bytes, so one buffer serves them all.
  * A test larger than size still gets a buffer of its own. */
 void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size);
+/* Charge this machine's buffers to b from now on (a server's budget). */
+void evr__sess_set_budget(struct evr_sess *s, struct evr_membudget *b);
+/* The buffer a transfer of size bytes needs on this machine. */
+size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size);
 /* Release the buffer and the connection. */
 void evr__sess_fini(struct evr_sess *s);
 

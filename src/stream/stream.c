@@ -87,6 +87,10 @@ struct evr_stream {
 	int listening;
 	struct srv_sess *conns;
 	unsigned nconns_live;
+	/* server limits (SERVER LIMITS in rstream.1) */
+	unsigned max_conns;
+	int at_max_conns;         /* refusing: said once, until one is served */
+	struct evr_membudget budget;
 	struct peer_hist hist[HIST_LEN];
 	uint64_t hist_clock;
 	struct fork_child *children;
@@ -142,6 +146,12 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	}
 	st->cbs = *cbs;
 	st->ud = ud;
+	st->max_conns = opts->max_conns ? opts->max_conns :
+			EVR_DEFAULT_MAX_SERVER_CONNS;
+	st->budget.max = opts->max_memory ? opts->max_memory :
+			 EVR_DEFAULT_MAX_MEMORY;
+	if (st->budget.max > SIZE_MAX)
+		st->budget.max = SIZE_MAX;
 	/* Duration mode needs the plan negotiated, and its iteration mark
 	 * overwrites a data byte, which -T v would check. */
 	if (st->o.duration_ms && (st->o.server || st->o.no_negotiate ||
@@ -870,6 +880,38 @@ static const struct evr_sess_owner server_owner = {
 	.progress = sess_progress,
 };
 
+/* At --max-conns: tell the peer (an evrdma client prints why; any other
+ * sees the close), close at once, and say so once per episode, as the
+ * transport does when out of descriptors. */
+static void server_turn_away(struct evr_stream *st, struct evr_conn *c,
+			     const struct sockaddr *sa)
+{
+	uint8_t hello[EVR_SYNC_LEN];
+	struct evr_failure f;
+	char where[160];
+
+	/* Read what the client sent first, so that the close is a FIN
+	 * behind our message rather than a reset that may overtake it;
+	 * both calls are best effort on a fresh connection. */
+	(void)c->ops->recv(c, hello, sizeof(hello));
+	(void)c->ops->send(c, evr__busy_msg, EVR_SYNC_LEN);
+	c->ops->close(c);
+	if (st->at_max_conns || !st->cbs.conn_failed || st->cancel_req)
+		return;
+	st->at_max_conns = 1;
+	memset(&f, 0, sizeof(f));
+	f.err = -ECONNREFUSED;
+	f.phase = EVR_PH_SETUP;
+	snprintf(where, sizeof(where), "accept (at the --max-conns limit "
+		 "of %u connections: new ones are turned away until some "
+		 "close)", st->max_conns);
+	f.where = where;
+	evr__sockaddr_str(sa, f.peer, sizeof(f.peer));
+	st->cb_depth++;
+	st->cbs.conn_failed(st->ud, &f);
+	st->cb_depth--;
+}
+
 static void server_accept_one(void *ud, struct evr_conn *c,
 			      const struct sockaddr *sa)
 {
@@ -882,6 +924,12 @@ static void server_accept_one(void *ud, struct evr_conn *c,
 		c->ops->close(c);
 		return;
 	}
+	/* -T f children serve a connection each: they count too */
+	if (st->nconns_live + (st->forked - st->reaped) >= st->max_conns) {
+		server_turn_away(st, c, sa);
+		return;
+	}
+	st->at_max_conns = 0;
 	ss = calloc(1, sizeof(*ss));
 	if (!ss) {
 		c->ops->close(c);
@@ -901,6 +949,7 @@ static void server_accept_one(void *ud, struct evr_conn *c,
 		c->ops->close(c);
 		return;
 	}
+	evr__sess_set_budget(&ss->s, &st->budget);
 	ss->s.id = st->next_id++;
 	ss->s.owner = &server_owner;
 	ss->s.owner_ud = st;

@@ -10,6 +10,7 @@
 /* Printable, so that a packet capture shows what they are. */
 const uint8_t evr__hello_msg[EVR_SYNC_LEN] = "evrdma:hello:v1\n";
 const uint8_t evr__ack_msg[EVR_SYNC_LEN] = "evrdma:ack---v1\n";
+const uint8_t evr__busy_msg[EVR_SYNC_LEN] = "evrdma:busy--v1\n";
 static const uint8_t plan_magic[4] = { 'E', 'V', 'P', 'L' };
 static const uint8_t reply_magic[4] = { 'E', 'V', 'P', 'R' };
 
@@ -21,6 +22,11 @@ int evr__is_hello(const uint8_t *b)
 int evr__is_ack(const uint8_t *b)
 {
 	return !memcmp(b, evr__ack_msg, EVR_SYNC_LEN);
+}
+
+int evr__is_busy(const uint8_t *b)
+{
+	return !memcmp(b, evr__busy_msg, EVR_SYNC_LEN);
 }
 
 void evr__plan_hdr_encode(uint8_t *out, const struct evr_plan_hdr *h)
@@ -126,6 +132,13 @@ const char *evr__plan_status_str(int status)
 		return "server out of memory";
 	case EVR_PLAN_E_FLAGS:
 		return "unsupported plan flags";
+	case EVR_PLAN_E_CONNS:
+		return "the server serves as many connections as it allows "
+		       "(its --max-conns): try again later";
+	case EVR_PLAN_E_BUDGET:
+		return "the server's memory budget for connection buffers is "
+		       "taken (its --max-memory): try again later or with "
+		       "fewer connections";
 	default:
 		return "unknown reason";
 	}

@@ -60,6 +60,11 @@ enum evr_plan_status {
 	EVR_PLAN_E_KIND = 5,      /* unknown test kind */
 	EVR_PLAN_E_NOMEM = 6,     /* the server could not allocate the buffer */
 	EVR_PLAN_E_FLAGS = 7,     /* unknown flags, or flags the version lacks */
+	EVR_PLAN_E_BUDGET = 8,    /* the server's memory budget is taken
+				   * (its --max-memory); limit: bytes left */
+	EVR_PLAN_E_CONNS = 9,     /* the server is at its connection limit
+				   * (its --max-conns): sent as the 16-byte
+				   * BUSY message in place of the ACK */
 	EVR_PLAN_E_MAX
 };
 
@@ -76,9 +81,12 @@ struct evr_plan_hdr {
 
 extern const uint8_t evr__hello_msg[EVR_SYNC_LEN];
 extern const uint8_t evr__ack_msg[EVR_SYNC_LEN];
+/* A server at its connection limit sends this at once and closes. */
+extern const uint8_t evr__busy_msg[EVR_SYNC_LEN];
 
 int evr__is_hello(const uint8_t *b);
 int evr__is_ack(const uint8_t *b);
+int evr__is_busy(const uint8_t *b);
 
 void evr__plan_hdr_encode(uint8_t *out, const struct evr_plan_hdr *h);
 /* Returns 0, or an enum evr_plan_status (or -1 when the magic is wrong). */

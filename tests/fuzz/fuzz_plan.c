@@ -116,6 +116,8 @@ static void client_side(const uint8_t *data, size_t size)
 	/* the first 16 bytes as any side sees them */
 	(void)evr__is_hello(data);
 	(void)evr__is_ack(data);
+	if (evr__is_busy(data))
+		FUZZ_CHECK(!evr__is_ack(data) && !evr__is_hello(data));
 	if (evr__pattern_detect(data, EVR_SYNC_LEN, &first))
 		FUZZ_CHECK(data[0] == first && data[15] == (uint8_t)(first + 15));
 

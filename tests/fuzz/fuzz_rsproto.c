@@ -45,7 +45,10 @@ static int conn_data(const uint8_t *in, size_t len,
 	}
 	FUZZ_CHECK(len >= EVR_RS_CONN_DATA_LEN);
 	FUZZ_CHECK(ret != 0 || (cd->version == EVR_RS_VERSION &&
-				cd->target_sgl.length >= EVR_RS_SGL_SIZE));
+				cd->target_sgl.length >= EVR_RS_SGL_SIZE &&
+				cd->target_sgl.length <= EVR_RS_SGL_MAX &&
+				cd->data_buf.length &&
+				cd->data_buf.length <= EVR_RS_RBUF_HALF_MAX));
 	/* every field was read whatever the verdict */
 	evr__rs_conn_data_encode(enc, cd);
 	FUZZ_CHECK(!memcmp(enc, in, 4));
@@ -112,6 +115,16 @@ static void rx_check(const struct sim *s)
 	FUZZ_CHECK(rx->msg_count <= rx->msg_cap);
 	FUZZ_CHECK(rx->msg_head < rx->msg_cap);
 	FUZZ_CHECK(rx->remote_sge < rx->remote_sgl_len);
+	/* the peer never has us read more than it could have written */
+	FUZZ_CHECK(rx->bytes_in <= rx->advertised);
+	{
+		uint64_t q = 0;
+		unsigned i;
+
+		for (i = 0; i < rx->msg_count; i++)
+			q += rx->msg[(rx->msg_head + i) % rx->msg_cap];
+		FUZZ_CHECK(q <= rx->rbuf_size);
+	}
 }
 
 /* One immediate from the peer, as recv_wc() handles it. */
@@ -145,10 +158,21 @@ static void peer_msg(struct sim *s, uint32_t w, const uint8_t *sge)
 			s->rx.rseq_no++;
 			break;
 		}
-		if (evr__rs_rx_push(&s->rx, data))
-			FUZZ_CHECK(count == s->rx.msg_cap);
-		else
-			FUZZ_CHECK(s->rx.msg_count == count + 1);
+		{
+			uint64_t room = s->rx.advertised - s->rx.bytes_in;
+			int r = evr__rs_rx_push(&s->rx, data);
+
+			FUZZ_CHECK(r == 0 || r == -ENOBUFS || r == -EMSGSIZE);
+			if (r == -EMSGSIZE)
+				FUZZ_CHECK(data > room &&
+					   s->rx.msg_count == count);
+			else if (r)
+				FUZZ_CHECK(data <= room &&
+					   count == s->rx.msg_cap);
+			else
+				FUZZ_CHECK(data <= room &&
+					   s->rx.msg_count == count + 1);
+		}
 		break;
 	}
 }

@@ -134,6 +134,7 @@ static void plan_seeds(void)
 	/* the other 16-byte messages of the exchange */
 	put("plan", "hello", evr__hello_msg, EVR_SYNC_LEN);
 	put("plan", "ack", evr__ack_msg, EVR_SYNC_LEN);
+	put("plan", "busy", evr__busy_msg, EVR_SYNC_LEN);
 	for (i = 0; i < EVR_SYNC_LEN; i++)
 		b[i] = (uint8_t)(0xf8 + i);   /* a -T v sync, wrapping */
 	put("plan", "pattern-sync", b, EVR_SYNC_LEN);
@@ -168,6 +169,15 @@ static void rs_seeds(void)
 	evr__rs_conn_data_encode(b, &cd);
 	b[23] = 1;                                     /* 1 target entry */
 	put("rsproto", "bad-sgl1", b, EVR_RS_CONN_DATA_LEN);
+	b[22] = 1;                                     /* 257 entries */
+	put("rsproto", "bad-sgl257", b, EVR_RS_CONN_DATA_LEN);
+	evr__rs_conn_data_encode(b, &cd);
+	memset(b + 36, 0, 4);                          /* a ring half of 0 */
+	put("rsproto", "bad-half0", b, EVR_RS_CONN_DATA_LEN);
+	b[36] = 0x40;
+	b[39] = 1;                                     /* 1 GiB + 1 */
+	put("rsproto", "bad-half-big", b, EVR_RS_CONN_DATA_LEN);
+	evr__rs_conn_data_encode(b, &cd);
 	cd.flags |= EVR_RS_FLAG_NET;
 	cd.credits = 0;
 	evr__rs_conn_data_encode(b, &cd);
@@ -218,6 +228,31 @@ static void rs_seeds(void)
 		n += 4;
 	}
 	put("rsproto", "overrun", b, n);
+	/* DATA lengths past the ring space offered (the target's ring is
+	 * sizes[credits >> 8 & 3], 4096 here: 2048 offered), then within it
+	 * after a read and an SGL */
+	n = EVR_RS_CONN_DATA_LEN;
+	{
+		static const struct { uint8_t act; unsigned op; uint32_t d; }
+		beyond[] = {
+			{ 0x01, EVR_RS_OP_DATA, 2049 },
+			{ 0x01, EVR_RS_OP_DATA, EVR_RS_DATA_MASK },
+			{ 0x31, EVR_RS_OP_DATA, 2048 },
+			{ 0x41, EVR_RS_OP_DATA, 1 },
+			{ 0x31, EVR_RS_OP_DATA, 2048 },
+		};
+
+		for (i = 0; i < (int)(sizeof(beyond) / sizeof(beyond[0]));
+		     i++) {
+			uint32_t w = evr__rs_imm_encode(
+				evr__rs_msg(beyond[i].op, beyond[i].d));
+
+			b[n++] = beyond[i].act;
+			memcpy(b + n, &w, 4);
+			n += 4;
+		}
+	}
+	put("rsproto", "beyond-offer", b, n);
 	/* sends only: fill the peer's half and the staging ring */
 	n = EVR_RS_CONN_DATA_LEN;
 	for (i = 0; i < 8; i++) {

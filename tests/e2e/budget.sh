@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# A server's memory is bounded by its own configuration, never by its
+# peers (rstream.1, SERVER LIMITS): four hostile clients negotiating
+# 512 MiB transfers at once are served through 1 MiB buffers (before:
+# 2 GiB peak RSS); a verifying client's large transfers stream through a
+# small --chunk with every byte checked; --max-conns turns connection N+1
+# away at once, with one line on the server and a clear failure (exit 3)
+# on the client; --max-memory refuses a plan it cannot hold, with the
+# reason printed by the client (exit 4), and serves it again once memory
+# is free.  The hostile clients are tests/faultpeer ($FAULTPEER) bigplan:
+# they send and read back through a 1 MiB buffer of their own.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+FP=${FAULTPEER:-}
+if [ -z "$FP" ] || [ ! -x "$FP" ]; then
+	echo "budget: FAULTPEER is not set to an executable tests/faultpeer" >&2
+	exit 99
+fi
+R=$RSTREAM
+H=127.0.0.1
+T=$E2E_TMP
+BIG=536870912
+# Under valgrind every byte the server moves is checked by memcheck:
+# smaller transfers, and no footprint check (the footprint is memcheck's;
+# its leak check at exit is what that run is for).
+[ "$E2E_VG" = 1 ] && BIG=33554432
+HWM_MAX_KB=65536
+
+mem_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+mem_le() { # DESC A B
+	if [ "$E2E_VG" = 1 ]; then
+		skip "$1: under valgrind the footprint is memcheck's"
+	else
+		assert_le "$@"
+	fi
+}
+
+# ------------------------------- 1. four hostile 512 MiB plans at once
+P=$(e2e_port)
+if start_server big "$P" "$R" -T s -b $H -p "$P"; then
+	SP=$(bg_child_pid big)
+	hwm0=$(mem_kb "$SP" VmHWM)
+	for i in 1 2 3 4; do
+		bg_start "hostile$i" 300 "$FP" bigplan $H "$P" 60 "$BIG"
+	done
+	for i in 1 2 3 4; do
+		bg_wait "hostile$i" 300
+		assert_exit "hostile client $i: its plan ran to the end" 0 "$RC" \
+			"$T/hostile$i.out" "$T/hostile$i.err"
+		assert_match "hostile client $i: $BIG bytes echoed" \
+			"^echoed $BIG bytes\$" "$T/hostile$i.out"
+	done
+	hwm=$(mem_kb "$SP" VmHWM)
+	say "server VmHWM: $hwm0 kB before, $hwm kB after 4 x $BIG-byte plans"
+	mem_le "4 x $BIG-byte plans: the server's peak RSS stays under $HWM_MAX_KB kB" \
+		"$hwm" "$HWM_MAX_KB"
+	# one rstream client too, as a user would ask for it
+	run_cmd bigcl 300 "$R" -T s -s $H -p "$P" --negotiate -S "$BIG" -C 1 -I 1
+	assert_exit "an rstream client with -S $BIG: passes" 0 "$RC" \
+		"$T/bigcl.out" "$T/bigcl.err"
+	assert_empty "an rstream client with -S $BIG: stderr empty" "$T/bigcl.err"
+	hwm=$(mem_kb "$SP" VmHWM)
+	mem_le "and the server's peak RSS still under $HWM_MAX_KB kB" \
+		"$hwm" "$HWM_MAX_KB"
+	bg_stop big
+	assert_exit "server: stops on SIGTERM" 0 "$RC" "$T/big.err"
+	assert_empty "server: no connection dropped" "$T/big.err"
+fi
+
+# ------------- 2. -T v through a small chunk: every byte checked, both ways
+P=$(e2e_port)
+if start_server vchunk "$P" "$R" -T s -b $H -p "$P" --chunk 4k; then
+	run_cmd vneg 120 "$R" -T s -s $H -p "$P" -T v --negotiate \
+		-S 1000000 -C 3 -I 4
+	assert_exit "-T v --negotiate, 1000000-byte transfers through a 4k chunk" \
+		0 "$RC" "$T/vneg.out" "$T/vneg.err"
+	check_row "$T/vneg.out" custom 976k 3 4 22m 1 "-T v negotiated, chunked"
+	run_cmd ddur 120 "$R" -T s -s $H -p "$P" -S 100000 -C 2 -D 0.3
+	assert_exit "-D 0.3 with 100000-byte transfers through a 4k chunk" \
+		0 "$RC" "$T/ddur.out" "$T/ddur.err"
+	assert_empty "-D through a chunk: stderr empty" "$T/ddur.err"
+	bg_stop vchunk
+	assert_exit "chunk server: stops on SIGTERM" 0 "$RC" "$T/vchunk.err"
+	assert_empty "chunk server: no connection dropped" "$T/vchunk.err"
+fi
+P=$(e2e_port)
+# upstream's -T v wire (no plan): the server runs the same test itself
+if start_server vup "$P" "$R" -T s -b $H -p "$P" --chunk 4k -S 1000000 -C 3 -I 4; then
+	run_cmd vup_c 120 "$R" -T s -s $H -p "$P" -T v -S 1000000 -C 3 -I 4
+	assert_exit "-T v without negotiation through a 4k chunk" 0 "$RC" \
+		"$T/vup_c.out" "$T/vup_c.err"
+	check_row "$T/vup_c.out" custom 976k 3 4 22m 1 "-T v upstream wire, chunked"
+	bg_stop vup
+	assert_empty "chunk server (own plan): no connection dropped" "$T/vup.err"
+fi
+
+# ------------------------------------------------ 3. --max-conns
+P=$(e2e_port)
+if start_server mc "$P" "$R" -T s -b $H -p "$P" --max-conns 2 \
+	--stall-timeout "$(tscale 60)"; then
+	bg_start hold 120 "$FP" hold $H "$P" 2 "$(tscale 60)"
+	wait_match "$T/hold.out" "connected 2 of 2" 10
+	sleep 0.3
+	run_cmd over1 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1
+	assert_exit "connection 3 of --max-conns 2: connecting failed (exit 3)" \
+		3 "$RC" "$T/over1.out" "$T/over1.err"
+	assert_lines "connection 3: one line on the client, saying why" 1 \
+		"$T/over1.err" "^rstream: negotiation: connection refused: the server serves as many connections as it allows \(its --max-conns\): try again later$"
+	run_cmd over2 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1 --no-negotiate
+	assert_exit "connection 4, upstream's wire: refused too (exit 3)" \
+		3 "$RC" "$T/over2.out" "$T/over2.err"
+	assert_match "connection 4: the same reason" \
+		"connection refused: the server serves as many connections as it allows" \
+		"$T/over2.err"
+	wait_match "$T/mc.err" "max-conns" 5
+	sleep 0.2
+	assert_lines "server: one line for the episode, naming the limit" 1 \
+		"$T/mc.err" "^rstream: connection dropped: 127\.0\.0\.1:[0-9]+: accept \(at the --max-conns limit of 2 connections: new ones are turned away until some close\): Connection refused$"
+	assert_lines "server: nothing else on stderr" 1 "$T/mc.err"
+	bg_kill hold
+	run_cmd after 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1
+	assert_exit "once the held connections close, a client passes" 0 "$RC" \
+		"$T/after.out" "$T/after.err"
+	bg_stop mc
+	assert_exit "max-conns server: stops on SIGTERM" 0 "$RC" "$T/mc.err"
+fi
+
+# -T f: a child serves each connection, and counts against the limit
+P=$(e2e_port)
+if start_server mcf "$P" "$R" -T s -T f -b $H -p "$P" --max-conns 1 \
+	--stall-timeout "$(tscale 60)"; then
+	bg_start fhalf 120 "$FP" half $H "$P" "$(tscale 60)"
+	wait_match "$T/fhalf.out" "sent half a message" 10
+	run_cmd fover 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1
+	assert_exit "-T f --max-conns 1, a child serving: the next is refused (exit 3)" \
+		3 "$RC" "$T/fover.out" "$T/fover.err"
+	assert_match "-T f: the client says why" "connection refused: .*--max-conns" \
+		"$T/fover.err"
+	SP=$(bg_child_pid mcf)
+	bg_kill fhalf
+	# the child ends and is reaped (bounded wait)
+	end=$(( $(now_ms) + $(tscale 10) * 1000 ))
+	while [ -n "$(ps -o pid= --ppid "$SP")" ] && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.05
+	done
+	sleep 0.1
+	run_cmd fafter 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1
+	assert_exit "-T f: once the child is done, a client passes" 0 "$RC" \
+		"$T/fafter.out" "$T/fafter.err"
+	bg_stop mcf
+	assert_exit "-T f max-conns server: stops on SIGTERM" 0 "$RC" "$T/mcf.err"
+fi
+
+# ------------------------------------------------ 4. --max-memory
+P=$(e2e_port)
+if start_server mm "$P" "$R" -T s -b $H -p "$P" --max-memory 100k \
+	--stall-timeout "$(tscale 60)"; then
+	run_cmd mm_big 30 "$R" -T s -s $H -p "$P" -S 200k -C 1 -I 1
+	assert_exit "a plan beyond --max-memory: refused (exit 4)" 4 "$RC" \
+		"$T/mm_big.out" "$T/mm_big.err"
+	assert_lines "the client prints the reason" 1 "$T/mm_big.err" \
+		"^rstream: negotiation: test plan rejected: the server's memory budget for connection buffers is taken \(its --max-memory\): try again later or with fewer connections$"
+	run_cmd mm_ok 30 "$R" -T s -s $H -p "$P" -S 64k -C 1 -I 1
+	assert_exit "a plan within --max-memory passes" 0 "$RC" \
+		"$T/mm_ok.out" "$T/mm_ok.err"
+	# the budget is shared: a peer holding 100000 bytes leaves no room
+	bg_start half 120 "$FP" half $H "$P" "$(tscale 60)"
+	wait_match "$T/half.out" "sent half a message" 10
+	run_cmd mm_full 30 "$R" -T s -s $H -p "$P" -S 64k -C 1 -I 1
+	assert_exit "the same plan while another peer holds the budget: refused" \
+		4 "$RC" "$T/mm_full.out" "$T/mm_full.err"
+	assert_match "... with the reason" "memory budget.*--max-memory" \
+		"$T/mm_full.err"
+	bg_kill half
+	wait_match "$T/mm.err" "connection dropped" 10
+	run_cmd mm_again 30 "$R" -T s -s $H -p "$P" -S 64k -C 1 -I 1
+	assert_exit "the memory is back once that peer is gone: passes" 0 \
+		"$RC" "$T/mm_again.out" "$T/mm_again.err"
+	bg_stop mm
+	assert_exit "max-memory server: stops on SIGTERM" 0 "$RC" "$T/mm.err"
+	# one line per refused plan (the operator sees the budget at work)
+	# and one for the peer that vanished
+	assert_lines "server: a line for each plan refused, naming the budget" 2 \
+		"$T/mm.err" "^rstream: connection dropped: 127\.0\.0\.1:[0-9]+: negotiation: test plan rejected: the server's memory budget for connection buffers is taken \(its --max-memory\)"
+	assert_lines "server: and one for the peer that vanished, nothing else" 3 "$T/mm.err"
+fi
+
+# ------------------------------------------------ 5. bad values
+for a in "--max-conns 0" "--max-conns 100001" "--max-memory 1023" \
+	"--max-memory 2t" "--chunk 1000" "--chunk 2g" "--max-conns x"; do
+	# shellcheck disable=SC2086
+	run_cmd badv 10 "$R" -T s $a
+	assert_exit "$a: a bad value (exit 1)" 1 "$RC" "$T/badv.err"
+	assert_lines "$a: one line naming the option" 1 "$T/badv.err" \
+		"^rstream: invalid value '[^']*' for ${a%% *}: must be "
+done
+run_cmd cliopt 10 "$R" -T s -s $H -p 9 --max-memory 1m
+assert_exit "--max-memory on a client: exit 1" 1 "$RC" "$T/cliopt.err"
+assert_lines "... one line saying it is a server option" 1 "$T/cliopt.err" \
+	"^rstream: --max-memory is a server option \(use it without -s\)$"
+
+san_check
+e2e_done
