@@ -184,10 +184,18 @@ int metrics_render(char **buf, size_t *len, struct probe *const *probes,
 		u64(f, "evrdma_mckey_received_total", p, NULL,
 		    p->st.mc_received);
 	family(f, "evrdma_mckey_lost_total", "counter",
-	       "Messages a receiver probe expected in a run and did not "
-	       "receive, on QPs that joined.");
+	       "Messages lost on the way to receiver probes: the gaps in "
+	       "each sender's sequence below the highest received, on QPs "
+	       "that joined.");
 	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
 		u64(f, "evrdma_mckey_lost_total", p, NULL, p->st.mc_lost);
+	family(f, "evrdma_mckey_shortfall_total", "counter",
+	       "Messages a receiver probe expected in a run (its count) and "
+	       "did not receive, on QPs that joined: lost, never sent, or "
+	       "not yet arrived when the run ended.");
+	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
+		u64(f, "evrdma_mckey_shortfall_total", p, NULL,
+		    p->st.mc_shortfall);
 	family(f, "evrdma_mckey_bad_headers_total", "counter",
 	       "Messages with a malformed or out-of-range evrdma header "
 	       "received by receiver probes.");

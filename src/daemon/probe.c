@@ -295,10 +295,17 @@ static void mc_done(void *ud, int status, unsigned n,
 		for (j = 0; j < q[i].nsenders; j++)
 			s->mc_untracked += q[i].senders[j].out_of_window;
 		/* A QP that never joined was never in a position to
-		 * receive: its shortfall is the failure's, not loss. */
-		if (!p->cfg->sender && q[i].joined &&
-		    q[i].expected > q[i].received)
-			s->mc_lost += q[i].expected - q[i].received;
+		 * receive: its shortfall is the failure's, not loss.  Lost
+		 * is what the senders' headers show never came (gaps below
+		 * the highest received); the shortfall against the probe's
+		 * count also holds what was never sent or came too late. */
+		if (!p->cfg->sender && q[i].joined) {
+			for (j = 0; j < q[i].nsenders; j++)
+				s->mc_lost += q[i].senders[j].lost;
+			if (q[i].expected > q[i].received)
+				s->mc_shortfall += q[i].expected -
+						   q[i].received;
+		}
 		if (!q[i].joined)
 			all_joined = 0;
 		if (q[i].timed_out)

@@ -59,7 +59,7 @@ struct probe_stats {
 	uint64_t rtt_count;
 	double throughput_bps;      /* last successful run */
 	/* mckey */
-	uint64_t mc_sent, mc_received, mc_lost;
+	uint64_t mc_sent, mc_received, mc_lost, mc_shortfall;
 	uint64_t mc_bad;            /* malformed or out-of-range headers */
 	uint64_t mc_untracked;      /* untracked senders, outside the window */
 	double mc_join_s;           /* last run, slowest QP; -1 = none */

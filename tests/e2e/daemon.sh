@@ -302,7 +302,7 @@ for fam in evrdma_probe_runs_total evrdma_probe_failures_total \
 	evrdma_probe_last_success_timestamp_seconds evrdma_probe_duration_seconds \
 	evrdma_rstream_latency_seconds evrdma_rstream_rtt_seconds \
 	evrdma_rstream_throughput_bits_per_second evrdma_mckey_received_total \
-	evrdma_mckey_lost_total evrdma_mckey_join_latency_seconds \
+	evrdma_mckey_lost_total evrdma_mckey_shortfall_total evrdma_mckey_join_latency_seconds \
 	evrdma_probed_build_info evrdma_probed_config_reloads_total; do
 	if grep -q "^# TYPE $fam " "$T/m1.txt" && grep -q "^# HELP $fam " "$T/m1.txt"; then
 		ok "family $fam: HELP and TYPE"
@@ -595,7 +595,7 @@ fi
 
 # A receiver and a sender probe on the namespace's lo, every second, and
 # a second receiver that expects more than is sent: it fails with
-# reason="timeout" and counts the shortfall as lost.  A third receiver
+# reason="timeout" and counts the shortfall, not loss.  A third receiver
 # binds an address the namespace does not have: it never joins, and a run
 # that never joined has lost nothing (issue 14).
 NS=evpd-$$
@@ -642,8 +642,13 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 	num_ge "mckey netns: short receiver runs (3 on a quiet host)" "$sruns" 2
 	assert_eq "mckey netns: short receiver fails by timeout every run" "$sruns" \
 		"$(val "$T/mc1.txt" 'evrdma_probe_failures_total{probe="mshort",reason="timeout"}')"
-	assert_eq "mckey netns: short receiver lost 5 a run" "$((sruns * 5))" \
+	# it expects 10, the sender sends 5 and none is lost on the way
+	assert_eq "mckey netns: short receiver's shortfall 5 a run" "$((sruns * 5))" \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_shortfall_total{probe="mshort"}')"
+	assert_eq "mckey netns: ... of which none lost" 0 \
 		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mshort"}')"
+	assert_eq "mckey netns: the full receiver's shortfall 0" 0 \
+		"$(val "$T/mc1.txt" 'evrdma_mckey_shortfall_total{probe="mrx"}')"
 	nruns=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mnojoin"}')
 	num_ge "mckey netns: receiver that cannot bind ran" "$nruns" 2
 	assert_eq "mckey netns: ... and failed every run" "$nruns" \
