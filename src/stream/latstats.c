@@ -114,6 +114,56 @@ int evr__lat_add(struct evr_latstats *l, uint64_t ns)
 	return 0;
 }
 
+int evr__lat_merge(struct evr_latstats *dst, const struct evr_latstats *src)
+{
+	size_t need, i;
+	unsigned b;
+
+	if (!src->count)
+		return 0;
+	if (!dst->count || src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	dst->count += src->count;
+	dst->sum += src->sum;
+	/* The rule of evr__lat_add: exact while the union fits the cap. */
+	if (!dst->hist && !src->hist && src->n <= dst->exact_max - dst->n) {
+		need = dst->n + src->n;
+		if (need > dst->cap) {
+			size_t nc = dst->cap ? dst->cap : 1024;
+			uint64_t *nv;
+
+			while (nc < need)
+				nc *= 2;
+			if (nc > dst->exact_max)
+				nc = dst->exact_max;
+			nv = realloc(dst->v, nc * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			dst->v = nv;
+			dst->cap = nc;
+		}
+		if (src->n)
+			memcpy(dst->v + dst->n, src->v, src->n * sizeof(*src->v));
+		dst->n = need;
+		return 0;
+	}
+	/* Beyond it the histogram: bucket counts add up, so the union's
+	 * nearest rank falls in the same bucket as the true sample's and
+	 * the 0.4 % bound holds for the merge as for one connection. */
+	if (!dst->hist && to_hist(dst))
+		return -ENOMEM;
+	if (src->hist) {
+		for (b = 0; b < EVR_LAT_NBUCKETS; b++)
+			dst->hist[b] += src->hist[b];
+	} else {
+		for (i = 0; i < src->n; i++)
+			dst->hist[evr__lat_bucket(src->v[i])]++;
+	}
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
