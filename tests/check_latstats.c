@@ -501,6 +501,57 @@ START_TEST(test_merge_bounded)
 }
 END_TEST
 
+/* Percentiles by selection against a full sort, on the shapes that make
+ * a naive quickselect quadratic or wrong: sorted, reversed, all equal,
+ * two values, organ pipe, few distinct values, and random. */
+START_TEST(test_select_shapes)
+{
+	static const unsigned pm[4] = { 500, 900, 990, 999 };
+	const size_t n = 100003;
+	uint64_t *v = malloc(n * sizeof(*v)), seed = 5;
+	struct evr_latstats l;
+	struct evr_lat_stats r;
+	unsigned shape, i;
+	size_t j;
+
+	ck_assert_ptr_nonnull(v);
+	for (shape = 0; shape < 7; shape++) {
+		uint64_t got[4];
+
+		evr__lat_init(&l);
+		for (j = 0; j < n; j++) {
+			uint64_t x;
+
+			switch (shape) {
+			case 0: x = j; break;
+			case 1: x = n - j; break;
+			case 2: x = 777; break;
+			case 3: x = j & 1 ? 10 : 20; break;
+			case 4: x = j < n / 2 ? j : n - j; break;
+			case 5: x = rng(&seed) % 4; break;
+			default: x = rng(&seed); break;
+			}
+			v[j] = x;
+			ck_assert_int_eq(evr__lat_add(&l, x), 0);
+		}
+		evr__lat_compute(&l, &r);
+		qsort(v, n, sizeof(*v), cmp_u64);
+		got[0] = r.p50_ns; got[1] = r.p90_ns;
+		got[2] = r.p99_ns; got[3] = r.p999_ns;
+		for (i = 0; i < 4; i++)
+			ck_assert_msg(got[i] == v[(n * pm[i] + 999) / 1000 - 1],
+				      "shape %u p%u: %llu, sorted %llu", shape,
+				      pm[i], (unsigned long long)got[i],
+				      (unsigned long long)v[(n * pm[i] + 999) /
+							    1000 - 1]);
+		ck_assert_uint_eq(r.min_ns, v[0]);
+		ck_assert_uint_eq(r.max_ns, v[n - 1]);
+		evr__lat_free(&l);
+	}
+	free(v);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("latstats");
@@ -523,6 +574,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge_exact_hist);
 	tcase_add_test(tc, test_merge_hist_hist);
 	tcase_add_test(tc, test_merge_bounded);
+	tcase_add_test(tc, test_select_shapes);
 	suite_add_tcase(s, tc);
 	return s;
 }

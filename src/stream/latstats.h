@@ -47,8 +47,8 @@ int evr__lat_add(struct evr_latstats *l, uint64_t ns);
  * Returns 0, or -ENOMEM (src's samples are then lost to the percentiles
  * but counted in min/max/mean). */
 int evr__lat_merge(struct evr_latstats *dst, const struct evr_latstats *src);
-/* Nearest-rank percentiles (rank = ceil(p * n), 1-based).  Sorts the
- * exact samples in place. */
+/* Nearest-rank percentiles (rank = ceil(p * n), 1-based).  Reorders the
+ * exact samples in place (a selection: no memory beyond them). */
 void evr__lat_compute(struct evr_latstats *l, struct evr_lat_stats *out);
 void evr__lat_free(struct evr_latstats *l);
 
