@@ -208,6 +208,15 @@ START_TEST(test_agg_duration_row)
 	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "gbps")),
 				563328 * 8.0 / 1200000250.0, 1e-12);
 	ck_assert(!json_object_get(o, "latency"));
+	ck_assert(!json_object_get(o, "start_ns"));
+	json_decref(o);
+	/* start_ns on the run's clock: the first start (50) less its start */
+	o = jo_result_since(&r, 30);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "start_ns")),
+			 20);
+	json_decref(o);
+	o = jo_result_since(&r, 51); /* a start before the run: left out */
+	ck_assert(!json_object_get(o, "start_ns"));
 	json_decref(o);
 	evr__agg_fini(&a);
 }
