@@ -265,6 +265,293 @@ START_TEST(test_format)
 }
 END_TEST
 
+/* ---- merging (rstream -c N: a test's connections into its aggregate) */
+
+static uint64_t rng(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	return *seed >> 33;
+}
+
+/* n samples spread over many octaves (off + 1 us .. ~16 ms) into l, and
+ * a copy of each into u (the union, for the brute-force answer).  Sets
+ * with different offsets make a union unlike either of them. */
+static void fill(struct evr_latstats *l, size_t n, uint64_t off,
+		 uint64_t *seed, uint64_t *u, size_t *un)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t v = off + 1000 + rng(seed) % (1u << (10 + i % 14));
+
+		ck_assert_int_eq(evr__lat_add(l, v), 0);
+		u[(*un)++] = v;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The merged distribution against nearest rank on the sorted union:
+ * equal when exact, else within 1/2^SUB_BITS; count, min, max and mean
+ * exact either way. */
+static void check_union(struct evr_latstats *m, uint64_t *u, size_t un,
+			int exact)
+{
+	static const unsigned pm[4] = { 500, 900, 990, 999 };
+	struct evr_lat_stats r;
+	uint64_t got[4];
+	long double sum = 0;
+	size_t i;
+
+	qsort(u, un, sizeof(*u), cmp_u64);
+	for (i = 0; i < un; i++)
+		sum += u[i];
+	evr__lat_compute(m, &r);
+	ck_assert_uint_eq(r.samples, un);
+	ck_assert_uint_eq(r.min_ns, u[0]);
+	ck_assert_uint_eq(r.max_ns, u[un - 1]);
+	ck_assert_double_eq_tol(r.mean_ns, (double)(sum / un), 1e-6);
+	got[0] = r.p50_ns; got[1] = r.p90_ns;
+	got[2] = r.p99_ns; got[3] = r.p999_ns;
+	for (i = 0; i < 4; i++) {
+		size_t rank = (un * pm[i] + 999) / 1000;
+		uint64_t want = u[(rank ? rank : 1) - 1];
+		uint64_t err = got[i] > want ? got[i] - want : want - got[i];
+
+		if (exact)
+			ck_assert_msg(!err, "p%u: %llu, union's %llu", pm[i],
+				      (unsigned long long)got[i],
+				      (unsigned long long)want);
+		else
+			ck_assert_msg(err * (1u << EVR_LAT_SUB_BITS) <= want,
+				      "p%u: %llu, union's %llu", pm[i],
+				      (unsigned long long)got[i],
+				      (unsigned long long)want);
+	}
+}
+
+START_TEST(test_merge_exact_exact)
+{
+	struct evr_latstats a, b, c;
+	static uint64_t u[3000];
+	size_t un = 0;
+	uint64_t seed = 7;
+
+	evr__lat_init(&a);
+	evr__lat_init(&b);
+	evr__lat_init(&c);
+	fill(&a, 1234, 0, &seed, u, &un);
+	fill(&b, 700, 50000, &seed, u, &un);
+	fill(&c, 1, 3000000, &seed, u, &un);
+	/* computed first (sorted in place), as the engine does */
+	{
+		struct evr_lat_stats r;
+
+		evr__lat_compute(&b, &r);
+	}
+	ck_assert_int_eq(evr__lat_merge(&a, &b), 0);
+	ck_assert_int_eq(evr__lat_merge(&a, &c), 0);
+	ck_assert_ptr_null(a.hist);
+	ck_assert_uint_eq(a.n, 1935);
+	/* src untouched */
+	ck_assert_uint_eq(b.count, 700);
+	ck_assert_uint_eq(b.n, 700);
+	check_union(&a, u, un, 1);
+	evr__lat_free(&a);
+	evr__lat_free(&b);
+	evr__lat_free(&c);
+}
+END_TEST
+
+/* Into an empty one, and an empty one in: nothing changes. */
+START_TEST(test_merge_empty)
+{
+	struct evr_latstats a, b;
+	struct evr_lat_stats r;
+	static uint64_t u[100];
+	size_t un = 0;
+	uint64_t seed = 3;
+
+	evr__lat_init(&a);
+	evr__lat_init(&b);
+	ck_assert_int_eq(evr__lat_merge(&a, &b), 0);
+	evr__lat_compute(&a, &r);
+	ck_assert_uint_eq(r.samples, 0);
+	fill(&b, 100, 0, &seed, u, &un);
+	ck_assert_int_eq(evr__lat_merge(&a, &b), 0);
+	evr__lat_reset(&b);
+	ck_assert_int_eq(evr__lat_merge(&a, &b), 0);
+	check_union(&a, u, un, 1);
+	evr__lat_free(&a);
+	evr__lat_free(&b);
+}
+END_TEST
+
+/* Two exact sets whose union passes the cap: the histogram. */
+START_TEST(test_merge_exact_overflow)
+{
+	struct evr_latstats a, b;
+	static uint64_t u[1200];
+	size_t un = 0;
+	uint64_t seed = 11;
+
+	evr__lat_init(&a);
+	evr__lat_init(&b);
+	a.exact_max = b.exact_max = 1000;
+	fill(&a, 600, 0, &seed, u, &un);
+	fill(&b, 600, 100000, &seed, u, &un);
+	ck_assert_ptr_null(a.hist);
+	ck_assert_ptr_null(b.hist);
+	ck_assert_int_eq(evr__lat_merge(&a, &b), 0);
+	ck_assert_ptr_nonnull(a.hist);
+	ck_assert_ptr_null(a.v);
+	check_union(&a, u, un, 0);
+	evr__lat_free(&a);
+	evr__lat_free(&b);
+}
+END_TEST
+
+/* exact into histogram, and histogram into exact */
+START_TEST(test_merge_exact_hist)
+{
+	struct evr_latstats e, h, e2, h2;
+	static uint64_t u[6000], u2[6000];
+	size_t un = 0, un2 = 0;
+	uint64_t seed = 19, seed2 = 19;
+
+	evr__lat_init(&e);
+	evr__lat_init(&h);
+	h.exact_max = 1000;
+	fill(&h, 4000, 0, &seed, u, &un);
+	fill(&e, 500, 20000000, &seed, u, &un);
+	ck_assert_ptr_nonnull(h.hist);
+	ck_assert_ptr_null(e.hist);
+	ck_assert_int_eq(evr__lat_merge(&h, &e), 0);
+	check_union(&h, u, un, 0);
+
+	/* the same samples the other way round */
+	evr__lat_init(&e2);
+	evr__lat_init(&h2);
+	h2.exact_max = 1000;
+	fill(&h2, 4000, 0, &seed2, u2, &un2);
+	fill(&e2, 500, 20000000, &seed2, u2, &un2);
+	ck_assert_int_eq(evr__lat_merge(&e2, &h2), 0);
+	ck_assert_ptr_nonnull(e2.hist);
+	check_union(&e2, u2, un2, 0);
+	evr__lat_free(&e);
+	evr__lat_free(&h);
+	evr__lat_free(&e2);
+	evr__lat_free(&h2);
+}
+END_TEST
+
+START_TEST(test_merge_hist_hist)
+{
+	struct evr_latstats a, b;
+	static uint64_t u[9000];
+	size_t un = 0;
+	uint64_t seed = 23;
+
+	evr__lat_init(&a);
+	evr__lat_init(&b);
+	a.exact_max = b.exact_max = 1000;
+	fill(&a, 5000, 0, &seed, u, &un);
+	/* b's samples sit higher: the union's tail is b's */
+	fill(&b, 4000, 20000000, &seed, u, &un);
+	ck_assert_ptr_nonnull(a.hist);
+	ck_assert_ptr_nonnull(b.hist);
+	ck_assert_int_eq(evr__lat_merge(&a, &b), 0);
+	check_union(&a, u, un, 0);
+	evr__lat_free(&a);
+	evr__lat_free(&b);
+}
+END_TEST
+
+/* Many connections into one: memory stays at the cap, then one
+ * histogram, however many come in. */
+START_TEST(test_merge_bounded)
+{
+	struct evr_latstats m, c;
+	static uint64_t u[200 * 37];
+	size_t un = 0;
+	uint64_t seed = 31;
+	unsigned k;
+
+	evr__lat_init(&m);
+	m.exact_max = 1000;
+	for (k = 0; k < 200; k++) {
+		evr__lat_init(&c);
+		fill(&c, 37, k * 1000, &seed, u, &un);
+		ck_assert_int_eq(evr__lat_merge(&m, &c), 0);
+		ck_assert_uint_le(m.cap, m.exact_max);
+		if (k < 27)
+			ck_assert_ptr_null(m.hist); /* 27 x 37 = 999 */
+		else
+			ck_assert_ptr_nonnull(m.hist);
+		evr__lat_free(&c);
+	}
+	ck_assert_ptr_null(m.v);
+	check_union(&m, u, un, 0);
+	evr__lat_free(&m);
+}
+END_TEST
+
+/* Percentiles by selection against a full sort, on the shapes that make
+ * a naive quickselect quadratic or wrong: sorted, reversed, all equal,
+ * two values, organ pipe, few distinct values, and random. */
+START_TEST(test_select_shapes)
+{
+	static const unsigned pm[4] = { 500, 900, 990, 999 };
+	const size_t n = 100003;
+	uint64_t *v = malloc(n * sizeof(*v)), seed = 5;
+	struct evr_latstats l;
+	struct evr_lat_stats r;
+	unsigned shape, i;
+	size_t j;
+
+	ck_assert_ptr_nonnull(v);
+	for (shape = 0; shape < 7; shape++) {
+		uint64_t got[4];
+
+		evr__lat_init(&l);
+		for (j = 0; j < n; j++) {
+			uint64_t x;
+
+			switch (shape) {
+			case 0: x = j; break;
+			case 1: x = n - j; break;
+			case 2: x = 777; break;
+			case 3: x = j & 1 ? 10 : 20; break;
+			case 4: x = j < n / 2 ? j : n - j; break;
+			case 5: x = rng(&seed) % 4; break;
+			default: x = rng(&seed); break;
+			}
+			v[j] = x;
+			ck_assert_int_eq(evr__lat_add(&l, x), 0);
+		}
+		evr__lat_compute(&l, &r);
+		qsort(v, n, sizeof(*v), cmp_u64);
+		got[0] = r.p50_ns; got[1] = r.p90_ns;
+		got[2] = r.p99_ns; got[3] = r.p999_ns;
+		for (i = 0; i < 4; i++)
+			ck_assert_msg(got[i] == v[(n * pm[i] + 999) / 1000 - 1],
+				      "shape %u p%u: %llu, sorted %llu", shape,
+				      pm[i], (unsigned long long)got[i],
+				      (unsigned long long)v[(n * pm[i] + 999) /
+							    1000 - 1]);
+		ck_assert_uint_eq(r.min_ns, v[0]);
+		ck_assert_uint_eq(r.max_ns, v[n - 1]);
+		evr__lat_free(&l);
+	}
+	free(v);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("latstats");
@@ -279,6 +566,15 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_histogram_error);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_format);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("merge");
+	tcase_add_test(tc, test_merge_exact_exact);
+	tcase_add_test(tc, test_merge_empty);
+	tcase_add_test(tc, test_merge_exact_overflow);
+	tcase_add_test(tc, test_merge_exact_hist);
+	tcase_add_test(tc, test_merge_hist_hist);
+	tcase_add_test(tc, test_merge_bounded);
+	tcase_add_test(tc, test_select_shapes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,11 +7,13 @@
 #include "config.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/fdlimit.h"
+#include "cli/jsonout.h"
 #include "cli/report.h"
 #include "cli/rstream_opts.h"
 #include "evrdma/stream.h"
@@ -19,18 +21,34 @@
 
 /* ---- aggregation ---- */
 
+/* One connection's result as the engine hands it to the aggregate. */
+static void add1(struct evr_agg *a, uint64_t start_ns, uint64_t elapsed_ns,
+		 uint64_t bytes, uint32_t iters)
+{
+	struct evr_result r = {
+		.start_ns = start_ns, .elapsed_ns = elapsed_ns,
+		.bytes = bytes, .iters = iters,
+	};
+
+	ck_assert_int_eq(evr__agg_add(a, &r, NULL), 0);
+}
+
 START_TEST(test_agg_empty)
 {
 	struct evr_agg a;
 	struct evr_result r;
 
-	evr__agg_reset(&a);
+	evr__agg_init(&a);
 	memset(&r, 0, sizeof(r));
 	evr__agg_result(&a, &r);
 	ck_assert_uint_eq(r.nconns, 0);
 	ck_assert_uint_eq(r.bytes, 0);
+	ck_assert_uint_eq(r.iters, 0);
 	ck_assert_uint_eq(r.elapsed_ns, 0);
 	ck_assert_uint_eq(r.conn_mean_ns, 0);
+	ck_assert_double_eq(r.iter_mean_ns, 0.0);
+	ck_assert_ptr_null(r.lat);
+	evr__agg_fini(&a);
 }
 END_TEST
 
@@ -39,13 +57,13 @@ START_TEST(test_agg_wall_and_mean)
 	struct evr_agg a;
 	struct evr_result r;
 
-	evr__agg_reset(&a);
+	evr__agg_init(&a);
 	/* three connections, reported out of start order: wall time is
 	 * from the earliest start (1000) to the latest end (1000+900 vs
 	 * 1500+600=2100 vs 1200+100=1300): 1100 ns */
-	evr__agg_add(&a, 1500, 600, 100);
-	evr__agg_add(&a, 1000, 900, 200);
-	evr__agg_add(&a, 1200, 100, 300);
+	add1(&a, 1500, 600, 100, 1);
+	add1(&a, 1000, 900, 200, 1);
+	add1(&a, 1200, 100, 300, 1);
 	memset(&r, 0, sizeof(r));
 	evr__agg_result(&a, &r);
 	ck_assert_uint_eq(r.nconns, 3);
@@ -54,6 +72,7 @@ START_TEST(test_agg_wall_and_mean)
 	ck_assert_uint_eq(r.elapsed_ns, 1100);
 	/* mean of 600, 900, 100 = 533.33, rounded */
 	ck_assert_uint_eq(r.conn_mean_ns, 533);
+	evr__agg_fini(&a);
 }
 END_TEST
 
@@ -63,8 +82,8 @@ START_TEST(test_agg_one_and_large)
 	struct evr_result r;
 	unsigned i;
 
-	evr__agg_reset(&a);
-	evr__agg_add(&a, 5, 10, 7);
+	evr__agg_init(&a);
+	add1(&a, 5, 10, 7, 1);
 	memset(&r, 0, sizeof(r));
 	evr__agg_result(&a, &r);
 	ck_assert_uint_eq(r.nconns, 1);
@@ -72,15 +91,177 @@ START_TEST(test_agg_one_and_large)
 	ck_assert_uint_eq(r.conn_mean_ns, 10);
 
 	/* 100000 connections of 1 GiB each way do not overflow */
-	evr__agg_reset(&a);
+	evr__agg_fini(&a);
 	for (i = 0; i < 100000; i++)
-		evr__agg_add(&a, 1000000000ULL + i, 3000000000ULL,
-			     2ULL << 30);
+		add1(&a, 1000000000ULL + i, 3000000000ULL, 2ULL << 30, 1);
 	evr__agg_result(&a, &r);
 	ck_assert_uint_eq(r.nconns, 100000);
 	ck_assert_uint_eq(r.bytes, 100000ULL * (2ULL << 30));
 	ck_assert_uint_eq(r.elapsed_ns, 3000000000ULL + 99999);
 	ck_assert_uint_eq(r.conn_mean_ns, 3000000000ULL);
+	evr__agg_fini(&a);
+}
+END_TEST
+
+/* -D: the connections run different numbers of iterations in different
+ * times, from different starts.  Every column of the aggregate is the
+ * formula rstream(1) gives for it, computed here by hand:
+ *   conn  start_ns  elapsed_ns     iters  own ns/iter
+ *   1     100       1000000000     1000   1000000
+ *   2     300       1200000000      800   1500000
+ *   3     200        900000000     1500    600000
+ *   4      50       1100000000     1101    999091.73...
+ * (64-byte ping-pong: 128 bytes an iteration). */
+static void agg_duration(struct evr_agg *a, struct evr_result *r)
+{
+	evr__agg_init(a);
+	add1(a, 100, 1000000000ULL, 128ULL * 1000, 1000);
+	add1(a, 300, 1200000000ULL, 128ULL * 800, 800);
+	add1(a, 200, 900000000ULL, 128ULL * 1500, 1500);
+	add1(a, 50, 1100000000ULL, 128ULL * 1101, 1101);
+	memset(r, 0, sizeof(*r));
+	r->name = "custom";
+	r->size = 64;
+	r->count = 1;
+	evr__agg_result(a, r);
+}
+
+START_TEST(test_agg_duration)
+{
+	struct evr_agg a;
+	struct evr_result r;
+	double iter_ns = (1000000.0 + 1500000.0 + 600000.0 +
+			  1100000000.0 / 1101) / 4;
+
+	agg_duration(&a, &r);
+	ck_assert_uint_eq(r.nconns, 4);
+	/* total: the sum of the connections' bytes */
+	ck_assert_uint_eq(r.bytes, 128ULL * 4401);
+	/* iters: the mean per connection, 4401 / 4 = 1100.25 -> 1100 (not
+	 * whichever connection reported last) */
+	ck_assert_uint_eq(r.iters, 1100);
+	/* time: from the first start (50) to the last end (300 + 1.2 s) */
+	ck_assert_uint_eq(r.start_ns, 50);
+	ck_assert_uint_eq(r.elapsed_ns, 1200000300ULL - 50);
+	ck_assert_uint_eq(r.conn_mean_ns, 1050000000ULL);
+	/* the mean of the connections' own time per iteration */
+	ck_assert_double_eq_tol(r.iter_mean_ns, iter_ns, 1e-6);
+	evr__agg_fini(&a);
+}
+END_TEST
+
+/* Iterations average to the nearest integer; a fixed count is kept. */
+START_TEST(test_agg_iters_rounding)
+{
+	struct evr_agg a;
+	struct evr_result r;
+	unsigned i;
+
+	evr__agg_init(&a);
+	add1(&a, 0, 10, 1, 3);
+	add1(&a, 0, 10, 1, 4);
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.iters, 4); /* 3.5 rounds up */
+	add1(&a, 0, 10, 1, 3);
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.iters, 3); /* 3.33 */
+	evr__agg_fini(&a);
+	for (i = 0; i < 7; i++)
+		add1(&a, i, 1000 + i, 1, 100000);
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.iters, 100000);
+	/* equal counts: the mean of own times = mean time / count */
+	ck_assert_double_eq_tol(r.iter_mean_ns, 1003.0 / 100000, 1e-12);
+	evr__agg_fini(&a);
+}
+END_TEST
+
+/* The row and the JSON record of that aggregate: Gb/sec over the wall
+ * time, usec/xfer the mean of the connections' own usec/xfer
+ * (500, 750, 300 and 499.5459: 512.386..., not 1.05 s / 1101 / 2). */
+START_TEST(test_agg_duration_row)
+{
+	struct evr_agg a;
+	struct evr_result r;
+	char buf[160];
+	json_t *o;
+	double own[4] = { 1000000000.0 / 1000 / 2000, 1200000000.0 / 800 / 2000,
+			  900000000.0 / 1500 / 2000,
+			  1100000000.0 / 1101 / 2000 };
+	double mean = (own[0] + own[1] + own[2] + own[3]) / 4;
+
+	agg_duration(&a, &r);
+	rstream_format_row(buf, sizeof(buf), &r);
+	/* 563328 bytes = 550k; 4506624 bits / 1200000.25 us = 0.00 Gb/s */
+	ck_assert_str_eq(buf, "custom    64      1       1k      550k        "
+			      "1.20s      0.00     512.39\n");
+	o = jo_result(&r);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "iters")),
+			 1100);
+	ck_assert_int_eq(json_integer_value(json_object_get(o,
+			 "total_bytes")), 563328);
+	ck_assert_int_eq(json_integer_value(json_object_get(o,
+			 "elapsed_ns")), 1200000250);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o,
+				"usec_per_xfer")), mean, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "gbps")),
+				563328 * 8.0 / 1200000250.0, 1e-12);
+	ck_assert(!json_object_get(o, "latency"));
+	ck_assert(!json_object_get(o, "start_ns"));
+	json_decref(o);
+	/* start_ns on the run's clock: the first start (50) less its start */
+	o = jo_result_since(&r, 30);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "start_ns")),
+			 20);
+	json_decref(o);
+	o = jo_result_since(&r, 51); /* a start before the run: left out */
+	ck_assert(!json_object_get(o, "start_ns"));
+	json_decref(o);
+	evr__agg_fini(&a);
+}
+END_TEST
+
+/* --percentiles: the aggregate carries the union of the connections'
+ * samples; none without samples. */
+START_TEST(test_agg_latency)
+{
+	struct evr_agg a;
+	struct evr_result r = { .iters = 1, .elapsed_ns = 1 };
+	struct evr_latstats l[3];
+	unsigned i, k;
+
+	evr__agg_init(&a);
+	/* connection k takes (k + 1) * 100 samples: 1000k + 1 .. */
+	for (k = 0; k < 3; k++) {
+		evr__lat_init(&l[k]);
+		for (i = 0; i < (k + 1) * 100; i++)
+			ck_assert_int_eq(evr__lat_add(&l[k], 1000 * k + 1 + i),
+					 0);
+		ck_assert_int_eq(evr__agg_add(&a, &r, &l[k]), 0);
+	}
+	evr__agg_result(&a, &r);
+	ck_assert_ptr_nonnull(r.lat);
+	ck_assert_uint_eq(r.lat->samples, 600);
+	ck_assert_uint_eq(r.lat->min_ns, 1);
+	ck_assert_uint_eq(r.lat->max_ns, 2300);
+	/* sorted union: 1..100, 1001..1200, 2001..2300; rank 300 of 600
+	 * is 1200, rank 540 is 2240, rank 594 is 2294, rank 600 is 2300 */
+	ck_assert_uint_eq(r.lat->p50_ns, 1200);
+	ck_assert_uint_eq(r.lat->p90_ns, 2240);
+	ck_assert_uint_eq(r.lat->p99_ns, 2294);
+	ck_assert_uint_eq(r.lat->p999_ns, 2300);
+	ck_assert_double_eq_tol(r.lat->mean_ns,
+				(100 * 50.5 + 200 * 1100.5 + 300 * 2150.5) / 600,
+				1e-9);
+	for (k = 0; k < 3; k++)
+		evr__lat_free(&l[k]);
+	evr__agg_fini(&a);
+	/* after fini, an aggregate without samples has no distribution */
+	add1(&a, 0, 10, 2, 1);
+	evr__agg_result(&a, &r);
+	ck_assert_ptr_null(r.lat);
+	evr__agg_fini(&a);
 }
 END_TEST
 
@@ -93,6 +274,7 @@ START_TEST(test_row_aggregate)
 		.nconns = 4, .bytes = 4 * 1280,
 		/* wall 2 ms; one connection took 1 ms on average */
 		.elapsed_ns = 2000000, .conn_mean_ns = 1000000,
+		.iter_mean_ns = 1000000,
 	};
 	char buf[160];
 
@@ -322,6 +504,10 @@ static Suite *scale_suite(void)
 	tcase_add_test(tc, test_agg_empty);
 	tcase_add_test(tc, test_agg_wall_and_mean);
 	tcase_add_test(tc, test_agg_one_and_large);
+	tcase_add_test(tc, test_agg_duration);
+	tcase_add_test(tc, test_agg_iters_rounding);
+	tcase_add_test(tc, test_agg_duration_row);
+	tcase_add_test(tc, test_agg_latency);
 	tcase_add_test(tc, test_row_aggregate);
 	tcase_add_test(tc, test_row_per_conn);
 	suite_add_tcase(s, tc);

@@ -171,13 +171,22 @@ struct evr_result {
 	/* Many connections (opts.conns = N > 1), client only.  A result with
 	 * nconns 0 is one connection's, conn_index (1..N) says which; when
 	 * all N have finished a test, one more result with nconns = N sums
-	 * them up: bytes summed, elapsed_ns from the first connection's
-	 * start to the last one's end, conn_mean_ns the mean of their own
-	 * elapsed times (lat NULL). */
+	 * them up (rstream(1), MANY CONNECTIONS): bytes summed; iters the
+	 * mean per connection, rounded to nearest (with a fixed count, each
+	 * one's); start_ns the first connection's start and elapsed_ns from
+	 * there to the last one's end; conn_mean_ns the mean of their own
+	 * elapsed times; iter_mean_ns the mean of their own elapsed_ns /
+	 * iters; and, with opts.percentiles, lat the distribution of all N
+	 * connections' samples merged (exact nearest rank up to 10^6
+	 * samples, the histogram's 0.4 % bound beyond). */
 	unsigned conn_index;
 	unsigned nconns;
 	uint64_t start_ns;          /* evr_now_ns() when the clock started */
 	uint64_t conn_mean_ns;      /* = elapsed_ns for one connection */
+	/* time per iteration: = elapsed_ns / iters for one connection; for
+	 * an aggregate the mean of the connections' own, so that usec/xfer
+	 * = iter_mean_ns / 1000 / (2 * count) is the mean of theirs */
+	double iter_mean_ns;
 };
 
 enum evr_info_kind {

@@ -200,6 +200,11 @@ json_t *jo_progress(const struct evr_progress *p)
 
 json_t *jo_result(const struct evr_result *r)
 {
+	return jo_result_since(r, 0);
+}
+
+json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
+{
 	json_t *o = jo_record("result");
 	double usec = r->elapsed_ns / 1000.0;
 
@@ -218,16 +223,23 @@ json_t *jo_result(const struct evr_result *r)
 	set_int(o, "xfers_per_iter", r->count);
 	set_int(o, "iters", r->iters);
 	set_u64(o, "total_bytes", r->bytes);
+	/* when the test's clock started, on the run's clock: with it an
+	 * aggregate's wall time can be checked against its connections' */
+	if (run_t0 && r->start_ns >= run_t0)
+		set_u64(o, "start_ns", r->start_ns - run_t0);
 	set_u64(o, "elapsed_ns", r->elapsed_ns);
 	set_real(o, "elapsed_s", r->elapsed_ns / 1e9);
 	/* upstream's columns, unrounded; 0 for a run too short to time */
 	set_real(o, "gbps", r->elapsed_ns ?
 			    (r->bytes * 8.0) / (double)r->elapsed_ns : 0.0);
-	/* -c N: per connection, as the table's column (rstream(1)) */
+	/* -c N: the mean of the connections' own, as the table's column
+	 * (rstream(1), MANY CONNECTIONS) */
 	if (r->nconns)
-		usec = r->conn_mean_ns / 1000.0;
-	set_real(o, "usec_per_xfer", r->iters && r->count ?
-		 (usec / r->iters) / (r->count * 2.0) : 0.0);
+		set_real(o, "usec_per_xfer", r->count ?
+			 r->iter_mean_ns / 1000.0 / (r->count * 2.0) : 0.0);
+	else
+		set_real(o, "usec_per_xfer", r->iters && r->count ?
+			 (usec / r->iters) / (r->count * 2.0) : 0.0);
 	if (r->lat)
 		set(o, "latency", jo_lat(r->lat));
 	return o;

@@ -36,6 +36,9 @@ json_t *jo_record(const char *type);
 json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version);
 /* {"type":"result", test, conn, peer, bytes_per_xfer, ...} */
 json_t *jo_result(const struct evr_result *r);
+/* The same with "start_ns": r->start_ns - run_t0 (the program's start on
+ * evr_now_ns()'s clock); run_t0 0 leaves it out. */
+json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0);
 /* The latency object of a result (nanoseconds). */
 json_t *jo_lat(const struct evr_lat_stats *l);
 /* --interval: one progress report */

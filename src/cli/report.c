@@ -23,8 +23,11 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 {
 	char sz[32], cnt[32], it[32], tot[32], name[32];
 	double usec = r->elapsed_ns / 1000.0;
-	/* usec/xfer is one connection's: the mean of them with -c N */
-	double conn_usec = r->nconns ? r->conn_mean_ns / 1000.0 : usec;
+	/* usec/xfer is one connection's: with -c N the mean of each one's
+	 * own (rstream(1), MANY CONNECTIONS) */
+	double xfer_usec = r->nconns ?
+			   r->iter_mean_ns / 1000.0 / (r->count * 2.0) :
+			   (usec / r->iters) / (r->count * 2.0);
 
 	evr__size_str(sz, sizeof(sz), r->size);
 	evr__cnt_str(cnt, sizeof(cnt), r->count);
@@ -46,7 +49,7 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 	snprintf(buf, len, "%-10s%-8s%-8s%-8s%-8s%8.2fs%10.2f%11.2f\n", name,
 		 sz, cnt, it, tot, usec / 1000000.0,
 		 (r->bytes * 8) / (1000.0 * usec),
-		 (conn_usec / r->iters) / (r->count * 2.0));
+		 xfer_usec);
 }
 
 void rstream_format_settings(char *buf, size_t len, unsigned conn,

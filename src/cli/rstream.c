@@ -126,7 +126,7 @@ static void on_result(void *ud, const struct evr_result *r)
 				 a->cli.o.port);
 			rr.peer = peer;
 		}
-		jo_emit(stdout, jo_result(&rr));
+		jo_emit(stdout, jo_result_since(&rr, a->t0));
 		out_check(a);
 		return;
 	}

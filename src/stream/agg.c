@@ -5,30 +5,59 @@
 
 #include "agg.h"
 
-void evr__agg_reset(struct evr_agg *a)
+void evr__agg_init(struct evr_agg *a)
 {
 	memset(a, 0, sizeof(*a));
+	evr__lat_init(&a->lat);
 }
 
-void evr__agg_add(struct evr_agg *a, uint64_t start_ns, uint64_t elapsed_ns,
-		  uint64_t bytes)
+void evr__agg_fini(struct evr_agg *a)
 {
-	uint64_t end = start_ns + elapsed_ns;
+	evr__lat_free(&a->lat);
+	evr__agg_init(a);
+}
 
-	if (!a->n || start_ns < a->first_start_ns)
-		a->first_start_ns = start_ns;
+int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
+		 const struct evr_latstats *lat)
+{
+	uint64_t end = r->start_ns + r->elapsed_ns;
+
+	if (!a->n || r->start_ns < a->first_start_ns)
+		a->first_start_ns = r->start_ns;
 	if (!a->n || end > a->last_end_ns)
 		a->last_end_ns = end;
 	a->n++;
-	a->bytes += bytes;
-	a->sum_elapsed_ns += elapsed_ns;
+	a->bytes += r->bytes;
+	a->sum_elapsed_ns += r->elapsed_ns;
+	a->sum_iters += r->iters;
+	/* usec/xfer is each connection's own, then their mean: with -D the
+	 * connections run different numbers of iterations in different
+	 * times, and neither sum alone gives it */
+	if (r->iters) {
+		a->sum_iter_ns += (long double)r->elapsed_ns / r->iters;
+		a->n_timed++;
+	}
+	if (!lat)
+		return 0;
+	a->lat_on = 1;
+	return evr__lat_merge(&a->lat, lat);
 }
 
-void evr__agg_result(const struct evr_agg *a, struct evr_result *r)
+void evr__agg_result(struct evr_agg *a, struct evr_result *r)
 {
-	r->nconns = a->n;
+	unsigned n = a->n;
+
+	r->nconns = n;
 	r->bytes = a->bytes;
+	r->iters = n ? (uint32_t)((a->sum_iters + n / 2) / n) : 0;
 	r->start_ns = a->first_start_ns;
-	r->elapsed_ns = a->n ? a->last_end_ns - a->first_start_ns : 0;
-	r->conn_mean_ns = a->n ? (a->sum_elapsed_ns + a->n / 2) / a->n : 0;
+	r->elapsed_ns = n ? a->last_end_ns - a->first_start_ns : 0;
+	r->conn_mean_ns = n ? (a->sum_elapsed_ns + n / 2) / n : 0;
+	r->iter_mean_ns = a->n_timed ?
+			  (double)(a->sum_iter_ns / a->n_timed) : 0.0;
+	r->lat = NULL;
+	if (a->lat_on) {
+		evr__lat_compute(&a->lat, &a->lat_res);
+		r->lat = &a->lat_res;
+	}
 }

@@ -114,11 +114,144 @@ int evr__lat_add(struct evr_latstats *l, uint64_t ns)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int evr__lat_merge(struct evr_latstats *dst, const struct evr_latstats *src)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	size_t need, i;
+	unsigned b;
 
-	return x < y ? -1 : x > y;
+	if (!src->count)
+		return 0;
+	if (!dst->count || src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	dst->count += src->count;
+	dst->sum += src->sum;
+	/* The rule of evr__lat_add: exact while the union fits the cap. */
+	if (!dst->hist && !src->hist && src->n <= dst->exact_max - dst->n) {
+		need = dst->n + src->n;
+		if (need > dst->cap) {
+			size_t nc = dst->cap ? dst->cap : 1024;
+			uint64_t *nv;
+
+			while (nc < need)
+				nc *= 2;
+			if (nc > dst->exact_max)
+				nc = dst->exact_max;
+			nv = realloc(dst->v, nc * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			dst->v = nv;
+			dst->cap = nc;
+		}
+		if (src->n)
+			memcpy(dst->v + dst->n, src->v, src->n * sizeof(*src->v));
+		dst->n = need;
+		return 0;
+	}
+	/* Beyond it the histogram: bucket counts add up, so the union's
+	 * nearest rank falls in the same bucket as the true sample's and
+	 * the 0.4 % bound holds for the merge as for one connection. */
+	if (!dst->hist && to_hist(dst))
+		return -ENOMEM;
+	if (src->hist) {
+		for (b = 0; b < EVR_LAT_NBUCKETS; b++)
+			dst->hist[b] += src->hist[b];
+	} else {
+		for (i = 0; i < src->n; i++)
+			dst->hist[evr__lat_bucket(src->v[i])]++;
+	}
+	return 0;
+}
+
+/*
+ * Nearest rank by selection, in place.  qsort() here (glibc's merge sort)
+ * takes a second copy of the samples for its scratch: 8 MB beside the
+ * 8 MB of a full 10^6-sample set, and an aggregate of -c N holds one.
+ * Quickselect needs nothing beyond the array and is O(n); its partition
+ * is three-way, so runs of equal samples (common in latencies) cost no
+ * more than distinct ones, and a range that does not shrink within its
+ * budget of rounds is heap-sorted instead, so no input makes it
+ * quadratic.
+ */
+static void swap_u64(uint64_t *a, uint64_t *b)
+{
+	uint64_t t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void sift_down(uint64_t *v, size_t i, size_t n)
+{
+	size_t c;
+
+	while ((c = 2 * i + 1) < n) {
+		if (c + 1 < n && v[c + 1] > v[c])
+			c++;
+		if (v[i] >= v[c])
+			return;
+		swap_u64(&v[i], &v[c]);
+		i = c;
+	}
+}
+
+static void heap_sort(uint64_t *v, size_t n)
+{
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift_down(v, i, n);
+	for (i = n; i-- > 1;) {
+		swap_u64(&v[0], &v[i]);
+		sift_down(v, 0, i);
+	}
+}
+
+static uint64_t median3(uint64_t a, uint64_t b, uint64_t c)
+{
+	if (a > b)
+		swap_u64(&a, &b);
+	if (b > c)
+		b = c;
+	return a > b ? a : b;
+}
+
+/* Put the k-th smallest of v[lo, hi) at v[k], none larger before it and
+ * none smaller after it (lo <= k < hi). */
+static void select_k(uint64_t *v, size_t lo, size_t hi, size_t k)
+{
+	unsigned budget = 2 * flog2(hi - lo + 1) + 8;
+	size_t lt, gt, i, j;
+	uint64_t p;
+
+	while (hi - lo > 16) {
+		if (!budget--) {
+			heap_sort(v + lo, hi - lo);
+			return;
+		}
+		p = median3(v[lo], v[lo + (hi - lo) / 2], v[hi - 1]);
+		/* [lo, lt) < p, [lt, i) == p, [gt, hi) > p */
+		lt = i = lo;
+		gt = hi;
+		while (i < gt) {
+			if (v[i] < p)
+				swap_u64(&v[lt++], &v[i++]);
+			else if (v[i] > p)
+				swap_u64(&v[i], &v[--gt]);
+			else
+				i++;
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return; /* v[k] == p, in place */
+	}
+	for (i = lo + 1; i < hi; i++)
+		for (j = i; j > lo && v[j - 1] > v[j]; j--)
+			swap_u64(&v[j - 1], &v[j]);
 }
 
 /* 1-based nearest rank of the per-mille percentile pm among n. */
@@ -158,7 +291,7 @@ void evr__lat_compute(struct evr_latstats *l, struct evr_lat_stats *out)
 	static const unsigned pms[4] = { 500, 900, 990, 999 };
 	uint64_t *dst[4] = { &out->p50_ns, &out->p90_ns, &out->p99_ns,
 			     &out->p999_ns };
-	uint64_t n;
+	uint64_t n, lo;
 	unsigned i;
 
 	memset(out, 0, sizeof(*out));
@@ -184,7 +317,13 @@ void evr__lat_compute(struct evr_latstats *l, struct evr_lat_stats *out)
 			*dst[i] = l->max;
 		return;
 	}
-	qsort(l->v, n, sizeof(*l->v), cmp_u64);
-	for (i = 0; i < 4; i++)
-		*dst[i] = l->v[rank_of(n, pms[i]) - 1];
+	/* the ranks ascend: each is found in the part right of the last */
+	lo = 0;
+	for (i = 0; i < 4; i++) {
+		uint64_t k = rank_of(n, pms[i]) - 1;
+
+		select_k(l->v, lo, n, k);
+		*dst[i] = l->v[k];
+		lo = k;
+	}
 }

@@ -39,8 +39,16 @@ void evr__lat_init(struct evr_latstats *l);
 void evr__lat_reset(struct evr_latstats *l);
 /* Returns 0, or -ENOMEM (the sample is lost but counted in min/max/mean). */
 int evr__lat_add(struct evr_latstats *l, uint64_t ns);
-/* Nearest-rank percentiles (rank = ceil(p * n), 1-based).  Sorts the
- * exact samples in place. */
+/* Add src's samples to dst (rstream -c N: one test's connections into
+ * its aggregate), as if each had been evr__lat_add()ed to dst: exact
+ * while dst's samples and src's together fit dst->exact_max, else the
+ * histogram, so the merge holds at most exact_max samples or one
+ * histogram however many connections come in.  src is not changed.
+ * Returns 0, or -ENOMEM (src's samples are then lost to the percentiles
+ * but counted in min/max/mean). */
+int evr__lat_merge(struct evr_latstats *dst, const struct evr_latstats *src);
+/* Nearest-rank percentiles (rank = ceil(p * n), 1-based).  Reorders the
+ * exact samples in place (a selection: no memory beyond them). */
 void evr__lat_compute(struct evr_latstats *l, struct evr_lat_stats *out);
 void evr__lat_free(struct evr_latstats *l);
 

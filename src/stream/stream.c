@@ -296,15 +296,19 @@ static void client_result_many(struct evr_stream *st, struct evr_sess *s,
 	r->conn_index = cs->k + 1;
 	if (st->cbs.result)
 		st->cbs.result(st->ud, r);
-	evr__agg_add(a, r->start_ns, r->elapsed_ns, r->bytes);
+	/* an -ENOMEM leaves the merged percentiles without this
+	 * connection's samples, as a lost sample in evr__lat_add() */
+	(void)evr__agg_add(a, r, s->lat_valid ? &s->lat : NULL);
 	if (a->n < st->nconn)
 		return;
 	evr__agg_result(a, r);
 	r->conn_index = 0;
 	r->conn_id = 0;
-	r->lat = NULL;
-	if (st->cbs.result)
+	if (st->cbs.result && !st->cancel_req)
 		st->cbs.result(st->ud, r);
+	/* the merged samples go at once: a plan's later tests do not hold
+	 * this one's */
+	evr__agg_fini(a);
 }
 
 static void sess_result(struct evr_sess *s, const struct evr_test *t,
@@ -323,6 +327,7 @@ static void sess_result(struct evr_sess *s, const struct evr_test *t,
 		.lat = s->lat_valid ? &s->lat_res : NULL,
 		.start_ns = s->t0,
 		.conn_mean_ns = ns,
+		.iter_mean_ns = t->iters ? (double)ns / t->iters : 0.0,
 	};
 
 	if (st->cancel_req)
@@ -560,7 +565,7 @@ static void client_progress(struct evr_stream *st)
 			st->conn_next++;
 			st->cs_started = 0;
 			for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
-				evr__agg_reset(&st->agg[i]);
+				evr__agg_fini(&st->agg[i]);
 			st->progress_again = 1;
 			continue;
 		}
@@ -605,6 +610,8 @@ static int client_start(struct evr_stream *st, struct evr_failure *f)
 		if (!st->shared_buf)
 			goto nomem;
 	}
+	for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
+		evr__agg_init(&st->agg[i]);
 	st->conn_next = 1;
 	client_progress(st);
 	return 0;
@@ -1083,6 +1090,7 @@ void evr_stream_cancel(struct evr_stream *st)
 void evr_stream_free(struct evr_stream *st)
 {
 	struct fork_child *fc, *fn;
+	unsigned i;
 
 	if (!st)
 		return;
@@ -1120,6 +1128,8 @@ void evr_stream_free(struct evr_stream *st)
 		/* after the sessions: their closes may linger in it */
 		st->xp->ops->free(st->xp);
 	}
+	for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
+		evr__agg_fini(&st->agg[i]);
 	free(st->shared_buf);
 	free(st->host);
 	free(st->bind_addr);

@@ -133,6 +133,43 @@ assert_exit "-c 8 -T v" 0 "$RC" "$T/cv.err"
 # 8 x 4096 x 20 x 2 iterations x 2 ways = 2.5m
 check_row "$T/cv.out" custom 4k 20 2 2.5m 1 "-c 8 -T v"
 
+# ---- the aggregate row against its connections' rows (rstream(1), MANY
+# CONNECTIONS): usec/xfer is the mean of theirs (each printed rounded to
+# 0.01: within 0.01 of the mean of the printed ones), time at least the
+# longest of theirs.  -D gives them different counts and times; -I a
+# fixed count.  json.sh recomputes every column from the records.
+# agg_vs_rows FILE N: the aggregate "custom" row against N custom#K rows
+agg_vs_rows() {
+	awk -v n="$2" '
+		/^custom#[0-9]+ / { s += $8; k++; t = $6 + 0; if (t > tmax) tmax = t }
+		/^custom / { a = $8; at = $6 + 0 }
+		END {
+			d = a - s / k; if (d < 0) d = -d
+			printf "rows %d, aggregate usec/xfer %s, mean of rows %.4f, time %.2f (longest row %.2f)\n", k, a, s / k, at, tmax
+			exit !(k == n && d <= 0.0101 && at >= tmax - 0.0051)
+		}' "$1"
+}
+run_cmd cdur 60 "$R" $C -p "$P" -T a -S 64 -C 1 -D 1 -c 4 --per-conn
+assert_exit "-c 4 -D 1 --per-conn" 0 "$RC" "$T/cdur.err"
+assert_empty "-c 4 -D 1: stderr empty" "$T/cdur.err"
+assert_lines "-c 4 -D 1: header, 4 rows and the aggregate" 6 "$T/cdur.out"
+if got=$(agg_vs_rows "$T/cdur.out" 4); then
+	ok "-c 4 -D 1: aggregate usec/xfer is the mean of the rows', time the longest or more ($got)"
+else
+	not_ok "-c 4 -D 1: aggregate usec/xfer is the mean of the rows', time the longest or more" \
+		"$got" "$(cat "$T/cdur.out")"
+fi
+run_cmd cfix 60 "$R" $C -p "$P" -T a -S 1000 -C 10 -I 200 -c 3 --per-conn
+assert_exit "-c 3 -I 200 --per-conn" 0 "$RC" "$T/cfix.err"
+# 3 x 2 x 1000 x 10 x 200 = 12000000 bytes = 11m (11.4 MiB)
+check_row "$T/cfix.out" custom 1000 10 200 11m 1 "-c 3 -I 200: aggregate"
+if got=$(agg_vs_rows "$T/cfix.out" 3); then
+	ok "-c 3 -I 200: aggregate usec/xfer is the mean of the rows', time the longest or more ($got)"
+else
+	not_ok "-c 3 -I 200: aggregate usec/xfer is the mean of the rows', time the longest or more" \
+		"$got" "$(cat "$T/cfix.out")"
+fi
+
 # ---- one connection fails mid-run: one line naming it and its test,
 # exit 4, the others cancelled (the client does not wait for them)
 P2=$(e2e_port)
@@ -160,7 +197,8 @@ sleep 0.3
 bg_stop term 5
 assert_exit "-c 20, SIGTERM: exit 130" 130 "$RC" "$T/term.err"
 assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" "$(tscale 2000)"
-assert_empty "-c 20, SIGTERM: nothing on stderr" "$T/term.err"
+assert_lines "-c 20, SIGTERM: one line on stderr, where it stood" 1 "$T/term.err" \
+	'^rstream: connection [0-9]+ of 20: test custom .*: interrupted by SIGTERM$'
 
 # ---- RLIMIT_NOFILE
 # the soft limit is raised up to the hard one when needed

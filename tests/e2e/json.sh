@@ -363,6 +363,94 @@ if start_server csrv "$PORT7" "$RSTREAM" -T s -T a -p "$PORT7"; then
 	assert_exit "-c server stops on SIGTERM" 0 "$RC" "$E2E_TMP/csrv.err"
 fi
 
+# 11c. -c N aggregates, recomputed from their connections' records by
+# rstream(1)'s definitions (MANY CONNECTIONS): total the sum, iters the
+# mean per connection rounded to nearest, time from the first start to
+# the last end (start_ns), Gb/sec over it, usec/xfer the mean of the
+# connections' own, and --percentiles' latency the merged distribution
+# (samples summed, extremes and mean exact, each percentile between the
+# connections' own: the union's nearest rank lies there).  -D gives the
+# connections different counts and times; -c 3 a fixed count; -c 2 -D
+# the default run's two series.  Numbers in the records carry 12 or more
+# significant digits: rates agree to 1e-9.
+AGG_EACH='
+  def close(a; b): ((a - b) | fabs) <= 1e-9 * ([a, b, 1] | map(fabs) | max);
+  def mean(s): (s | add) / (s | length);
+  def each_agg(f):
+    [.[] | select(.type == "result")] as $r |
+    [$r[] | select(has("connections"))] as $aggs |
+    ($aggs | length) > 0 and all($aggs[]; . as $a |
+      [$r[] | select(has("conn_index") and .test == $a.test)] as $c |
+      {a: $a, c: $c, n: ($c | length)} | f);'
+agg_checks() { # LABEL FILE NAGGREGATES
+	local l=$1 f=$2
+	jq_true "$l: aggregate records: $3, each with its connections' records" "$f" \
+		"$AGG_EACH"' ([.[] | select(has("connections"))] | length) == '"$3"' and
+		 each_agg(.n == .a.connections and .n > 1)'
+	jq_true "$l: total_bytes is the sum" "$f" \
+		"$AGG_EACH"' each_agg(.a.total_bytes == ([.c[].total_bytes] | add))'
+	jq_true "$l: iters is the mean per connection, rounded" "$f" \
+		"$AGG_EACH"' each_agg(.a.iters ==
+		 ((([.c[].iters] | add) + (.n / 2 | floor)) / .n | floor))'
+	jq_true "$l: time runs from the first start to the last end" "$f" \
+		"$AGG_EACH"' each_agg(all(.a, .c[]; has("start_ns")) and
+		 .a.start_ns == ([.c[].start_ns] | min) and
+		 .a.elapsed_ns == ([.c[] | .start_ns + .elapsed_ns] | max) - .a.start_ns)'
+	jq_true "$l: gbps is total_bytes over that time" "$f" \
+		"$AGG_EACH"' each_agg(close(.a.gbps; .a.total_bytes * 8 / .a.elapsed_ns))'
+	jq_true "$l: usec_per_xfer is the mean of the connections' own" "$f" \
+		"$AGG_EACH"' each_agg(close(.a.usec_per_xfer; mean([.c[].usec_per_xfer])))'
+	jq_true "$l: conn_mean_elapsed_s is the mean of their times" "$f" \
+		"$AGG_EACH"' each_agg(close(.a.conn_mean_elapsed_s;
+		 mean([.c[].elapsed_ns]) / 1e9))'
+}
+agg_lat_checks() { # LABEL FILE
+	jq_true "$1: latency merged: samples summed, extremes and mean exact" "$2" \
+		"$AGG_EACH"' each_agg(.a.latency != null and all(.c[]; .latency != null) and
+		 .a.latency.samples == ([.c[].latency.samples] | add) and
+		 .a.latency.min_ns == ([.c[].latency.min_ns] | min) and
+		 .a.latency.max_ns == ([.c[].latency.max_ns] | max) and
+		 close(.a.latency.mean_ns; ([.c[] | .latency.mean_ns *
+		       .latency.samples] | add) / .a.latency.samples))'
+	jq_true "$1: each merged percentile lies between the connections' own" "$2" \
+		"$AGG_EACH"' each_agg(. as $x | all("p50_ns", "p90_ns", "p99_ns", "p99_9_ns";
+		 . as $k | $x.a.latency[$k] >= ([$x.c[].latency[$k]] | min) and
+		 $x.a.latency[$k] <= ([$x.c[].latency[$k]] | max)))'
+}
+PORT8=$(e2e_port)
+if start_server asrv "$PORT8" "$RSTREAM" -T s -T a -p "$PORT8"; then
+	run_cmd adur 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT8" -S 64 \
+		-C 1 -D 1 -c 4 --per-conn --percentiles --json
+	assert_exit "-c 4 -D 1 --json" 0 "$RC" "$E2E_TMP/adur.out" \
+		"$E2E_TMP/adur.err"
+	if json_lines "-c 4 -D 1 --json" "$E2E_TMP/adur.out"; then
+		agg_checks "-c 4 -D 1" "$E2E_TMP/adur.out" 1
+		agg_lat_checks "-c 4 -D 1" "$E2E_TMP/adur.out"
+	fi
+	run_cmd afix 60 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT8" -S 1000 \
+		-C 10 -I 200 -c 3 --per-conn --percentiles --json
+	assert_exit "-c 3 fixed count --json" 0 "$RC" "$E2E_TMP/afix.out" \
+		"$E2E_TMP/afix.err"
+	if json_lines "-c 3 fixed count --json" "$E2E_TMP/afix.out"; then
+		agg_checks "-c 3 -I 200" "$E2E_TMP/afix.out" 1
+		agg_lat_checks "-c 3 -I 200" "$E2E_TMP/afix.out"
+		jq_true "-c 3 -I 200: 200 iterations, 600 samples" \
+			"$E2E_TMP/afix.out" '.[] | select(has("connections")) |
+			 .iters == 200 and .latency.samples == 600'
+	fi
+	run_cmd adef 120 "$RSTREAM" -T s -T a -s 127.0.0.1 -p "$PORT8" \
+		-D 0.05 -c 2 --per-conn --percentiles --json
+	assert_exit "default run -c 2 -D 0.05 --json" 0 "$RC" \
+		"$E2E_TMP/adef.out" "$E2E_TMP/adef.err"
+	if json_lines "default run -c 2 -D 0.05 --json" "$E2E_TMP/adef.out"; then
+		agg_checks "default run -c 2 -D 0.05" "$E2E_TMP/adef.out" 8
+		agg_lat_checks "default run -c 2 -D 0.05" "$E2E_TMP/adef.out"
+	fi
+	bg_stop asrv 10
+	assert_exit "aggregate server stops on SIGTERM" 0 "$RC" \
+		"$E2E_TMP/asrv.err"
+fi
+
 # 12. under valgrind: the JSON writer leaks nothing and touches nothing
 # it should not
 if e2e_can_valgrind "rstream --json"; then

@@ -164,6 +164,68 @@ if start_server dsrv2 "$P" "$R" -T s -T a -p "$P" --once; then
 		"$(grep -E -- "$E2E_ANY_ROW" "$T/dsrv2.out" | awk '{print $1, $4, $5}')"
 fi
 
+# ---- -c 3 --percentiles: the aggregate row has its table row, the
+# distribution of all three connections' samples merged; --per-conn adds
+# each connection's, and the merged row agrees with them: samples summed,
+# the extremes theirs, each percentile between theirs
+P=$(e2e_port)
+if start_server csrv "$P" "$R" -T s -T a -p "$P"; then
+	run_cmd cpct 60 "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 300 -c 3 \
+		--percentiles
+	assert_exit "-c 3 --percentiles" 0 "$RC" "$T/cpct.out" "$T/cpct.err"
+	assert_empty "-c 3 --percentiles: stderr empty" "$T/cpct.err"
+	# 3 x 2 x 64 x 300 = 115200 bytes
+	check_row "$T/cpct.out" custom 64 1 300 112k 1 "-c 3 --percentiles"
+	assert_eq "-c 3 --percentiles: a blank line, then the latency header" \
+		"|$LAT_HEADER" "$(sed -n '3p;4p' "$T/cpct.out" | paste -sd'|')"
+	assert_lines "-c 3 --percentiles: header, row, blank, header, row" 5 \
+		"$T/cpct.out"
+	read -r name n mn p50 p90 p99 p999 mx mean < <(sed -n 5p "$T/cpct.out")
+	assert_eq "-c 3 --percentiles: the aggregate's row, named as the table's" \
+		custom "${name:-}"
+	assert_eq "-c 3 --percentiles: 3 x 300 samples" 900 "${n:-}"
+	if awk -v a="$mn" -v b="$p50" -v c="$p90" -v e="$p99" -v f="$p999" \
+		-v g="$mx" -v h="$mean" 'BEGIN { exit !(a > 0 && a <= b &&
+			b <= c && c <= e && e <= f && f <= g && h >= a && h <= g) }'
+	then
+		ok "-c 3 --percentiles: min <= p50 <= ... <= max, mean between"
+	else
+		not_ok "-c 3 --percentiles: ordered values" "$(cat "$T/cpct.out")"
+	fi
+	run_cmd cpctk 60 "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 300 -c 3 \
+		--percentiles --per-conn
+	assert_exit "-c 3 --percentiles --per-conn" 0 "$RC" "$T/cpctk.out" \
+		"$T/cpctk.err"
+	# the latency table: after the blank line, its header, then the rows
+	sed '1,/^$/d' "$T/cpctk.out" | sed 1d >"$T/cpctk.lat"
+	assert_lines "-c 3 --per-conn: three connections' rows" 3 \
+		"$T/cpctk.lat" '^custom#[123] +300 '
+	assert_lines "-c 3 --per-conn: and the aggregate's" 1 "$T/cpctk.lat" \
+		'^custom +900 '
+	if got=$(awk '
+		/^custom#/ { k++; n += $2
+			for (i = 3; i <= 8; i++) {
+				if (k == 1 || $i < lo[i]) lo[i] = $i
+				if (k == 1 || $i > hi[i]) hi[i] = $i
+			} }
+		/^custom / { for (i = 2; i <= 8; i++) a[i] = $i }
+		END {
+			ok = k == 3 && a[2] == n && a[3] == lo[3] && a[8] == hi[8]
+			for (i = 4; i <= 7; i++)
+				if (a[i] < lo[i] || a[i] > hi[i]) ok = 0
+			printf "samples %s of %d; min %s, max %s\n", a[2], n, a[3], a[8]
+			exit !ok
+		}' "$T/cpctk.lat"); then
+		ok "-c 3 --per-conn: the merged row agrees with the connections' ($got)"
+	else
+		not_ok "-c 3 --per-conn: the merged row agrees with the connections'" \
+			"$got" "$(cat "$T/cpctk.lat")"
+	fi
+	bg_stop csrv 10
+	assert_exit "-c 3 --percentiles: server stops on SIGTERM" 0 "$RC" \
+		"$T/csrv.err"
+fi
+
 # ---- -D against upstream's server: refused at its first reply
 if [ -x "$UPSTREAM" ]; then
 	P=$(e2e_port)
