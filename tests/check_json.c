@@ -438,7 +438,7 @@ START_TEST(test_rstream_start)
 	ck_assert(json_is_object(opt));
 	ck_assert_str_eq(str(opt, "server"), "host1");
 	ck_assert(json_is_null(json_object_get(opt, "bind")));
-	ck_assert_str_eq(str(opt, "port"), "7471");
+	ck_assert_int_eq(num(opt, "port"), 7471); /* a number, not "7471" */
 	ck_assert_str_eq(str(opt, "tests"), "custom");
 	ck_assert_int_eq(num(opt, "bytes_per_xfer"), 1024);
 	ck_assert_int_eq(num(opt, "xfers_per_iter"), 5);

@@ -165,7 +165,7 @@ struct evr_result {
 	uint32_t size, count, iters;
 	uint64_t bytes;             /* both directions, as upstream counts */
 	uint64_t elapsed_ns;        /* monotonic, after the sync message */
-	unsigned conn_id;           /* engine-wide connection number */
+	unsigned conn_id;           /* engine-wide connection number, from 1 */
 	const char *peer;
 	const struct evr_lat_stats *lat; /* NULL unless opts.percentiles */
 	/* Many connections (opts.conns = N > 1), client only.  A result with

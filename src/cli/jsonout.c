@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonout.h"
@@ -129,7 +130,12 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 		set_str(opt, "server", o->host);
 	set(opt, "bind", o->bind_addr ? json_string(o->bind_addr) :
 					json_null());
-	set_str(opt, "port", o->port);
+	/* a number, unless it is a service name */
+	if (o->port && o->port[0] && strspn(o->port, "0123456789") ==
+	    strlen(o->port))
+		set_int(opt, "port", atoi(o->port));
+	else
+		set_str(opt, "port", o->port);
 	set_str(opt, "address_format", addr_fmt_name(o->addr_fmt));
 	/* the test series: "all" sizes, one custom test, or the default */
 	set_str(opt, "tests", o->custom ? "custom" :

@@ -146,6 +146,9 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	}
 	st->cbs = *cbs;
 	st->ud = ud;
+	/* connection ids from 1: 0 is "no connection" (a failure before
+	 * one existed, a server's listener) */
+	st->next_id = 1;
 	st->max_conns = opts->max_conns ? opts->max_conns :
 			EVR_DEFAULT_MAX_SERVER_CONNS;
 	st->budget.max = opts->max_memory ? opts->max_memory :

@@ -333,6 +333,9 @@ static int tx_connect(struct evr_xport *xp, struct evr_conn *c,
 	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
 	int ret;
 
+	/* the peer is known from here on, for any failure to name */
+	evr__sockaddr_str((const struct sockaddr *)&dst->ss, c->peer,
+			  sizeof(c->peer));
 	if (src && src->valid &&
 	    bind(c->fd, (const struct sockaddr *)&src->ss, src->len)) {
 		evr__bind_failed(f, -errno, src, dst);

@@ -170,7 +170,7 @@ if wait_match "$T/full.out" full 5; then
 		1900 "$ELAPSED_MS"
 	assert_lines "connect without an answer: one line" 1 "$T/noanswer.err"
 	assert_match "connect without an answer: says so" \
-		'^rstream: connect: .*stall timeout' "$T/noanswer.err"
+		'^rstream: 127\.0\.0\.1:[0-9]+: connect: .*stall timeout' "$T/noanswer.err"
 else
 	not_ok "connect without an answer: the full listener is ready"
 fi

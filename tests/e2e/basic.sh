@@ -99,7 +99,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 	assert_exit "negotiation: -S 8m -C 2 --trace" 0 "$RC" "$T/big.err"
 	check_row "$T/big.out" custom 8m 2 1 32m 1 "negotiation: -S 8m"
 	assert_match "--trace: state transitions on stderr" \
-		'^rstream: trace: conn 0: HELLO_RECV -> PLAN_SEND$' "$T/big.err"
+		'^rstream: trace: conn 1: HELLO_RECV -> PLAN_SEND$' "$T/big.err"
 	assert_no_match "--trace: nothing but trace lines on stderr" \
 		'^rstream: [^t]' "$T/big.err"
 	assert_lines "--trace: stdout is still header + row" 2 "$T/big.out"
@@ -125,7 +125,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		assert_exit "SIGINT on a running client" 130 "$RC" "$T/intr.err"
 		assert_le "SIGINT: client exits within 2 s" "$ELAPSED_MS" "$(tscale 2000)"
 		assert_lines "SIGINT: one line on stderr saying where it stood" 1 \
-			"$T/intr.err" '^rstream: test custom \(1 of 1\), .*iteration [0-9]+ of 100000000, .*: interrupted by SIGINT$'
+			"$T/intr.err" '^rstream: 127\.0\.0\.1:[0-9]+: test custom \(1 of 1\), .*iteration [0-9]+ of 100000000, .*: interrupted by SIGINT$'
 	else
 		not_ok "SIGINT: client connected"
 		bg_kill intr
@@ -136,7 +136,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		bg_stop term 5 TERM
 		assert_exit "SIGTERM on a running client" 130 "$RC" "$T/term.err"
 		assert_lines "SIGTERM: one line on stderr" 1 "$T/term.err" \
-			'^rstream: test custom .*: interrupted by SIGTERM$'
+			'^rstream: 127\.0\.0\.1:[0-9]+: test custom .*: interrupted by SIGTERM$'
 		assert_le "SIGTERM: client exits within 2 s" "$ELAPSED_MS" "$(tscale 2000)"
 	else
 		not_ok "SIGTERM: client connected"

@@ -198,7 +198,7 @@ bg_stop term 5
 assert_exit "-c 20, SIGTERM: exit 130" 130 "$RC" "$T/term.err"
 assert_le "-c 20, SIGTERM: exits within 2 s (ms)" "$ELAPSED_MS" "$(tscale 2000)"
 assert_lines "-c 20, SIGTERM: one line on stderr, where it stood" 1 "$T/term.err" \
-	'^rstream: connection [0-9]+ of 20: test custom .*: interrupted by SIGTERM$'
+	'^rstream: connection [0-9]+ of 20: 127\.0\.0\.1:[0-9]+: test custom .*: interrupted by SIGTERM$'
 
 # ---- RLIMIT_NOFILE
 # the soft limit is raised up to the hard one when needed

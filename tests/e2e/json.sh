@@ -93,7 +93,7 @@ if json_lines "default run" "$E2E_TMP/def.out"; then
 		 .mode == "client" and .transport == "tcp" and
 		 .io == "async" and (.version | type) == "string" and
 		 .options.server == "127.0.0.1" and
-		 .options.port == "'"$PORT"'" and .options.tests == "default"'
+		 .options.port == '"$PORT"' and .options.tests == "default"'
 	jq_true "default run: 8 results, upstream's series in order" \
 		"$E2E_TMP/def.out" \
 		'[.[] | select(.type == "result") | .test] | join(" ") ==
@@ -213,6 +213,11 @@ if json_lines "refused" "$E2E_TMP/refused.out"; then
 		  .error == "system" and .errno == 111 and
 		  (.message | test("refused"))) and .[2].exit_status == 3 and
 		 .[2].results == 0'
+	# the peer is known before the connection exists; a numeric port
+	# is a number
+	jq_true "refused: the error names the peer, the port is a number" \
+		"$E2E_TMP/refused.out" \
+		"(.[1].peer == \"127.0.0.1:$CLOSED\") and (.[0].options.port == $CLOSED)"
 fi
 assert_lines "refused: one line on stderr" 1 "$E2E_TMP/refused.err" \
 	'^rstream: .*Connection refused$'
@@ -251,7 +256,7 @@ if start_server fsrv "$PORT3" "$RSTREAM" -T s -p "$PORT3" --json; then
 	jq_true "failing connection: conn_failed record" "$E2E_TMP/fsrv.out" \
 		'(map(select(.type == "conn_failed")) | length == 1) and
 		 (.[] | select(.type == "conn_failed") | .error == "eof" and
-		  .conn == 0 and (.peer | test("^127\\.0\\.0\\.1:")) and
+		  .conn == 1 and (.peer | test("^127\\.0\\.0\\.1:")) and
 		  (.message | type) == "string") and
 		 last.type == "summary" and last.conn_failed == 1 and
 		 last.exit_status == 0'

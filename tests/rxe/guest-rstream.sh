@@ -147,7 +147,7 @@ for srv in "$R -b $A2 --once" "$U -b $A2"; do
 	server $srv -S 1000 -C 10
 	timeout "$TO" $R -s $A2 -S 1000 -C 10 -B 100000 --settings >"$T/c.out" 2>&1
 	crc=$?; reap "$sp" 20; src=$?
-	line=$(grep -m1 '^settings conn 0 ' "$T/c.out")
+	line=$(grep -m1 '^settings conn 1 ' "$T/c.out")
 	if [ "$crc" = 0 ] && [ "$src" = 0 ] &&
 		grep -Eq ': rdma sbuf 200000 rbuf 200000 inline [0-9]+ sq [1-9][0-9]* rq [1-9][0-9]* credits [1-9][0-9]* peer_credits [1-9][0-9]* peer_rbuf [1-9][0-9]* peer_sgl [1-9]' <<<"$line"; then
 		ok "--settings over RDMA against ${srv%% *}: ${line#*: }"
