@@ -17,6 +17,7 @@ pkgs=(
 	check libsubunit-dev      # unit tests
 	jq                        # tests parse the JSON output with it
 	mandoc                    # tests/e2e/manpages.sh lints the man pages
+	python3-jsonschema        # tests/e2e/schema.sh checks --json against doc/*.schema.json
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	iproute2 procps psmisc    # ip netns, ps, killall used by tests
 	valgrind                  # leak checks (valgrind.sh, make check-valgrind)

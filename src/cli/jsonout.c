@@ -154,9 +154,16 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 	set_bool(opt, "resolve_rdma", o->resolve_rdma);
 	set_real(opt, "stall_timeout_s",
 		 (o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS) / 1000.0);
-	if (o->server)
+	if (o->server) {
 		set_bool(opt, "once", o->once);
-	else
+		/* the server's limits (rstream(1), SERVER LIMITS) */
+		set_u64(opt, "chunk_bytes", o->chunk_size ? o->chunk_size :
+					    EVR_DEFAULT_CHUNK_SIZE);
+		set_int(opt, "max_conns", o->max_conns ? o->max_conns :
+					  EVR_DEFAULT_MAX_SERVER_CONNS);
+		set_u64(opt, "max_memory_bytes", o->max_memory ?
+				o->max_memory : EVR_DEFAULT_MAX_MEMORY);
+	} else
 		set_str(opt, "negotiate", o->no_negotiate ? "never" :
 					  o->force_negotiate ? "always" :
 					  "auto");
@@ -191,6 +198,8 @@ json_t *jo_progress(const struct evr_progress *p)
 
 	set_str(o, "test", p->test);
 	set_int(o, "conn", p->conn_id);
+	if (p->conn_total > 1)
+		set_int(o, "conn_index", p->conn_index);
 	if (p->peer && p->peer[0])
 		set_str(o, "peer", p->peer);
 	set_real(o, "elapsed_s", p->elapsed_ns / 1e9);
