@@ -302,6 +302,9 @@ int main(int argc, char **argv)
 	default:
 		return RSTREAM_EXIT_USAGE;
 	}
+	if (rstream_plan_warning(&a.cli))
+		fprintf(stderr, "rstream: warning: %s\n",
+			rstream_plan_warning(&a.cli));
 	if (a.cli.json)
 		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
 
