@@ -321,7 +321,7 @@ rs_prepare() { # PORT CMD
 declare -A SEEN=()
 
 rs_example() { # WHERE CMD
-	local where=$1 cmd=$2 port srv_json=() res n
+	local where=$1 cmd=$2 port srv_json=() res
 	port=$(e2e_port) || return
 	rs_prepare "$port" "$cmd"
 	if [ "$IS_TCP" = 0 ]; then
@@ -360,19 +360,30 @@ rs_example() { # WHERE CMD
 		say "  took $ELAPSED_MS ms"
 		assert_no_match "$where: no error or warning on stderr" '^rstream: ' "$T/${tag}_c.err"
 		if [ "$OUT_MODE" = table ]; then
-			res=$(grep -E -- "$E2E_ANY_ROW" "$T/${tag}_c.out" | grep -v '^[^ ]*#' | head -1)
-			if [ -n "$res" ] && row_reformats "$res"; then
-				ok "$where: rows as upstream prints them"
+			# (--per-conn rows, named test#K, are evrdma's own)
+			local row bad='' nrows=0
+			while IFS= read -r row; do
+				nrows=$((nrows + 1))
+				row_reformats "$row" || bad=$row
+			done < <(grep -E -- "$E2E_ANY_ROW" "$T/${tag}_c.out" | grep -v '^[^ ]*#')
+			if [ "$nrows" -gt 0 ] && [ -z "$bad" ]; then
+				ok "$where: $nrows rows as upstream prints them"
 			else
-				not_ok "$where: rows as upstream prints them" "first row: '$res'"
+				not_ok "$where: rows as upstream prints them" "$nrows rows; misformatted: '$bad'"
 				dump "$T/${tag}_c.out"
 			fi
 		fi
-		# the server's rows come as its connections end
-		sleep 0.3
+		# the server prints each row as that connection's test ends,
+		# which may be a moment after the client's: wait (bounded)
+		local end=$(( $(now_ms) + $(tscale 5) * 1000 ))
+		while :; do
+			res=$(docex compare "$OUT_MODE" "$NCONN" "$T/${tag}_c.out" "$T/${tag}_s.out")
+			case $res in ok\ *) break ;; esac
+			[ "$(now_ms)" -lt "$end" ] || break
+			sleep 0.1
+		done
 		bg_stop "${tag}_s" 5
 		assert_exit "$where: the server exits 0 on SIGTERM" 0 "$RC" "$T/${tag}_s.err"
-		res=$(docex compare "$OUT_MODE" "$NCONN" "$T/${tag}_c.out" "$T/${tag}_s.out")
 		case $res in
 		ok\ *) ok "$where: sane results, and the server ran the client's plan (${res#ok } tests${NCONN:+, $NCONN connection(s)})" ;;
 		*)
@@ -418,13 +429,18 @@ mk_netns() {
 		return 1
 	fi
 	trap 'ip netns del "$NS" 2>/dev/null; e2e_cleanup' EXIT
-	ip -n "$NS" link set lo up &&
+	if ! { ip -n "$NS" link set lo up &&
 		ip -n "$NS" link set lo multicast on &&
-		ip -n "$NS" route add 224.0.0.0/4 dev lo
+		ip -n "$NS" route add 224.0.0.0/4 dev lo; } 2>"$T/netns.err"; then
+		not_ok "network namespace setup" "$(cat "$T/netns.err")"
+		ip netns del "$NS" 2>/dev/null
+		NS=
+		return 1
+	fi
 }
 
 mk_example() { # WHERE CMD
-	local where=$1 cmd=$2 rest= group= addr= sender=0 udp=0 w i n tag
+	local where=$1 cmd=$2 rest='' group='' addr='' sender=0 udp=0 w i n tag
 	local -a words out
 	case $cmd in *'|'*) rest="|${cmd#*|}" ;; esac
 	read -ra words <<<"${cmd%%|*}"
@@ -469,22 +485,29 @@ mk_example() { # WHERE CMD
 	say "$where: $cmd (in network namespace $NS)"
 	local peer=("$M" -m "$group" -b "$addr" --udp --settle 0.2)
 	[ "$sender" = 0 ] && peer+=(-s)
-	bg_start "${tag}_x" 60 ip netns exec "$NS" bash -o pipefail -c "$(printf '%q ' "${out[@]}")$rest"
+	local run_x=(ip netns exec "$NS" bash -o pipefail -c "$(printf '%q ' "${out[@]}")$rest")
+	# the receiver first, the sender once it has joined (the group is
+	# then on the namespace's lo)
 	if [ "$sender" = 0 ]; then
-		# the example has joined: the group is on the namespace's lo
-		if ! wait_ns_group "$group"; then
-			not_ok "$where: joined" "$group is not on the namespace's lo after $(tscale 5) s"
-			dump "$T/${tag}_x.out" "$T/${tag}_x.err"
-			return
-		fi
+		bg_start "${tag}_x" 60 "${run_x[@]}"
+	else
+		bg_start "${tag}_peer" 60 ip netns exec "$NS" "${peer[@]}"
+	fi
+	if ! wait_ns_group "$group"; then
+		not_ok "$where: the receiver joined" "$group is not on the namespace's lo after $(tscale 5) s"
+		dump "$T/${tag}_x.out" "$T/${tag}_x.err" "$T/${tag}_peer.out" "$T/${tag}_peer.err"
+		bg_kill "${tag}_x"
+		bg_kill "${tag}_peer"
+		return
+	fi
+	if [ "$sender" = 0 ]; then
 		run_cmd "${tag}_peer" 30 ip netns exec "$NS" "${peer[@]}"
 		assert_exit "$where: a sender for it (${peer[*]:1})" 0 "$RC" "$T/${tag}_peer.out" "$T/${tag}_peer.err"
+		bg_wait "${tag}_x" 20
+		assert_exit "$where: exit 0" 0 "$RC" "$T/${tag}_x.out" "$T/${tag}_x.err"
 	else
-		bg_start "${tag}_peer" 30 ip netns exec "$NS" "${peer[@]}"
-	fi
-	bg_wait "${tag}_x" 20
-	assert_exit "$where: exit 0" 0 "$RC" "$T/${tag}_x.out" "$T/${tag}_x.err"
-	if [ "$sender" = 1 ]; then
+		run_cmd "${tag}_x" 30 "${run_x[@]}"
+		assert_exit "$where: exit 0" 0 "$RC" "$T/${tag}_x.out" "$T/${tag}_x.err"
 		bg_wait "${tag}_peer" 20
 		assert_exit "$where: its receiver (${peer[*]:1})" 0 "$RC" "$T/${tag}_peer.out" "$T/${tag}_peer.err"
 	fi
