@@ -302,9 +302,6 @@ int main(int argc, char **argv)
 	default:
 		return RSTREAM_EXIT_USAGE;
 	}
-	if (rstream_plan_warning(&a.cli))
-		fprintf(stderr, "rstream: warning: %s\n",
-			rstream_plan_warning(&a.cli));
 	if (a.cli.json)
 		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
 
@@ -348,6 +345,11 @@ int main(int argc, char **argv)
 	}
 	cli_loop_signals(&a.cl, on_signal, &a);
 
+	/* once the run is going to start: an early failure stays the only
+	 * line on stderr */
+	if (rstream_plan_warning(&a.cli))
+		fprintf(stderr, "rstream: warning: %s\n",
+			rstream_plan_warning(&a.cli));
 	if (!a.cli.o.server)
 		print_header(&a); /* upstream prints it before connecting */
 	ret = evr_stream_start(a.st, &f);
