@@ -679,6 +679,59 @@ START_TEST(test_side_options)
 }
 END_TEST
 
+/* The one-line warning of a verifying client whose custom plan the server
+ * is not told of: exactly those clients, nobody else. */
+START_TEST(test_plan_warning)
+{
+	static const struct {
+		const char *args[12];
+		int warn;
+	} cases[] = {
+		{ { "-s", "h", "-S", "4096", "-C", "100", "-I", "10", "-T", "v" }, 1 },
+		{ { "-s", "h", "-T", "s", "-T", "v", "-S", "1000" }, 1 },
+		{ { "-s", "h", "-T", "v", "-C", "5" }, 1 },
+		{ { "-s", "h", "-T", "v", "-I", "5" }, 1 },
+		{ { "-s", "h", "-T", "v", "-S", "all" }, 1 },
+		{ { "-s", "h", "-T", "v", "-S", "all", "-C", "3" }, 1 },
+		/* the default run: a default server runs the same series */
+		{ { "-s", "h", "-T", "v" }, 0 },
+		{ { "-s", "h", "-T", "v", "-S", "4096", "--negotiate" }, 0 },
+		{ { "-s", "h", "-T", "v", "-S", "4096", "--no-negotiate" }, 0 },
+		{ { "-s", "h", "-T", "v", "-S", "4096", "-c", "2" }, 0 },
+		{ { "-s", "h", "-S", "4096", "-C", "100", "-I", "10" }, 0 },
+		{ { "-s", "h", "-S", "all" }, 0 },
+		/* a server is told by its clients */
+		{ { "-T", "v", "-S", "4096" }, 0 },
+	};
+	struct rstream_cli c;
+	const char *w;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		static char *argv[16];
+
+		argv[0] = (char *)"rstream";
+		for (j = 0; cases[i].args[j]; j++)
+			argv[j + 1] = (char *)cases[i].args[j];
+		argv[j + 1] = NULL;
+		err_f = tmpfile();
+		ck_assert_ptr_nonnull(err_f);
+		ck_assert_int_eq(rstream_parse((int)j + 1, argv, &c, err_f),
+				 RSTREAM_PARSE_OK);
+		fclose(err_f);
+		err_f = NULL;
+		w = rstream_plan_warning(&c);
+		ck_assert_msg(!w == !cases[i].warn, "case %zu: %s", i,
+			      w ? w : "(no warning)");
+		if (w) {
+			ck_assert_ptr_null(strchr(w, '\n'));
+			ck_assert_ptr_nonnull(strstr(w, "--negotiate"));
+			ck_assert_ptr_nonnull(strstr(w, "-S/-C/-I"));
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_unknown_and_missing)
 {
 	ASSERT_PARSE(RSTREAM_PARSE_USAGE, "-x");
@@ -974,6 +1027,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_flags);
 	tcase_add_test(tc, test_side_options);
 	tcase_add_test(tc, test_inline_over_tcp);
+	tcase_add_test(tc, test_plan_warning);
 	tcase_add_test(tc, test_unknown_and_missing);
 	tcase_add_test(tc, test_positional);
 	/* last: when it fails without fork it leaves getopt's state behind */

@@ -55,7 +55,8 @@ START_TEST(test_defaults)
 	    " { \"name\": \"a\", \"type\": \"rstream\", \"host\": \"h\" },\n"
 	    " { \"name\": \"b\", \"type\": \"rstream\", \"host\": \"h\",\n"
 	    "   \"kind\": \"bandwidth\", \"port\": \"9000\",\n"
-	    "   \"transport\": \"tcp\", \"count\": 7 },\n"
+	    "   \"transport\": \"tcp\", \"count\": 7,\n"
+	    "   \"verify\": true, \"negotiate\": false },\n"
 	    " { \"name\": \"c\", \"type\": \"mckey\", \"group\": \"g\",\n"
 	    "   \"role\": \"sender\", \"transport\": \"udp\" } ] }\n");
 	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
@@ -69,6 +70,9 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->probes[0].size, 64);
 	ck_assert_uint_eq(c->probes[0].count, 1);
 	ck_assert_uint_eq(c->probes[0].iters, 100);
+	/* a probe sends its plan unless told not to */
+	ck_assert_int_eq(c->probes[0].verify, 0);
+	ck_assert_int_eq(c->probes[0].negotiate, 1);
 	ck_assert_double_eq(c->probes[0].interval_s, 10);
 	ck_assert_double_eq(c->probes[0].timeout_s, 5);
 	ck_assert_int_eq(c->probes[1].xport, EVR_XPORT_TCP);
@@ -76,6 +80,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->probes[1].size, 65536);
 	ck_assert_uint_eq(c->probes[1].count, 7);
 	ck_assert_uint_eq(c->probes[1].iters, 1);
+	ck_assert_int_eq(c->probes[1].verify, 1);
+	ck_assert_int_eq(c->probes[1].negotiate, 0);
 	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
 	ck_assert_int_eq(c->probes[2].mc_xport, EVR_MC_UDP);
 	ck_assert_int_eq(c->probes[2].sender, 1);
@@ -119,6 +125,12 @@ START_TEST(test_errors)
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"verify\": 1 } ] }",
 	    "probes[0] (\"a\"): \"verify\" must be true or false");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"negotiate\": \"no\" } ] }",
+	    "probes[0] (\"a\"): \"negotiate\" must be true or false");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"mckey\","
+	    " \"group\": \"g\", \"negotiate\": false } ] }",
+	    "probes[0] (\"a\"): unknown key \"negotiate\"");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"timeout_s\": 0 } ] }",
 	    "probes[0] (\"a\"): \"timeout_s\" is 0, must be 0.1 to 3600");

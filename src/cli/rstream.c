@@ -394,6 +394,11 @@ static int run(int argc, char **argv, struct cli_out *out)
 	}
 	cli_loop_signals(&a.cl, on_signal, &a);
 
+	/* once the run is going to start: an early failure stays the only
+	 * line on stderr */
+	if (rstream_plan_warning(&a.cli))
+		fprintf(stderr, "rstream: warning: %s\n",
+			rstream_plan_warning(&a.cli));
 	if (!a.cli.o.server)
 		print_header(&a); /* upstream prints it before connecting */
 	ret = evr_stream_start(a.st, &f);

@@ -531,6 +531,24 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	return RSTREAM_PARSE_OK;
 }
 
+const char *rstream_plan_warning(const struct rstream_cli *cli)
+{
+	const struct evr_stream_opts *o = &cli->o;
+
+	/* Only where a user can be handed a result for a test the server
+	 * did not run: a client whose plan is not the default series, that
+	 * does not send it only because -T v keeps upstream's wire by
+	 * default (upstream's pattern check covers the first sync, which
+	 * the plan's greeting replaces).  An explicit --no-negotiate is a
+	 * choice made knowingly; -c N > 1 negotiates already. */
+	if (o->server || !o->verify || !(o->custom || o->size_all) ||
+	    o->force_negotiate || o->no_negotiate)
+		return NULL;
+	return "-T v sends no test plan (upstream's wire): the server must "
+	       "run the same test (started with the same -S/-C/-I), or, for "
+	       "an evrdma server, add --negotiate";
+}
+
 void rstream_help(FILE *out, const char *prog)
 {
 	rstream_usage(out, prog);

@@ -30,6 +30,10 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err);
 void rstream_usage(FILE *out, const char *prog);
 /* --help: usage plus evrdma's own options. */
 void rstream_help(FILE *out, const char *prog);
+/* The one line (without "rstream: warning: ") a client must print before
+ * it runs a test the server may not know of, or NULL.  After a
+ * successful parse. */
+const char *rstream_plan_warning(const struct rstream_cli *cli);
 /* -T letters and words, as upstream: returns 0 or -1. */
 int rstream_test_opt(struct rstream_cli *cli, const char *arg);
 

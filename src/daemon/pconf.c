@@ -120,11 +120,12 @@ static int get_uint(struct ctx *c, json_t *obj, const char *key,
 	return 0;
 }
 
-static int get_bool(struct ctx *c, json_t *obj, const char *key, int *out)
+static int get_bool(struct ctx *c, json_t *obj, const char *key, int def,
+		    int *out)
 {
 	json_t *v = json_object_get(obj, key);
 
-	*out = 0;
+	*out = def;
 	if (!v)
 		return 0;
 	if (!json_is_boolean(v))
@@ -198,7 +199,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	static const char *const keys[] = {
 		"name", "type", "interval_s", "timeout_s", "host", "port",
 		"bind", "transport", "kind", "size", "count", "iters", "verify",
-		NULL,
+		"negotiate", NULL,
 	};
 	static const char *const xports[] = { "tcp", "rdma", NULL };
 	static const char *const kinds[] = { "latency", "bandwidth", NULL };
@@ -216,7 +217,8 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	    get_port(c, o, "port", 7471, &port) ||
 	    get_enum(c, o, "transport", xports, 1, &x) || /* rstream's */
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
-	    get_bool(c, o, "verify", &p->verify))
+	    get_bool(c, o, "verify", 0, &p->verify) ||
+	    get_bool(c, o, "negotiate", 1, &p->negotiate))
 		return -1;
 	/* latency: one transfer per iteration, round trips; bandwidth: a
 	 * train of transfers in one iteration */

@@ -30,6 +30,9 @@ struct probe_cfg {
 	enum evr_xport_kind xport;
 	uint32_t size, count, iters;
 	int verify;
+	/* send the plan (evrdma servers run it), verify or not; 0: speak
+	 * exactly upstream's wire, for an upstream server */
+	int negotiate;
 	/* mckey */
 	char *group;
 	enum evr_mc_transport mc_xport;

@@ -229,6 +229,14 @@ static void start_rstream(struct probe *p)
 	o.count = c->count;
 	o.iters = c->iters;
 	o.verify = c->verify;
+	/* A probe is meant for an evrdma server, which runs the plan it is
+	 * sent: send it even when verifying (the CLI does not by default,
+	 * as upstream's -T v server checks the first sync's pattern).
+	 * Without the plan a plain server runs its own 64-byte series, and
+	 * a verifying probe stalls or ends a test the server had not.
+	 * "negotiate": false keeps exactly upstream's wire instead. */
+	o.force_negotiate = c->negotiate;
+	o.no_negotiate = !c->negotiate;
 	/* The watchdog checks every stall_ms / 4 and starts counting at
 	 * its first check: at half of timeout_s, a silent peer is reported
 	 * as a stall at about 5/8 of it, well before the hard timeout. */

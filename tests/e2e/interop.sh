@@ -4,7 +4,9 @@
 # Interoperation with upstream rstream (rdma-core's, /usr/bin/rstream):
 # upstream's client against our server and ours against upstream's server,
 # for the default run, a custom test, -T v, -T a / -T b; our client with
-# --no-negotiate against ours; and options that do not match.
+# --no-negotiate against ours; options that do not match (and the case
+# nobody can detect); a verifying client's warning when it does not send
+# its custom plan, and --negotiate making a plain server run that plan.
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
@@ -22,6 +24,8 @@ T=$E2E_TMP
 # 240 s measured with a VM running beside).  basic.sh runs the default
 # run with both ends spinning.
 CUS=(-S 1000 -C 100 -I 10)
+# What a verifying client with a custom plan says when it does not send it
+WARN_RE='^rstream: warning: -T v sends no test plan \(upstream.s wire\): the server must run the same test \(started with the same -S/-C/-I\), or, for an evrdma server, add --negotiate$'
 CUS_ROW=(custom 1000 100 10 1.9m)
 
 # A client run against a server that serves exactly this run and exits:
@@ -56,7 +60,15 @@ pair() {
 		check_header "$T/${name}_s.out" 1 "$name: server"
 		check_row "$T/${name}_s.out" "${CUS_ROW[@]}" 1 "$name: server"
 	fi
-	assert_empty "$name: client stderr empty" "$T/${name}_c.err"
+	if [ -n "${PAIR_WARN:-}" ]; then
+		# a verifying custom client that keeps upstream's wire says
+		# so, once, and nothing else
+		assert_lines "$name: client stderr: the plan warning only" 1 "$T/${name}_c.err"
+		assert_match "$name: client stderr: the plan warning" \
+			"$WARN_RE" "$T/${name}_c.err"
+	else
+		assert_empty "$name: client stderr empty" "$T/${name}_c.err"
+	fi
 	assert_empty "$name: server stderr empty" "$T/${name}_s.err"
 }
 
@@ -110,10 +122,10 @@ fi
 pair ours2up_def default "$U" -T s -- "$R" -T s -T a
 pair ours2up_cus custom "$U" -T s "${CUS[@]}" -- "$R" -T s "${CUS[@]}"
 pair ours2up_vdef default "$U" -T s -T v -T b -- "$R" -T s -T v -T a
-pair ours2up_vcus custom "$U" -T s -T v "${CUS[@]}" -- "$R" -T s -T v "${CUS[@]}"
+PAIR_WARN=1 pair ours2up_vcus custom "$U" -T s -T v "${CUS[@]}" -- "$R" -T s -T v "${CUS[@]}"
 pair ours2up_a_b custom "$U" -T s -T b "${CUS[@]}" -- "$R" -T s -T a "${CUS[@]}"
 pair ours2up_b_a custom "$U" -T s -T a "${CUS[@]}" -- "$R" -T s -T b "${CUS[@]}"
-pair ours2up_ab_v custom "$U" -T s -T b -T v "${CUS[@]}" -- \
+PAIR_WARN=1 pair ours2up_ab_v custom "$U" -T s -T b -T v "${CUS[@]}" -- \
 	"$R" -T s -T a -T b -T v "${CUS[@]}"
 
 # ---- IPv6 (::1), both ways
@@ -171,5 +183,81 @@ if start_server mm2_s "$P" "$R" -T s -p "$P" --stall-timeout 2; then
 	bg_stop mm2_s 5
 	assert_exit "mismatch, upstream client: our server SIGTERM" 0 "$RC"
 fi
+
+# ---- verifying clients and the plan: a -T v client keeps upstream's wire
+# (its pattern covers the first sync, where the plan's greeting would go),
+# so with a custom plan it says, in one line, that the server must run the
+# same test or be told with --negotiate; with --negotiate a plain evrdma
+# server runs the client's plan (a plan it did not run before: 64-byte
+# series, a dropped connection, or a 10 s stall with -S 1000).
+DEAD=$(e2e_port)
+warn_case() { # NAME WANT(0|1) ARGS...: the line before connecting, or not
+	local n=$1 want=$2
+	shift 2
+	run_cmd "w_$n" 20 "$R" -T s -s $H -p "$DEAD" "$@"
+	assert_exit "warning, $n: nothing listens (exit 3)" 3 "$RC" "$T/w_$n.err"
+	assert_lines "warning, $n: $want warning line(s)" "$want" "$T/w_$n.err" '^rstream: warning:'
+	[ "$want" = 1 ] && assert_match "warning, $n: the text" "$WARN_RE" "$T/w_$n.err"
+}
+warn_case readme 1 -S 4096 -C 100 -I 10 -T v
+warn_case size_only 1 -T v -S 1000
+warn_case count_only 1 -T v -C 5
+warn_case iters_only 1 -I 5 -T v
+warn_case size_all 1 -S all -T v
+warn_case default_run 0 -T v
+warn_case negotiate 0 -S 4096 -C 100 -I 10 -T v --negotiate
+warn_case no_verify 0 -S 4096 -C 100 -I 10
+warn_case no_verify_all 0 -S all
+warn_case no_negotiate 0 -S 4096 -C 100 -I 10 -T v --no-negotiate
+warn_case conns 0 -S 4096 -C 100 -I 10 -T v -c 2
+warn_case json 1 -S 4096 -C 100 -I 10 -T v --json
+
+P=$(e2e_port)
+if start_server vn_s "$P" "$R" -T s -T a -p "$P" --stall-timeout 2; then
+	# the README's example, as it was: the warning, once
+	run_cmd vn_readme 30 "$R" -T s -s $H -p "$P" -S 4096 -C 100 -I 10 -T v
+	assert_lines "README -T v example without --negotiate: stderr is the warning" 1 "$T/vn_readme.err"
+	assert_match "... the warning" "$WARN_RE" "$T/vn_readme.err"
+	wait_match "$T/vn_s.err" 'connection dropped' 3
+	# with --negotiate: the server runs the client's plan, verified
+	n0=$(grep -c . "$T/vn_s.out")
+	run_cmd vn_neg 30 "$R" -T s -s $H -p "$P" -S 4096 -C 100 -I 10 -T v --negotiate
+	assert_exit "-T v --negotiate, 4096 x 100 x 10: exit 0" 0 "$RC" "$T/vn_neg.err" "$T/vn_s.err"
+	assert_empty "-T v --negotiate: no warning" "$T/vn_neg.err"
+	check_row "$T/vn_neg.out" custom 4k 100 10 7.8m 1 "-T v --negotiate: client"
+	run_cmd vn_neg1000 30 "$R" -T s -s $H -p "$P" -S 1000 -C 100 -I 10 -T v --negotiate
+	assert_exit "-T v --negotiate, 1000 x 100 x 10: exit 0" 0 "$RC" "$T/vn_neg1000.err" "$T/vn_s.err"
+	assert_le "... no stall: well within the 2 s stall timeout (ms)" "$ELAPSED_MS" "$(tscale 1500)"
+	check_row "$T/vn_neg1000.out" "${CUS_ROW[@]}" 1 "-T v --negotiate 1000: client"
+	sleep 0.2
+	tail -n +"$((n0 + 1))" "$T/vn_s.out" >"$T/vn_s.after"
+	check_row "$T/vn_s.after" custom 4k 100 10 7.8m 1 "-T v --negotiate: the server ran the client's plan"
+	check_row "$T/vn_s.after" "${CUS_ROW[@]}" 1 "-T v --negotiate 1000: the server ran the client's plan"
+	assert_lines "-T v --negotiate: the server ran nothing else" 2 "$T/vn_s.after" "$E2E_ANY_ROW"
+	assert_lines "-T v --negotiate: the server dropped nothing (only the un-negotiated run)" 1 \
+		"$T/vn_s.err" 'connection dropped'
+	bg_stop vn_s 5
+fi
+
+# ---- what cannot be detected: a client that does not send its plan (here
+# to an upstream server, which cannot take one) and a server with other
+# options.  A 4 KiB custom test against upstream's default server moves
+# 409600 bytes an iteration, which that server takes as 6400 of its 64-byte
+# round trips: the client's run completes, exit 0, for ours as for
+# upstream's own client (rstream.1, PLAN NEGOTIATION).  The -S 1000 case
+# above ("mismatch") is the one that shows.
+for who in ours upstream; do
+	P=$(e2e_port)
+	if start_server "ud_$who" "$P" "$U" -T s -T b -p "$P"; then
+		if [ "$who" = ours ]; then
+			run_cmd "ud_c_$who" 30 "$R" -T s -s $H -p "$P" -S 4096 -C 100 -I 10 --stall-timeout 2
+		else
+			run_cmd "ud_c_$who" 30 "$U" -T s -s $H -p "$P" -S 4096 -C 100 -I 10
+		fi
+		assert_exit "undetectable mismatch, $who client: exit 0 (as documented)" 0 "$RC" "$T/ud_c_$who.err"
+		check_row "$T/ud_c_$who.out" custom 4k 100 10 7.8m 1 "undetectable mismatch, $who client"
+		bg_kill "ud_$who" # upstream's server waits on, mid-series
+	fi
+done
 
 e2e_done

@@ -295,16 +295,18 @@ fake_server_case rej reject "server rejects the plan" 4 \
 	-S 4096 -C 100 -I 10 --stall-timeout 5
 # wrong data for a -T v client: byte 273 of what the server sends (its
 # sync is bytes 0-15, each iteration 2 x 100 bytes: iteration 2, byte 57)
+# (the fake is an upstream -T v server: the clients say --no-negotiate,
+# the same wire as -T v's default, without its one-line warning)
 FAKE_ARGS="100 2 3 273" fake_server_case vbad verify-bad \
 	"-T v: the server returns a wrong byte" 4 \
 	'^rstream: (127\.0\.0\.1:[0-9]+: )?test custom \(1 of 1\), receive, iteration 2 of 3, transfer 1 of 2: data verification failed byte 273$' \
-	-T v -S 100 -C 2 -I 3 --stall-timeout 5
+	-T v --no-negotiate -S 100 -C 2 -I 3 --stall-timeout 5
 FAKE_ARGS="100 2 3 7" fake_server_case vbad0 verify-bad \
 	"-T v: the server's sync is wrong" 4 \
 	'^rstream: (127\.0\.0\.1:[0-9]+: )?test custom \(1 of 1\), sync, .*data verification failed byte 7$' \
-	-T v -S 100 -C 2 -I 3 --stall-timeout 5
+	-T v --no-negotiate -S 100 -C 2 -I 3 --stall-timeout 5
 FAKE_ARGS="100 2 3 999999" fake_server_case vgood verify-bad \
 	"-T v: the fake server's pattern is right (control)" 0 '^$' \
-	-T v -S 100 -C 2 -I 3 --stall-timeout 5
+	-T v --no-negotiate -S 100 -C 2 -I 3 --stall-timeout 5
 
 e2e_done
