@@ -108,7 +108,7 @@ if start_server mc "$P" "$R" -T s -b $H -p "$P" --max-conns 2 \
 	assert_exit "connection 3 of --max-conns 2: connecting failed (exit 3)" \
 		3 "$RC" "$T/over1.out" "$T/over1.err"
 	assert_lines "connection 3: one line on the client, saying why" 1 \
-		"$T/over1.err" "^rstream: negotiation: connection refused: the server serves as many connections as it allows \(its --max-conns\): try again later$"
+		"$T/over1.err" "^rstream: (127\.0\.0\.1:[0-9]+: )?negotiation: connection refused: the server serves as many connections as it allows \(its --max-conns\): try again later$"
 	run_cmd over2 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 1 --no-negotiate
 	assert_exit "connection 4, upstream's wire: refused too (exit 3)" \
 		3 "$RC" "$T/over2.out" "$T/over2.err"
@@ -162,7 +162,7 @@ if start_server mm "$P" "$R" -T s -b $H -p "$P" --max-memory 100k \
 	assert_exit "a plan beyond --max-memory: refused (exit 4)" 4 "$RC" \
 		"$T/mm_big.out" "$T/mm_big.err"
 	assert_lines "the client prints the reason" 1 "$T/mm_big.err" \
-		"^rstream: negotiation: test plan rejected: the server's memory budget for connection buffers is taken \(its --max-memory\): try again later or with fewer connections$"
+		"^rstream: (127\.0\.0\.1:[0-9]+: )?negotiation: test plan rejected: the server's memory budget for connection buffers is taken \(its --max-memory\): try again later or with fewer connections$"
 	run_cmd mm_ok 30 "$R" -T s -s $H -p "$P" -S 64k -C 1 -I 1
 	assert_exit "a plan within --max-memory passes" 0 "$RC" \
 		"$T/mm_ok.out" "$T/mm_ok.err"
