@@ -352,7 +352,11 @@ P=$(e2e_port)
 if start_server sp_srv2 "$P" $DS "$R" -T s -b $H -p "$P"; then
 	(sleep 1; exec $DS timeout 30 "$R" -T s -s $H -p "$P" -S 1000 -C 10 -I 10) 2>"$T/sp_out.err" | true
 	st=${PIPESTATUS[0]}
-	assert_exit "client with a closed stdout: exit 0, not SIGPIPE" 0 "$st" "$T/sp_out.err"
+	# not killed by SIGPIPE (141), and not a silent exit 0 either: one
+	# line, exit 5 (rstream.1, EXIT STATUS)
+	assert_exit "client with a closed stdout: exit 5, not SIGPIPE" 5 "$st" "$T/sp_out.err"
+	assert_lines "client with a closed stdout: says so in one line" 1 \
+		"$T/sp_out.err" '^rstream: write error on standard output: Broken pipe$'
 	bg_stop sp_srv2
 	assert_exit "server: SIGTERM, exit 0" 0 "$RC" "$T/sp_srv2.err"
 fi
@@ -418,7 +422,12 @@ if [ -n "${MCKEY:-}" ] && [ -x "$MCKEY" ] && [ "$(id -u)" = 0 ] &&
 	(sleep 2.5; exec $DS timeout 20 ip netns exec "$NS" "$MCKEY" -m $G -b $L4 \
 		-s --udp --settle 0.3) 2>"$T/mk_s.err" | true
 	st=${PIPESTATUS[0]}
-	assert_exit "mckey sender with a closed stdout: exit 0, not SIGPIPE" 0 "$st" "$T/mk_s.err"
+	# not killed by SIGPIPE (141), and not silent either: one line, and
+	# the write's -EPIPE as its status (mckey.1, EXIT STATUS)
+	assert_exit "mckey sender with a closed stdout: exit 224 (-EPIPE), not SIGPIPE" \
+		224 "$st" "$T/mk_s.err"
+	assert_lines "mckey sender with a closed stdout: says so in one line" 1 \
+		"$T/mk_s.err" '^mckey: write error on standard output: Broken pipe$'
 	wait "$mkr"
 	assert_exit_not "mckey receiver with a closed stdout: not killed by SIGPIPE" 141 \
 		"$(cat "$T/mk_r.rc" 2>/dev/null)" "$T/mk_r.err"
