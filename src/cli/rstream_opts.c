@@ -482,12 +482,6 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		cli->blocking ? EVR_IO_BLOCK : EVR_IO_NONBLOCK;
 	if (o->custom && o->size_all)
 		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
-	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
-	 * an interval. */
-	if (inline_given && o->xport == EVR_XPORT_TCP)
-		fprintf(err, "%s: note: -i is the RDMA inline size and means "
-			"nothing over TCP (-T s); ignored (progress reports: "
-			"--interval SEC)\n", prog);
 	if (o->no_negotiate && o->force_negotiate) {
 		fprintf(err, "%s: --negotiate and --no-negotiate exclude each "
 			"other\n", prog);
@@ -528,6 +522,13 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		/* upstream ignores -T f on a client; so do we */
 		o->fork = 0;
 	}
+	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
+	 * an interval.  Last, so that a command line that fails says only
+	 * why. */
+	if (inline_given && o->xport == EVR_XPORT_TCP)
+		fprintf(err, "%s: note: -i is the RDMA inline size and means "
+			"nothing over TCP (-T s); ignored (progress reports: "
+			"--interval SEC)\n", prog);
 	return RSTREAM_PARSE_OK;
 }
 

@@ -104,17 +104,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	switch (ret) {
 	case RSTREAM_PARSE_OK:
-		FUZZ_CHECK(len == 0);
+		/* silent, but for the one note on -i over TCP */
+		FUZZ_CHECK(len == 0 ||
+			   (fuzz_one_line(&a, msg, len, "rstream") &&
+			    !strncmp(msg, "rstream: note: -i ", 18) &&
+			    cli.o.xport == EVR_XPORT_TCP));
 		check_accepted(&a, &cli);
 		break;
 	case RSTREAM_PARSE_BAD:
 		FUZZ_CHECK(fuzz_one_line(&a, msg, len, "rstream"));
 		break;
 	case RSTREAM_PARSE_USAGE:
+		/* the program prints the usage (getopt's own complaint, if
+		 * any, went to stderr); a bad -T value is named first */
+		FUZZ_CHECK(len == 0 ||
+			   (fuzz_one_line(&a, msg, len, "rstream") &&
+			    !strncmp(msg, "rstream: invalid value '", 24) &&
+			    strstr(msg, "' for -T: ")));
+		break;
 	case RSTREAM_PARSE_HELP:
 	case RSTREAM_PARSE_VERSION:
-		/* the program prints the usage (getopt's own complaint, if
-		 * any, went to stderr) */
 		FUZZ_CHECK(len == 0);
 		break;
 	default:
