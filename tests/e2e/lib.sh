@@ -140,6 +140,7 @@ e2e_cleanup() {
 		echo "$E2E_PASS passed, $E2E_FAIL failed"
 		st=1
 	fi
+	e2e_port_release
 	if [ -n "${E2E_KEEP:-}" ]; then
 		echo "# kept $E2E_TMP"
 	else
@@ -381,8 +382,44 @@ e2e_port_busy() { # PORT: any TCP socket at all on it?
 	[ -n "$(ss -Htan "( sport = :$1 or dport = :$1 )" 2>/dev/null)" ]
 }
 
+# Scripts running side by side (make -j check) claim their ports in a
+# directory they share: a port is free only when no socket uses it and
+# no live script claimed it.  Checking sockets alone let two scripts pick
+# the same port before either bound it (seen once: a fake server lost its
+# port to another script's rstream, and the client under test talked to
+# the wrong server).  A claim is a directory named after the port, with
+# the claiming script's PID; a dead script's claims are taken over, and
+# e2e_cleanup drops the script's own.
+E2E_PORT_DIR=${TMPDIR:-/tmp}/evrdma-e2e-ports
+e2e_port_claim() { # PORT
+	local d=$E2E_PORT_DIR/$1 owner
+	mkdir -p "$E2E_PORT_DIR" 2>/dev/null
+	if ! mkdir "$d" 2>/dev/null; then
+		owner=$(cat "$d/pid" 2>/dev/null)
+		# a live owner's, or a claim being made (no pid yet, unless
+		# its maker died a minute ago): taken
+		if [ -z "$owner" ]; then
+			[ -n "$(find "$d" -maxdepth 0 -mmin +1 2>/dev/null)" ] ||
+				return 1
+		elif kill -0 "$owner" 2>/dev/null; then
+			return 1
+		fi
+		rm -rf "$d" && mkdir "$d" 2>/dev/null || return 1
+	fi
+	echo "$$" >"$d/pid"
+}
+e2e_port_release() { # the ports this script claimed
+	local f
+	for f in "$E2E_PORT_DIR"/*/pid; do
+		[ -f "$f" ] && [ "$(cat "$f" 2>/dev/null)" = "$$" ] &&
+			rm -rf "${f%/pid}"
+	done
+	return 0
+}
+
 # A port derived from the script's name and PID, so that scripts running
-# side by side (make -j check) pick different ones, checked to be unused.
+# side by side (make -j check) pick different ones, checked to be unused
+# and claimed (above).
 e2e_port() {
 	local h p
 	h=$(printf '%s' "$E2E_NAME" | cksum | cut -d' ' -f1)
@@ -391,6 +428,7 @@ e2e_port() {
 		p=$(( 20000 + (h + $$ * 131 + E2E_PORT_SEQ * 7919) % 12768 ))
 		case "$E2E_PORTS_USED" in *" $p "*) continue ;; esac
 		e2e_port_busy "$p" && continue
+		e2e_port_claim "$p" || continue
 		E2E_PORTS_USED="$E2E_PORTS_USED$p "
 		echo "$p"
 		return 0

@@ -85,7 +85,7 @@ if [ -n "$conf" ] && [ "$paths" = "$conf" ]; then
 	ok "evrdma-probed.8 as installed names the binary's default, $conf"
 else
 	not_ok "evrdma-probed.8 as installed names the binary's default, ${conf:-?}" \
-		"the page says: $(echo $paths)"
+		"the page says: $(echo "$paths" | tr "\n" " ")"
 fi
 
 check_options "$RSTREAM" rstream.1
