@@ -82,6 +82,27 @@ static int to_hist(struct evr_latstats *l)
 	return 0;
 }
 
+/* Room for need exact samples (need <= exact_max): the capacity doubles
+ * from 1024, capped at exact_max. */
+static int grow(struct evr_latstats *l, size_t need)
+{
+	size_t nc = l->cap ? l->cap : 1024;
+	uint64_t *nv;
+
+	if (need <= l->cap)
+		return 0;
+	while (nc < need)
+		nc *= 2;
+	if (nc > l->exact_max)
+		nc = l->exact_max;
+	nv = realloc(l->v, nc * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	l->v = nv;
+	l->cap = nc;
+	return 0;
+}
+
 int evr__lat_add(struct evr_latstats *l, uint64_t ns)
 {
 	if (!l->count || ns < l->min)
@@ -91,21 +112,8 @@ int evr__lat_add(struct evr_latstats *l, uint64_t ns)
 	l->count++;
 	l->sum += ns;
 	if (!l->hist && l->n == l->cap) {
-		if (l->cap >= l->exact_max) {
-			if (to_hist(l))
-				return -ENOMEM;
-		} else {
-			size_t nc = l->cap ? l->cap * 2 : 1024;
-			uint64_t *nv;
-
-			if (nc > l->exact_max)
-				nc = l->exact_max;
-			nv = realloc(l->v, nc * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			l->v = nv;
-			l->cap = nc;
-		}
+		if (l->cap >= l->exact_max ? to_hist(l) : grow(l, l->n + 1))
+			return -ENOMEM;
 	}
 	if (l->hist)
 		l->hist[evr__lat_bucket(ns)]++;
@@ -130,20 +138,8 @@ int evr__lat_merge(struct evr_latstats *dst, const struct evr_latstats *src)
 	/* The rule of evr__lat_add: exact while the union fits the cap. */
 	if (!dst->hist && !src->hist && src->n <= dst->exact_max - dst->n) {
 		need = dst->n + src->n;
-		if (need > dst->cap) {
-			size_t nc = dst->cap ? dst->cap : 1024;
-			uint64_t *nv;
-
-			while (nc < need)
-				nc *= 2;
-			if (nc > dst->exact_max)
-				nc = dst->exact_max;
-			nv = realloc(dst->v, nc * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			dst->v = nv;
-			dst->cap = nc;
-		}
+		if (grow(dst, need))
+			return -ENOMEM;
 		if (src->n)
 			memcpy(dst->v + dst->n, src->v, src->n * sizeof(*src->v));
 		dst->n = need;
