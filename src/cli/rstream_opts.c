@@ -171,10 +171,12 @@ static int parse_num(const char *s, long long min, long long max,
 	return 0;
 }
 
-static int bad(FILE *err, const char *prog, char opt, const char *val,
+/* The one line of every bad value: "rstream: invalid value 'V' for OPT:
+ * WHAT". */
+static int bad(FILE *err, const char *prog, const char *opt, const char *val,
 	       const char *what)
 {
-	fprintf(err, "%s: invalid value '%s' for -%c: %s\n", prog, val, opt,
+	fprintf(err, "%s: invalid value '%s' for %s: %s\n", prog, val, opt,
 		what);
 	return RSTREAM_PARSE_BAD;
 }
@@ -297,7 +299,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			else if (!strncasecmp(optarg, "gid", 3))
 				o->addr_fmt = EVR_ADDR_GID;
 			else
-				return bad(err, prog, 'f', optarg,
+				return bad(err, prog, "-f", optarg,
 					   "use name, ip (or any ip... word, "
 					   "as upstream), ipv6 or gid");
 			if (o->addr_fmt == EVR_ADDR_GID)
@@ -305,27 +307,27 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			break;
 		case 'B':
 			if (parse_num(optarg, 0, 1LL << 30, 1, &v))
-				return bad(err, prog, 'B', optarg,
+				return bad(err, prog, "-B", optarg,
 					   "buffer size must be 0 (default) to 1g");
 			o->buffer_size = (int)v;
 			break;
 		case 'i':
 			if (parse_num(optarg, 0, 65536, 1, &v))
-				return bad(err, prog, 'i', optarg,
+				return bad(err, prog, "-i", optarg,
 					   "inline size must be 0 to 65536");
 			inline_given = 1;
 			o->inline_size = (int)v;
 			break;
 		case 'I':
 			if (parse_num(optarg, 1, EVR_MAX_COUNT, 0, &v))
-				return bad(err, prog, 'I', optarg,
+				return bad(err, prog, "-I", optarg,
 					   "iterations must be 1 to 1000000000");
 			o->iters = (uint32_t)v;
 			o->custom = 1;
 			break;
 		case 'C':
 			if (parse_num(optarg, 1, EVR_MAX_COUNT, 0, &v))
-				return bad(err, prog, 'C', optarg,
+				return bad(err, prog, "-C", optarg,
 					   "transfer count must be 1 to 1000000000");
 			o->count = (uint32_t)v;
 			o->custom = 1;
@@ -336,7 +338,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 				break;
 			}
 			if (parse_num(optarg, 1, EVR_MAX_XFER_SIZE, 1, &v))
-				return bad(err, prog, 'S', optarg,
+				return bad(err, prog, "-S", optarg,
 					   "transfer size must be 1 to 1g, or all");
 			o->size = (uint32_t)v;
 			o->custom = 1;
@@ -349,50 +351,38 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 
 			if (!*d || (strspn(d, "0123456789") == strlen(d) &&
 				    parse_num(optarg, 1, 65535, 0, &v)))
-				return bad(err, prog, 'p', optarg,
+				return bad(err, prog, "-p", optarg,
 					   "port must be 1 to 65535 or a service name");
 			o->port = optarg;
 			break;
 		}
 		case 'k':
 			if (parse_num(optarg, 0, 32767, 0, &v))
-				return bad(err, prog, 'k', optarg,
+				return bad(err, prog, "-k", optarg,
 					   "keepalive time must be 0 (off) to 32767 seconds");
 			o->keepalive = (int)v;
 			break;
 		case 'T':
 			if (rstream_test_opt(cli, optarg)) {
 				/* the value named, then upstream's usage */
-				fprintf(err, "%s: invalid value '%s' for -T: "
-					"one of s a b n f r v, or socket async "
-					"block nonblock fork resolve verify\n",
-					prog, optarg);
+				bad(err, prog, "-T", optarg, "one of s a b n f "
+				    "r v, or socket async block nonblock fork "
+				    "resolve verify");
 				return RSTREAM_PARSE_USAGE;
 			}
 			break;
-		case OPT_STALL: {
-			char *end;
-			double sec;
-
-			errno = 0;
-			sec = strtod(optarg, &end);
-			if (end == optarg || *end || errno || !(sec >= 0.01) ||
-			    sec > 86400) {
-				fprintf(err, "%s: invalid value '%s' for "
-					"--stall-timeout: must be 0.01 to 86400 "
-					"seconds\n", prog, optarg);
-				return RSTREAM_PARSE_BAD;
-			}
-			o->stall_ms = (unsigned)(sec * 1000.0 + 0.5);
+		case OPT_STALL:
+			v = parse_secs_ms(optarg, 0.01, 86400);
+			if (v < 0)
+				return bad(err, prog, "--stall-timeout", optarg,
+					   "must be 0.01 to 86400 seconds");
+			o->stall_ms = (unsigned)v;
 			break;
-		}
 		case 'D':
 			v = parse_secs_ms(optarg, 0.01, 86400);
 			if (v < 0) {
-				fprintf(err, "%s: invalid value '%s' for "
-					"-D/--duration: must be 0.01 to 86400 "
-					"seconds\n", prog, optarg);
-				return RSTREAM_PARSE_BAD;
+				return bad(err, prog, "-D/--duration", optarg,
+					   "must be 0.01 to 86400 seconds");
 			}
 			o->duration_ms = (uint32_t)v;
 			break;
@@ -402,16 +392,14 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 		case OPT_INTERVAL:
 			v = parse_secs_ms(optarg, 0.01, 86400);
 			if (v < 0) {
-				fprintf(err, "%s: invalid value '%s' for "
-					"--interval: must be 0.01 to 86400 "
-					"seconds\n", prog, optarg);
-				return RSTREAM_PARSE_BAD;
+				return bad(err, prog, "--interval", optarg,
+					   "must be 0.01 to 86400 seconds");
 			}
 			o->interval_ms = (uint32_t)v;
 			break;
 		case 'c':
 			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v))
-				return bad(err, prog, 'c', optarg,
+				return bad(err, prog, "-c", optarg,
 					   "connections must be 1 to 100000");
 			o->conns = (unsigned)v;
 			break;
@@ -420,28 +408,22 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 			break;
 		case OPT_MAX_CONNS:
 			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v)) {
-				fprintf(err, "%s: invalid value '%s' for "
-					"--max-conns: must be 1 to 100000\n",
-					prog, optarg);
-				return RSTREAM_PARSE_BAD;
+				return bad(err, prog, "--max-conns", optarg,
+					   "must be 1 to 100000");
 			}
 			o->max_conns = (unsigned)v;
 			break;
 		case OPT_MAX_MEM:
 			if (parse_num(optarg, 1024, 1LL << 40, 1, &v)) {
-				fprintf(err, "%s: invalid value '%s' for "
-					"--max-memory: must be 1k to 1024g\n",
-					prog, optarg);
-				return RSTREAM_PARSE_BAD;
+				return bad(err, prog, "--max-memory", optarg,
+					   "must be 1k to 1024g");
 			}
 			o->max_memory = (uint64_t)v;
 			break;
 		case OPT_CHUNK:
 			if (parse_num(optarg, 1024, EVR_MAX_XFER_SIZE, 1, &v)) {
-				fprintf(err, "%s: invalid value '%s' for "
-					"--chunk: must be 1k to 1g\n", prog,
-					optarg);
-				return RSTREAM_PARSE_BAD;
+				return bad(err, prog, "--chunk", optarg,
+					   "must be 1k to 1g");
 			}
 			o->chunk_size = (uint32_t)v;
 			break;
