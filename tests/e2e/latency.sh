@@ -263,6 +263,24 @@ if start_server cprog "$P" "$R" -T s -T a -p "$P"; then
 	done
 	assert_match "-c 3 --interval --per-conn: and the aggregate" \
 		'^\[ *[0-9.]+s\] custom 3 conns ' "$T/cprog2.err"
+	# the aggregate is what rstream.1 says: the round's connections'
+	# iterations and Gb/s summed (a round's three conn#K lines come just
+	# before its line; Gb/s within the rounding of the printed digits)
+	sums=$(awk '
+		function iters(l) { match(l, / [0-9]+ iters /); return substr(l, RSTART + 1, RLENGTH - 7) + 0 }
+		/ conn#[0-9]+ / { it += iters($0); g += $(NF - 1); k++; next }
+		/ custom [0-9]+ conns / {
+			if (k == 3 && / 3 conns /) {
+				rounds++
+				if (iters($0) != it || g - $(NF - 1) > 0.03 || $(NF - 1) - g > 0.03)
+					bad = bad " " $0 " (sums " it ", " g ")"
+			}
+			it = 0; g = 0; k = 0
+		}
+		END { print rounds + 0 "|" bad }' "$T/cprog2.err")
+	num_rounds=${sums%%|*}
+	assert_le "-c 3 --interval --per-conn: rounds of three conn#K lines and their sum" 1 "$num_rounds"
+	assert_eq "-c 3 --interval: each aggregate line is its round's sum" "" "${sums#*|}"
 	bg_stop cprog
 fi
 
