@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "cli/mckey_opts.h"
 #include "cli/report.h"
 #include "cli/rstream_opts.h"
+#include "loop/loop.h"
 
 /* Write rec with jo_emit, check it is one line, and parse it back. */
 static json_t *roundtrip(json_t *rec)
@@ -663,6 +665,83 @@ START_TEST(test_loop_open_close)
 }
 END_TEST
 
+/* The one error table (EVR_ERRORS, EVR_PHASES) is what --json prints and
+ * what doc/rstream.schema.json allows: a code added to the table without
+ * its name in the schema fails here, and so does a name that drifts. */
+static json_t *schema_enum(json_t *schema, const char *key)
+{
+	json_t *defs = json_object_get(schema, "$defs");
+	const char *k;
+	json_t *def, *prop;
+
+	json_object_foreach(defs, k, def) {
+		prop = json_object_get(json_object_get(def, "properties"), key);
+		if (json_object_get(prop, "enum"))
+			return json_object_get(prop, "enum");
+	}
+	return NULL;
+}
+
+static int in_enum(json_t *e, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(e, i, v)
+		if (!strcmp(json_string_value(v), name))
+			return 1;
+	return 0;
+}
+
+START_TEST(test_error_table)
+{
+	json_error_t je;
+	json_t *schema = json_load_file(EVR_SRCDIR "/doc/rstream.schema.json",
+					0, &je);
+	json_t *errs, *phs;
+	struct { int code; const char *name; } rows[] = {
+#define ROW(code, name, text) { EVR_E_##code, name },
+		EVR_ERRORS(ROW)
+#undef ROW
+	};
+	struct { enum evr_phase p; const char *name; } prow[] = {
+#define ROW(code, name, word) { EVR_PH_##code, name },
+		EVR_PHASES(ROW)
+#undef ROW
+	};
+	size_t i, j;
+
+	ck_assert_msg(schema, "%s", je.text);
+	errs = schema_enum(schema, "error");
+	phs = schema_enum(schema, "phase");
+	ck_assert_ptr_nonnull(errs);
+	ck_assert_ptr_nonnull(phs);
+	/* one entry per code, plus "system" for errno values */
+	ck_assert_uint_eq(json_array_size(errs), EVR__ARRAY_SIZE(rows) + 1);
+	ck_assert(in_enum(errs, "system"));
+	ck_assert_str_eq(evr_err_name(-ECONNREFUSED), "system");
+	ck_assert_str_eq(evr_err_name(-EVR_E_BASE), "system");
+	ck_assert_str_eq(evr_err_name(-(EVR_E_BASE + 1000)), "system");
+	for (i = 0; i < EVR__ARRAY_SIZE(rows); i++) {
+		/* the codes follow each other from EVR_E_BASE + 1 */
+		ck_assert_int_eq(rows[i].code, EVR_E_BASE + 1 + (int)i);
+		ck_assert_str_eq(evr_err_name(-rows[i].code), rows[i].name);
+		ck_assert_msg(in_enum(errs, rows[i].name),
+			      "%s is not in the schema", rows[i].name);
+		for (j = 0; j < i; j++)
+			ck_assert_str_ne(rows[i].name, rows[j].name);
+	}
+	ck_assert_uint_eq(json_array_size(phs), EVR__ARRAY_SIZE(prow));
+	for (i = 0; i < EVR__ARRAY_SIZE(prow); i++) {
+		ck_assert_int_eq(prow[i].p, (int)i);
+		ck_assert_str_eq(evr_phase_name(prow[i].p), prow[i].name);
+		ck_assert(in_enum(phs, prow[i].name));
+	}
+	ck_assert_str_eq(evr_phase_name((enum evr_phase)99), "unknown");
+	json_decref(schema);
+}
+END_TEST
+
 static Suite *json_suite(void)
 {
 	Suite *s = suite_create("json");
@@ -678,6 +757,7 @@ static Suite *json_suite(void)
 	tcase_add_test(tc, test_failure_records);
 	tcase_add_test(tc, test_summary);
 	tcase_add_test(tc, test_rstream_start);
+	tcase_add_test(tc, test_error_table);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mckey");

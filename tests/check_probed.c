@@ -191,6 +191,21 @@ START_TEST(test_stream_reason)
 	f.phase = EVR_PH_RECV;
 	f.err = -EVR_E_STALL;
 	ck_assert_int_eq(probe_stream_reason(&f), R_STALL);
+	/* every engine code: the reason of its stable name, else "error" */
+	f.err = -EVR_E_EOF;
+	ck_assert_int_eq(probe_stream_reason(&f), R_EOF);
+	f.err = -EVR_E_VERIFY;
+	ck_assert_int_eq(probe_stream_reason(&f), R_VERIFY);
+	f.err = -EVR_E_REJECTED;
+	ck_assert_int_eq(probe_stream_reason(&f), R_REJECTED);
+	f.err = -EVR_E_EXTRA;
+	ck_assert_int_eq(probe_stream_reason(&f), R_ERROR);
+	f.err = -EVR_E_PROTO;
+	ck_assert_int_eq(probe_stream_reason(&f), R_ERROR);
+	f.err = -EVR_E_CANCELLED;
+	ck_assert_int_eq(probe_stream_reason(&f), R_ERROR);
+	f.err = -ECONNRESET;
+	ck_assert_int_eq(probe_stream_reason(&f), R_RESET);
 }
 END_TEST
 

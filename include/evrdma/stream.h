@@ -106,29 +106,47 @@ struct evr_stream_opts {
 #define EVR_DEFAULT_MAX_SERVER_CONNS 16384u
 #define EVR_DEFAULT_MAX_MEMORY (1ull << 30)
 
-/* Failure codes beyond negative errno values. */
+/* The engine's failure codes, beyond negative errno values, as one list
+ * (libuv's UV_ERRNO_MAP is the model): X(CODE, name, text) gives
+ * EVR_E_CODE, the stable name evr_err_name() returns (rstream --json's
+ * "error") and the reason evr_failure_str() writes when the failure
+ * carries no facts of its own.  Codes are only ever added at the end. */
+#define EVR_ERRORS(X) \
+	X(EOF, "eof", "peer closed the connection") \
+	X(STALL, "stall", "no progress within the stall timeout") \
+	X(VERIFY, "verify", "data verification failed") \
+	X(REJECTED, "rejected", "test plan rejected") \
+	X(RESOLVE, "resolve", "name resolution failed") \
+	X(NODEV, "nodev", "No RDMA devices were detected") \
+	X(EXTRA, "extra", "peer sent more data than the test plan holds") \
+	X(CANCELLED, "cancelled", "interrupted") \
+	X(PROTO, "proto", "malformed negotiation message") \
+	X(NOTSUP, "notsup", "not supported")
+
 enum {
 	EVR_E_BASE = 100000,
-	EVR_E_EOF,          /* the peer closed the connection */
-	EVR_E_STALL,        /* no progress within the stall timeout */
-	EVR_E_VERIFY,       /* received data does not match the pattern */
-	EVR_E_REJECTED,     /* the server rejected our test plan */
-	EVR_E_RESOLVE,      /* name resolution failed (detail: gai code) */
-	EVR_E_NODEV,        /* no RDMA device */
-	EVR_E_EXTRA,        /* the peer sent more than the plan holds */
-	EVR_E_CANCELLED,    /* cancelled by the program */
-	EVR_E_PROTO,        /* malformed negotiation message */
-	EVR_E_NOTSUP,       /* not supported by this transport or build */
+#define EVR__E_ENUM(code, name, text) EVR_E_##code,
+	EVR_ERRORS(EVR__E_ENUM)
+#undef EVR__E_ENUM
 };
 
+/* Where a connection stood when it failed: X(CODE, name, word) gives
+ * EVR_PH_CODE, the stable name evr_phase_name() returns (--json's
+ * "phase") and the word evr_failure_str() uses in its sentence.
+ * SETUP: resolve, socket, bind, listen. */
+#define EVR_PHASES(X) \
+	X(SETUP, "setup", "setup") \
+	X(CONNECT, "connect", "connect") \
+	X(NEGOTIATE, "negotiate", "negotiation") \
+	X(SYNC, "sync", "sync") \
+	X(SEND, "send", "send") \
+	X(RECV, "recv", "receive") \
+	X(CLOSE, "close", "close")
+
 enum evr_phase {
-	EVR_PH_SETUP = 0,   /* resolve, socket, bind, listen */
-	EVR_PH_CONNECT,
-	EVR_PH_NEGOTIATE,
-	EVR_PH_SYNC,
-	EVR_PH_SEND,
-	EVR_PH_RECV,
-	EVR_PH_CLOSE,
+#define EVR__PH_ENUM(code, name, word) EVR_PH_##code,
+	EVR_PHASES(EVR__PH_ENUM)
+#undef EVR__PH_ENUM
 };
 
 struct evr_failure {
@@ -318,6 +336,12 @@ void evr_stream_free(struct evr_stream *s);
  * truncated to len.  f NULL (done()'s on success) gives "no failure";
  * buf NULL or len 0 writes nothing. */
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len);
+/* The stable name of a failure code: "eof" for -EVR_E_EOF (EVR_ERRORS),
+ * "system" for any other value (a negative errno: see strerror). */
+const char *evr_err_name(int err);
+/* The stable name of a phase: "negotiate" for EVR_PH_NEGOTIATE
+ * (EVR_PHASES), "unknown" for a value outside the enum. */
+const char *evr_phase_name(enum evr_phase phase);
 
 #ifdef __cplusplus
 }

@@ -328,49 +328,6 @@ json_t *jo_info(const struct evr_info *i)
 	return NULL;
 }
 
-static const char *phase_key(enum evr_phase p)
-{
-	static const char *const names[] = {
-		[EVR_PH_SETUP] = "setup", [EVR_PH_CONNECT] = "connect",
-		[EVR_PH_NEGOTIATE] = "negotiate", [EVR_PH_SYNC] = "sync",
-		[EVR_PH_SEND] = "send", [EVR_PH_RECV] = "recv",
-		[EVR_PH_CLOSE] = "close",
-	};
-
-	return (unsigned)p < sizeof(names) / sizeof(names[0]) && names[p] ?
-	       names[p] : "unknown";
-}
-
-/* A stable name for what went wrong: "system" with "errno" for an errno
- * value, the engine's own reason otherwise. */
-static const char *error_key(int err)
-{
-	switch (-err) {
-	case EVR_E_EOF:
-		return "eof";
-	case EVR_E_STALL:
-		return "stall";
-	case EVR_E_VERIFY:
-		return "verify";
-	case EVR_E_REJECTED:
-		return "rejected";
-	case EVR_E_RESOLVE:
-		return "resolve";
-	case EVR_E_NODEV:
-		return "nodev";
-	case EVR_E_EXTRA:
-		return "extra";
-	case EVR_E_CANCELLED:
-		return "cancelled";
-	case EVR_E_PROTO:
-		return "proto";
-	case EVR_E_NOTSUP:
-		return "notsup";
-	default:
-		return "system";
-	}
-}
-
 json_t *jo_failure(const char *type, const struct evr_failure *f,
 		   int exit_status)
 {
@@ -381,10 +338,10 @@ json_t *jo_failure(const char *type, const struct evr_failure *f,
 	set_str(o, "message", line);
 	if (f->phase != EVR_PH_SETUP)
 		set_int(o, "conn", f->conn_id);
-	set_str(o, "error", error_key(f->err));
+	set_str(o, "error", evr_err_name(f->err));
 	if (f->err < 0 && -f->err < EVR_E_BASE)
 		set_int(o, "errno", -f->err);
-	set_str(o, "phase", phase_key(f->phase));
+	set_str(o, "phase", evr_phase_name(f->phase));
 	set_str(o, "where", f->where);
 	set_str(o, "peer", f->peer);
 	if (f->test[0]) {

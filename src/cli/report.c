@@ -84,27 +84,29 @@ void rstream_format_settings(char *buf, size_t len, unsigned conn,
 			 s->rdma_peer_rbuf_bytes, s->rdma_peer_target_sgl, ka);
 }
 
+/* rstream.1 EXIT STATUS: the engine codes with a status of their own;
+ * every other failure's status is its phase's. */
+static const struct {
+	int code, status;
+} code_status[] = {
+	{ EVR_E_RESOLVE, RSTREAM_EXIT_RESOLVE },
+	{ EVR_E_NODEV, RSTREAM_EXIT_NODEV },
+	{ EVR_E_NOTSUP, RSTREAM_EXIT_NOTSUP },
+	{ EVR_E_CANCELLED, RSTREAM_EXIT_INTERRUPTED },
+};
+
 int rstream_exit_status(const struct evr_failure *f)
 {
+	size_t i;
+
 	if (!f || !f->err)
 		return RSTREAM_EXIT_OK;
-	switch (-f->err) {
-	case EVR_E_RESOLVE:
-		return RSTREAM_EXIT_RESOLVE;
-	case EVR_E_NODEV:
-		return RSTREAM_EXIT_NODEV;
-	case EVR_E_NOTSUP:
-		return RSTREAM_EXIT_NOTSUP;
-	case EVR_E_CANCELLED:
-		return RSTREAM_EXIT_INTERRUPTED;
-	case EVR_E_REJECTED:
-		/* a server at its --max-conns refused the connection */
-		if (f->detail == EVR_PLAN_E_CONNS)
-			return RSTREAM_EXIT_CONNECT;
-		break;
-	default:
-		break;
-	}
+	for (i = 0; i < sizeof(code_status) / sizeof(code_status[0]); i++)
+		if (-f->err == code_status[i].code)
+			return code_status[i].status;
+	/* a server at its --max-conns refused the connection */
+	if (f->err == -EVR_E_REJECTED && f->detail == EVR_PLAN_E_CONNS)
+		return RSTREAM_EXIT_CONNECT;
 	switch (f->phase) {
 	case EVR_PH_SETUP:
 		return RSTREAM_EXIT_LOCAL;

@@ -51,18 +51,22 @@ static double wall_now(void)
 
 enum probe_reason probe_stream_reason(const struct evr_failure *f)
 {
+	const char *name = evr_err_name(f->err);
+	int r;
+
 	/* A failure before any packet left (socket, bind to an address the
 	 * host lacks) is this host's, not the network's: rstream's exit 5. */
 	if (f->phase == EVR_PH_SETUP && f->err != -EVR_E_RESOLVE &&
 	    f->err != -EVR_E_NODEV)
 		return R_ERROR;
+	/* the engine's own codes by their stable name: a reason of the same
+	 * name, or "error" (extra, proto, notsup, cancelled) */
+	for (r = 0; r < R_MAX; r++)
+		if (!strcmp(probe_reason_names[r], name))
+			return r;
 	switch (-f->err) {
 	case ECONNREFUSED:
 		return R_REFUSED;
-	case EVR_E_STALL:
-		return R_STALL;
-	case EVR_E_EOF:
-		return R_EOF;
 	case ECONNRESET:
 	case EPIPE:
 	case ECONNABORTED:
@@ -72,14 +76,6 @@ enum probe_reason probe_stream_reason(const struct evr_failure *f)
 	case ETIMEDOUT:
 	case EADDRNOTAVAIL:
 		return R_UNREACHABLE;
-	case EVR_E_RESOLVE:
-		return R_RESOLVE;
-	case EVR_E_VERIFY:
-		return R_VERIFY;
-	case EVR_E_REJECTED:
-		return R_REJECTED;
-	case EVR_E_NODEV:
-		return R_NODEV;
 	default:
 		return R_ERROR;
 	}

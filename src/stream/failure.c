@@ -7,82 +7,89 @@
 #include <string.h>
 
 #include "evrdma/stream.h"
+#include "../loop/loop.h"
 #include "wire.h"
 
-static const char *phase_name(enum evr_phase p)
+#define ERR_ROW(code, name, text) [EVR_E_##code - EVR_E_BASE] = { name, text },
+static const struct {
+	const char *name, *text;
+} errs[] = { EVR_ERRORS(ERR_ROW) };
+#undef ERR_ROW
+
+#define PH_ROW(code, name, word) [EVR_PH_##code] = { name, word },
+static const struct {
+	const char *name, *word;
+} phases[] = { EVR_PHASES(PH_ROW) };
+#undef PH_ROW
+
+/* The row of an engine code, NULL for an errno value. */
+static unsigned err_row(int err)
 {
-	switch (p) {
-	case EVR_PH_SETUP:
-		return "setup";
-	case EVR_PH_CONNECT:
-		return "connect";
-	case EVR_PH_NEGOTIATE:
-		return "negotiation";
-	case EVR_PH_SYNC:
-		return "sync";
-	case EVR_PH_SEND:
-		return "send";
-	case EVR_PH_RECV:
-		return "receive";
-	case EVR_PH_CLOSE:
-		return "close";
-	}
-	return "?";
+	unsigned i = (unsigned)-err - EVR_E_BASE;
+
+	return err < 0 && i < EVR__ARRAY_SIZE(errs) && errs[i].name ? i : 0;
 }
 
+const char *evr_err_name(int err)
+{
+	unsigned i = err_row(err);
+
+	return i ? errs[i].name : "system";
+}
+
+const char *evr_phase_name(enum evr_phase p)
+{
+	return (unsigned)p < EVR__ARRAY_SIZE(phases) ? phases[p].name :
+						       "unknown";
+}
+
+static const char *phase_word(enum evr_phase p)
+{
+	return (unsigned)p < EVR__ARRAY_SIZE(phases) ? phases[p].word : "?";
+}
+
+/* The reason: the facts a code carries, else its text from EVR_ERRORS. */
 static void reason(const struct evr_failure *f, char *b, size_t n)
 {
 	switch (-f->err) {
-	case EVR_E_EOF:
-		snprintf(b, n, "peer closed the connection");
-		break;
 	case EVR_E_STALL:
 		snprintf(b, n, "no progress for %.1f s (stall timeout)",
 			 f->detail / 1000.0);
-		break;
+		return;
 	case EVR_E_VERIFY:
 		snprintf(b, n, "data verification failed byte %llu",
 			 (unsigned long long)f->bytes_done);
-		break;
+		return;
 	case EVR_E_REJECTED:
 		snprintf(b, n, "%s: %s", f->detail == EVR_PLAN_E_CONNS ?
 			 "connection refused" : "test plan rejected",
 			 evr__plan_status_str(f->detail));
-		break;
+		return;
 	case EVR_E_RESOLVE:
 		snprintf(b, n, "cannot resolve %s: %s: %s", f->addr,
 			 f->where ? f->where : "getaddrinfo",
 			 f->sys_err ? strerror(f->sys_err) :
 				      gai_strerror(f->detail));
-		break;
-	case EVR_E_NODEV:
-		snprintf(b, n, "No RDMA devices were detected");
-		break;
-	case EVR_E_EXTRA:
-		snprintf(b, n, "peer sent more data than the test plan holds");
-		break;
-	case EVR_E_CANCELLED:
-		snprintf(b, n, "interrupted");
-		break;
+		return;
 	case EVR_E_PROTO:
 		snprintf(b, n, "malformed %s message",
 			 f->where ? f->where : "negotiation");
-		break;
+		return;
 	case EVR_E_NOTSUP:
 		snprintf(b, n, "%s is not supported",
 			 f->where ? f->where : "this feature");
-		break;
-	default:
-		if (f->err < 0 && f->where && f->addr[0])
-			/* "bind 127.0.0.1:7471: Address already in use" */
-			snprintf(b, n, "%s %s: %s", f->where, f->addr,
-				 strerror(-f->err));
-		else if (f->err < 0 && f->where)
-			snprintf(b, n, "%s: %s", f->where, strerror(-f->err));
-		else
-			snprintf(b, n, "%s", strerror(f->err < 0 ? -f->err : f->err));
-		break;
+		return;
 	}
+	if (err_row(f->err))
+		snprintf(b, n, "%s", errs[err_row(f->err)].text);
+	else if (f->err < 0 && f->where && f->addr[0])
+		/* "bind 127.0.0.1:7471: Address already in use" */
+		snprintf(b, n, "%s %s: %s", f->where, f->addr,
+			 strerror(-f->err));
+	else if (f->err < 0 && f->where)
+		snprintf(b, n, "%s: %s", f->where, strerror(-f->err));
+	else
+		snprintf(b, n, "%s", strerror(f->err < 0 ? -f->err : f->err));
 }
 
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
@@ -103,16 +110,16 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 			 "test %s (%u of %u), %s, iteration %llu of %llu, "
 			 "transfer %llu of %llu: ",
 			 f->test, f->test_index + 1, f->test_total,
-			 phase_name(f->phase),
+			 phase_word(f->phase),
 			 (unsigned long long)f->iters_done + 1,
 			 (unsigned long long)f->iters_total,
 			 (unsigned long long)f->xfers_done + 1,
 			 (unsigned long long)f->xfers_total);
 		hint = f->err == -EVR_E_STALL && !f->negotiated;
 	} else if (f->phase != EVR_PH_SETUP &&
-		   !(f->where && !strcmp(f->where, phase_name(f->phase)))) {
+		   !(f->where && !strcmp(f->where, phase_word(f->phase)))) {
 		/* "connect: connect: ..." says the same thing twice */
-		snprintf(ctx, sizeof(ctx), "%s: ", phase_name(f->phase));
+		snprintf(ctx, sizeof(ctx), "%s: ", phase_word(f->phase));
 	}
 	if (f->err == -EVR_E_EXTRA && !f->negotiated)
 		hint = 1;
