@@ -957,6 +957,59 @@ START_TEST(test_failure_str_other)
 }
 END_TEST
 
+/* -EVR_E_NOTSUP says what it refused in its detail: the engine's words
+ * name its settings, rstream's name the options, and the context around
+ * the reason (peer, phase) is the same for both. */
+START_TEST(test_failure_notsup_words)
+{
+	struct evr_failure f;
+	char buf[512];
+
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_NOTSUP;
+	f.phase = EVR_PH_NEGOTIATE;
+	f.detail = EVR_NOTSUP_DURATION;
+	strcpy(f.peer, "127.0.0.1:7471");
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: a timed test "
+			 "(opts.duration) with a server that does not negotiate "
+			 "(an upstream rstream server) is not supported");
+	ck_assert_ptr_null(strstr(buf, "--"));
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: -D/--duration "
+			 "with a server that does not negotiate (an upstream "
+			 "rstream server) is not supported");
+	evr_failure_format(&f, "why", buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: why");
+
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_NOTSUP;
+	f.detail = EVR_NOTSUP_GID_TCP;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "GID addressing over TCP (GIDs need the RDMA "
+			 "transport) is not supported");
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "-f gid over TCP (GIDs need the RDMA "
+			 "transport) is not supported");
+	f.detail = EVR_NOTSUP_AF_IB;
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert(!strncmp(buf, "-f gid (AF_IB addressing) without", 33));
+	/* a code rstream has no words of its own for, or out of range */
+	f.detail = EVR_NOTSUP_FORK;
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "fork mode (needs the default libev loop) is "
+			 "not supported");
+	f.detail = 1000;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "this feature is not supported");
+	/* rstream's words are only for NOTSUP */
+	f.err = -EVR_E_EOF;
+	f.detail = EVR_NOTSUP_DURATION;
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "peer closed the connection");
+}
+END_TEST
+
 /* done() hands f == NULL on success: the text says so instead of
  * crashing, and a NULL or empty buffer is left alone. */
 START_TEST(test_failure_str_null)
@@ -1044,6 +1097,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_failure_str_eof);
 	tcase_add_test(tc, test_failure_str_other);
 	tcase_add_test(tc, test_failure_str_null);
+	tcase_add_test(tc, test_failure_notsup_words);
 	suite_add_tcase(s, tc);
 	return s;
 }

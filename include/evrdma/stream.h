@@ -130,6 +130,27 @@ enum {
 #undef EVR__E_ENUM
 };
 
+/* What an -EVR_E_NOTSUP failure refused, in its detail: X(CODE, text)
+ * gives EVR_NOTSUP_CODE and the words evr_failure_str() uses ("... is
+ * not supported").  They name the engine's settings, never a program's
+ * options: a program that wants its own words passes them to
+ * evr_failure_format(). */
+#define EVR_NOTSUP_LIST(X) \
+	X(UNSPEC, "this feature") \
+	X(DURATION, "a timed test (opts.duration) with a server that does " \
+	  "not negotiate (an upstream rstream server)") \
+	X(AF_IB, "AF_IB addressing without an InfiniBand port (RoCE and " \
+	  "iWARP devices have none)") \
+	X(FORK, "fork mode (needs the default libev loop)") \
+	X(GID_TCP, "GID addressing over TCP (GIDs need the RDMA transport)") \
+	X(TCP_FAMILY, "this address family over TCP")
+
+enum evr_notsup {
+#define EVR__NS_ENUM(code, text) EVR_NOTSUP_##code,
+	EVR_NOTSUP_LIST(EVR__NS_ENUM)
+#undef EVR__NS_ENUM
+};
+
 /* Where a connection stood when it failed: X(CODE, name, word) gives
  * EVR_PH_CODE, the stable name evr_phase_name() returns (--json's
  * "phase") and the word evr_failure_str() uses in its sentence.
@@ -336,6 +357,11 @@ void evr_stream_free(struct evr_stream *s);
  * truncated to len.  f NULL (done()'s on success) gives "no failure";
  * buf NULL or len 0 writes nothing. */
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len);
+/* The same line with reason in place of the engine's words for what went
+ * wrong (NULL: the engine's); the context around it (connection, peer,
+ * test, phase) is evr_failure_str()'s. */
+void evr_failure_format(const struct evr_failure *f, const char *reason,
+			char *buf, size_t len);
 /* The stable name of a failure code: "eof" for -EVR_E_EOF (EVR_ERRORS),
  * "system" for any other value (a negative errno: see strerror). */
 const char *evr_err_name(int err);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonout.h"
+#include "report.h"
 #include "mckey_opts.h"
 #include "rstream_opts.h"
 
@@ -334,7 +335,7 @@ json_t *jo_failure(const char *type, const struct evr_failure *f,
 	json_t *o = jo_record(type);
 	char line[512];
 
-	evr_failure_str(f, line, sizeof(line));
+	rstream_failure_str(f, line, sizeof(line));
 	set_str(o, "message", line);
 	if (f->phase != EVR_PH_SETUP)
 		set_int(o, "conn", f->conn_id);

@@ -84,6 +84,32 @@ void rstream_format_settings(char *buf, size_t len, unsigned conn,
 			 s->rdma_peer_rbuf_bytes, s->rdma_peer_target_sgl, ka);
 }
 
+/* What the engine refuses in terms of its settings, in the words of the
+ * options a user of rstream types. */
+static const struct {
+	int notsup;
+	const char *reason;
+} notsup_words[] = {
+	{ EVR_NOTSUP_DURATION, "-D/--duration with a server that does not "
+	  "negotiate (an upstream rstream server) is not supported" },
+	{ EVR_NOTSUP_AF_IB, "-f gid (AF_IB addressing) without an InfiniBand "
+	  "port (RoCE and iWARP devices have none) is not supported" },
+	{ EVR_NOTSUP_GID_TCP, "-f gid over TCP (GIDs need the RDMA "
+	  "transport) is not supported" },
+};
+
+void rstream_failure_str(const struct evr_failure *f, char *buf, size_t len)
+{
+	const char *why = NULL;
+	size_t i;
+
+	for (i = 0; f && f->err == -EVR_E_NOTSUP &&
+		    i < sizeof(notsup_words) / sizeof(notsup_words[0]); i++)
+		if (f->detail == notsup_words[i].notsup)
+			why = notsup_words[i].reason;
+	evr_failure_format(f, why, buf, len);
+}
+
 /* rstream.1 EXIT STATUS: the engine codes with a status of their own;
  * every other failure's status is its phase's. */
 static const struct {

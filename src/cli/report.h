@@ -32,4 +32,7 @@ enum {
 };
 
 int rstream_exit_status(const struct evr_failure *f);
+/* evr_failure_str(), with rstream's option names where the engine speaks
+ * of its settings. */
+void rstream_failure_str(const struct evr_failure *f, char *buf, size_t len);
 #endif

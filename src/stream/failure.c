@@ -16,6 +16,10 @@ static const struct {
 } errs[] = { EVR_ERRORS(ERR_ROW) };
 #undef ERR_ROW
 
+#define NS_ROW(code, text) [EVR_NOTSUP_##code] = text,
+static const char *const notsup[] = { EVR_NOTSUP_LIST(NS_ROW) };
+#undef NS_ROW
+
 #define PH_ROW(code, name, word) [EVR_PH_##code] = { name, word },
 static const struct {
 	const char *name, *word;
@@ -77,7 +81,8 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 		return;
 	case EVR_E_NOTSUP:
 		snprintf(b, n, "%s is not supported",
-			 f->where ? f->where : "this feature");
+			 (unsigned)f->detail < EVR__ARRAY_SIZE(notsup) ?
+			 notsup[f->detail] : notsup[EVR_NOTSUP_UNSPEC]);
 		return;
 	}
 	if (err_row(f->err))
@@ -94,6 +99,12 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 {
+	evr_failure_format(f, NULL, buf, len);
+}
+
+void evr_failure_format(const struct evr_failure *f, const char *why,
+			char *buf, size_t len)
+{
 	char r[192], ctx[192] = "", conn[48] = "";
 	int hint = 0;
 
@@ -104,7 +115,10 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 		snprintf(buf, len, "no failure");
 		return;
 	}
-	reason(f, r, sizeof(r));
+	if (why)
+		snprintf(r, sizeof(r), "%s", why);
+	else
+		reason(f, r, sizeof(r));
 	if (f->test[0]) {
 		snprintf(ctx, sizeof(ctx),
 			 "test %s (%u of %u), %s, iteration %llu of %llu, "

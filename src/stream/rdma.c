@@ -1472,8 +1472,8 @@ static int check_family(int family, struct evr_failure *f)
 	if (family != AF_IB || have_ib_port())
 		return 0;
 	f->err = -EVR_E_NOTSUP;
-	f->where = "-f gid (AF_IB addressing) without an InfiniBand port "
-		   "(RoCE and iWARP devices have none)";
+	f->detail = EVR_NOTSUP_AF_IB;
+	f->where = NULL;
 	return f->err;
 }
 

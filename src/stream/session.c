@@ -415,9 +415,8 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		} else if (s->dur_mode) {
 			/* An upstream server cannot learn where a test
 			 * ends: give up before any data moves. */
-			return fail(s, -EVR_E_NOTSUP, 0,
-				    "-D/--duration with a server that does not "
-				    "negotiate (an upstream rstream server)");
+			return fail(s, -EVR_E_NOTSUP, EVR_NOTSUP_DURATION,
+				    NULL);
 		} else {
 			/* An upstream server: that exchange was the first
 			 * test's sync. */

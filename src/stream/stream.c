@@ -983,7 +983,7 @@ static int server_start(struct evr_stream *st, struct evr_failure *f)
 
 	if (st->o.fork && !ev_is_default_loop(st->loop->ev)) {
 		f->err = -EVR_E_NOTSUP;
-		f->where = "fork mode (needs the default libev loop)";
+		f->detail = EVR_NOTSUP_FORK;
 		return f->err;
 	}
 	if (st->xp->ops->listen(st->xp, f, &ka_on, &ka_idle))
@@ -1015,7 +1015,7 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 	f->phase = EVR_PH_SETUP;
 	if (st->o.xport == EVR_XPORT_TCP && st->o.addr_fmt == EVR_ADDR_GID) {
 		f->err = -EVR_E_NOTSUP;
-		f->where = "-f gid over TCP (GIDs need the RDMA transport)";
+		f->detail = EVR_NOTSUP_GID_TCP;
 		return f->err;
 	}
 	if (!st->xp) {

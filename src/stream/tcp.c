@@ -99,7 +99,8 @@ int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		return ret;
 	if (a.family != AF_INET && a.family != AF_INET6) {
 		f->err = -EVR_E_NOTSUP;
-		f->where = "this address family over TCP";
+		f->detail = EVR_NOTSUP_TCP_FAMILY;
+		f->where = NULL;
 		return f->err;
 	}
 	fd = evr__tcp_socket(o, a.family, f);
