@@ -517,7 +517,8 @@ START_TEST(test_mckey_records)
 	};
 	struct evr_mc_failure f = { .err = -1, .qp = 1,
 				    .msg = "mckey: failure joining",
-				    .with_errno = 1, .sys_errno = 19 };
+				    .with_errno = 1, .sys_errno = 19,
+				    .code = -19 };
 	json_t *o;
 
 	o = roundtrip(jo_mc_join("239.1.2.3", &j));
@@ -571,6 +572,11 @@ START_TEST(test_mckey_records)
 			 "mckey: failure joining: No such device");
 	ck_assert_int_eq(num(o, "errno"), 19);
 	ck_assert_int_eq(num(o, "qp"), 1);
+	ck_assert_str_eq(str(o, "error"), "system");
+	json_decref(o);
+	f.code = -EVR_E_NODEV;
+	o = roundtrip(jo_mc_failure(&f));
+	ck_assert_str_eq(str(o, "error"), "nodev");
 	json_decref(o);
 
 	o = roundtrip(jo_mc_cm_event(0, "RDMA_CM_EVENT_MULTICAST_ERROR", -22,
@@ -738,6 +744,17 @@ START_TEST(test_error_table)
 		ck_assert(in_enum(phs, prow[i].name));
 	}
 	ck_assert_str_eq(evr_phase_name((enum evr_phase)99), "unknown");
+	json_decref(schema);
+	/* mckey's failures use the same names */
+	schema = json_load_file(EVR_SRCDIR "/doc/mckey.schema.json", 0, &je);
+	ck_assert_msg(schema, "%s", je.text);
+	errs = json_object_get(json_object_get(json_object_get(
+		json_array_get(json_object_get(json_object_get(json_object_get(
+		schema, "$defs"), "error"), "oneOf"), 0), "properties"),
+		"error"), "enum");
+	ck_assert_uint_eq(json_array_size(errs), EVR__ARRAY_SIZE(rows) + 1);
+	for (i = 0; i < EVR__ARRAY_SIZE(rows); i++)
+		ck_assert(in_enum(errs, rows[i].name));
 	json_decref(schema);
 }
 END_TEST

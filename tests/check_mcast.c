@@ -619,8 +619,9 @@ static int mk_engine_init(struct evr_mcast *m)
 {
 	M.n_engine_init++;
 	if (M.engine_init_ret < 0) {
-		evr__mc_fail(m, 0, 1, "No RDMA devices were detected", 0, 0,
-			     NULL);
+		EVR__MC_FAIL(m, .status = 1,
+			     .code = -EVR_E_NODEV,
+			     .msg = "No RDMA devices were detected");
 		return -1;
 	}
 	m->xp = malloc(16);
@@ -640,9 +641,9 @@ static int mk_node_init(struct evr_mc_node *n)
 	ck_assert_uint_lt(n->index, MAXQ);
 	M.n_node_init[n->index]++;
 	if (M.node_init_fail_at == (int)n->index) {
-		evr__mc_fail(n->mc, n->index, 1,
-			     "mckey: unable to allocate memory for test nodes",
-			     0, 0, NULL);
+		EVR__MC_FAIL(n->mc, .qp = n->index,
+			     .status = 1,
+			     .msg = "mckey: unable to allocate memory for test nodes");
 		return -1;
 	}
 	n->xp = malloc(32);
@@ -661,9 +662,10 @@ static int mk_prepare(struct evr_mcast *m)
 {
 	M.n_prepare++;
 	if (M.prepare_ret < 0) {
-		evr__mc_fail(m, 0, -2, "getaddrinfo failed (Name or service "
-			     "not known) - invalid hostname or IP address", 0,
-			     0, NULL);
+		EVR__MC_FAIL(m, .status = -2,
+			     .code = -EVR_E_RESOLVE,
+			     .msg = "getaddrinfo failed (Name or service "
+				    "not known) - invalid hostname or IP address");
 		return -1;
 	}
 	return 0;
@@ -677,9 +679,10 @@ static int mk_resolve(struct evr_mc_node *n)
 	if (n->state != EVR_MC_RESOLVING)
 		mock_bad("resolve", n);
 	if (M.resolve_ret[q] < 0) {
-		evr__mc_fail(n->mc, q, M.resolve_err,
-			     "mckey: resolve addr failure", ENETUNREACH, 1,
-			     NULL);
+		EVR__MC_FAIL(n->mc, .qp = q,
+			     .status = M.resolve_err,
+			     .msg = "mckey: resolve addr failure",
+			     .sys_errno = ENETUNREACH);
 		return -1;
 	}
 	return M.resolve_ret[q];
@@ -695,7 +698,9 @@ static int mk_setup(struct evr_mc_node *n)
 	if (n->state != EVR_MC_RESOLVING)
 		mock_bad("setup", n);
 	if (M.setup_ret[q] < 0) {
-		evr__mc_fail(n->mc, q, -EINVAL, MTU_MSG, 0, 0, NULL);
+		EVR__MC_FAIL(n->mc, .qp = q,
+			     .status = -EINVAL,
+			     .msg = MTU_MSG);
 		return -1;
 	}
 	return 0;
@@ -709,8 +714,10 @@ static int mk_join(struct evr_mc_node *n)
 	if (n->state != EVR_MC_JOINING)
 		mock_bad("join", n);
 	if (M.join_ret[q] < 0) {
-		evr__mc_fail(n->mc, q, -1, "mckey: failure joining", EINVAL, 1,
-			     NULL);
+		EVR__MC_FAIL(n->mc, .qp = q,
+			     .status = -1,
+			     .msg = "mckey: failure joining",
+			     .sys_errno = EINVAL);
 		return -1;
 	}
 	return M.join_ret[q];
@@ -729,7 +736,10 @@ static int mk_send(struct evr_mc_node *n, uint32_t seq)
 	if (r == -EAGAIN)
 		return r;
 	if (r < 0) {
-		evr__mc_fail(n->mc, q, r, "mckey: sendto", EPERM, 1, NULL);
+		EVR__MC_FAIL(n->mc, .qp = q,
+			     .status = r,
+			     .msg = "mckey: sendto",
+			     .sys_errno = EPERM);
 		return r;
 	}
 	ck_assert_uint_lt(M.nsent[q], MAXSEND);
@@ -747,8 +757,10 @@ static int mk_leave(struct evr_mc_node *n)
 	if (n->state != EVR_MC_JOINED && n->state != EVR_MC_RUNNING)
 		mock_bad("leave", n);
 	if (M.leave_ret[q] < 0) {
-		evr__mc_fail(n->mc, q, -1, "mckey: failure leaving",
-			     EADDRNOTAVAIL, 1, NULL);
+		EVR__MC_FAIL(n->mc, .qp = q,
+			     .status = -1,
+			     .msg = "mckey: failure leaving",
+			     .sys_errno = EADDRNOTAVAIL);
 		return -1;
 	}
 	return 0;
@@ -776,6 +788,7 @@ struct fail_rec {
 	char msg[160];
 	int with_errno, sys_errno;
 	char detail[160];
+	int code;
 };
 
 struct rec {
@@ -859,6 +872,7 @@ static void on_failure(void *ud, const struct evr_mc_failure *f)
 	fr->with_errno = f->with_errno;
 	fr->sys_errno = f->sys_errno;
 	snprintf(fr->detail, sizeof(fr->detail), "%s", f->detail);
+	fr->code = f->code;
 }
 
 static void on_done(void *ud, int status, unsigned nqps,
@@ -1000,7 +1014,9 @@ static struct evr_mcast *mk(const struct evr_mcast_opts *o)
 static void inject_err(struct evr_mcast *m, unsigned q, enum evr_mc_ev ev,
 		       int status, const char *msg)
 {
-	evr__mc_fail(m, q, status, msg, 0, 0, NULL);
+	EVR__MC_FAIL(m, .qp = q,
+			     .status = status,
+			     .msg = msg);
 	EV(m, q, ev, status);
 }
 
@@ -1575,6 +1591,8 @@ START_TEST(test_resolve_error_sync)
 	ck_assert_str_eq(R.fail[0].msg, "mckey: resolve addr failure");
 	ck_assert_int_eq(R.fail[0].with_errno, 1);
 	ck_assert_int_eq(R.fail[0].sys_errno, ENETUNREACH);
+	/* a failed call's code is its errno */
+	ck_assert_int_eq(R.fail[0].code, -ENETUNREACH);
 	for (q = 0; q < 3; q++)
 		ck_assert_uint_eq(M.n_leave[q], 0);
 	assert_phases(PH_JOIN);
@@ -1639,6 +1657,8 @@ START_TEST(test_setup_failure)
 	ck_assert_int_eq(R.status, -EINVAL);
 	ck_assert_uint_eq(R.nfail, 1);
 	ck_assert_str_eq(R.fail[0].msg, MTU_MSG);
+	/* no errno: a status that is a negative errno is the code */
+	ck_assert_int_eq(R.fail[0].code, -EINVAL);
 	ck_assert_uint_eq(R.fail[0].qp, 1);
 	ck_assert_int_eq(R.fail[0].with_errno, 0);
 	assert_trace(1, "IDLE>RESOLVING>FAILED");
@@ -1781,6 +1801,7 @@ START_TEST(test_step_timeout_resolving)
 	ck_assert_int_eq(R.fail[0].with_errno, 1);
 	ck_assert_int_eq(R.fail[0].sys_errno, ETIMEDOUT);
 	ck_assert_int_eq(R.fail[0].err, -ETIMEDOUT);
+	ck_assert_int_eq(R.fail[0].code, -ETIMEDOUT);
 	ck_assert_uint_eq(M.n_leave[0], 0);
 	ck_assert_uint_eq(M.n_setup[0], 0);
 	finish(m);
@@ -2091,6 +2112,8 @@ START_TEST(test_engine_init_failure)
 	WAIT_DONE();
 	ck_assert_int_eq(R.status, 1);
 	ck_assert_str_eq(R.fail[0].msg, "No RDMA devices were detected");
+	/* programs know it by its code, not its text */
+	ck_assert_int_eq(R.fail[0].code, -EVR_E_NODEV);
 	ck_assert_uint_eq(R.nphase, 0);
 	ck_assert_uint_eq(M.n_prepare, 0);
 	ck_assert_uint_eq(M.n_node_init[0], 0);

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "evrdma/error.h"
 #include "evrdma/loop.h"
 
 #ifdef __cplusplus
@@ -107,6 +108,9 @@ struct evr_mc_failure {
 	int sys_errno;
 	char detail[160];         /* preformatted extra text, or "": with
 				   * with_errno what failed (an address) */
+	int code;                 /* what went wrong, for programs: -errno
+				   * or -EVR_E_* (evr_err_name()), e.g.
+				   * -EVR_E_NODEV, -EVR_E_RESOLVE */
 };
 
 /* Any member may be NULL.  The struct is copied by evr_mcast_new().

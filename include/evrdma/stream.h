@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "evrdma/error.h"
 #include "evrdma/loop.h"
 
 #ifdef __cplusplus
@@ -105,30 +106,6 @@ struct evr_stream_opts {
 #define EVR_DEFAULT_CHUNK_SIZE (1u << 20)
 #define EVR_DEFAULT_MAX_SERVER_CONNS 16384u
 #define EVR_DEFAULT_MAX_MEMORY (1ull << 30)
-
-/* The engine's failure codes, beyond negative errno values, as one list
- * (libuv's UV_ERRNO_MAP is the model): X(CODE, name, text) gives
- * EVR_E_CODE, the stable name evr_err_name() returns (rstream --json's
- * "error") and the reason evr_failure_str() writes when the failure
- * carries no facts of its own.  Codes are only ever added at the end. */
-#define EVR_ERRORS(X) \
-	X(EOF, "eof", "peer closed the connection") \
-	X(STALL, "stall", "no progress within the stall timeout") \
-	X(VERIFY, "verify", "data verification failed") \
-	X(REJECTED, "rejected", "test plan rejected") \
-	X(RESOLVE, "resolve", "name resolution failed") \
-	X(NODEV, "nodev", "No RDMA devices were detected") \
-	X(EXTRA, "extra", "peer sent more data than the test plan holds") \
-	X(CANCELLED, "cancelled", "interrupted") \
-	X(PROTO, "proto", "malformed negotiation message") \
-	X(NOTSUP, "notsup", "not supported")
-
-enum {
-	EVR_E_BASE = 100000,
-#define EVR__E_ENUM(code, name, text) EVR_E_##code,
-	EVR_ERRORS(EVR__E_ENUM)
-#undef EVR__E_ENUM
-};
 
 /* What an -EVR_E_NOTSUP failure refused, in its detail: X(CODE, text)
  * gives EVR_NOTSUP_CODE and the words evr_failure_str() uses ("... is
@@ -362,9 +339,6 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len);
  * test, phase) is evr_failure_str()'s. */
 void evr_failure_format(const struct evr_failure *f, const char *reason,
 			char *buf, size_t len);
-/* The stable name of a failure code: "eof" for -EVR_E_EOF (EVR_ERRORS),
- * "system" for any other value (a negative errno: see strerror). */
-const char *evr_err_name(int err);
 /* The stable name of a phase: "negotiate" for EVR_PH_NEGOTIATE
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);

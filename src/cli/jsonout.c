@@ -468,6 +468,7 @@ json_t *jo_mc_failure(const struct evr_mc_failure *f)
 	set_str(o, "message", line);
 	set_int(o, "qp", f->qp);
 	set_int(o, "err", f->err);
+	set_str(o, "error", evr_err_name(f->code));
 	if (f->with_errno)
 		set_int(o, "errno", f->sys_errno);
 	return o;

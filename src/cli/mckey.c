@@ -118,7 +118,7 @@ static void on_failure(void *ud, const struct evr_mc_failure *f)
 	/* upstream: perror() text on stderr, printf() text on stdout */
 	evr_mc_failure_str(f, line, sizeof(line));
 	if (f->with_errno || f->detail[0] ||
-	    !strcmp(f->msg, "No RDMA devices were detected") || a->cli.json)
+	    f->code == -EVR_E_NODEV || a->cli.json)
 		fprintf(stderr, "%s\n", line);
 	else
 		out(f->msg);

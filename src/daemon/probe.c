@@ -277,7 +277,7 @@ static void mc_failure(void *ud, const struct evr_mc_failure *f)
 	if (p->why[0])
 		return; /* the first says why */
 	evr_mc_failure_str(f, p->why, sizeof(p->why));
-	if (!strcmp(f->msg, "No RDMA devices were detected"))
+	if (f->code == -EVR_E_NODEV)
 		p->pend_nodev = 1;
 }
 

@@ -117,9 +117,19 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg);
 
 /* Record a failure: its text goes out through the failure callback, and
  * the first one becomes the return status (later ones never mask it). */
-void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
-		  const char *msg, int sys_errno, int with_errno,
-		  const char *detail);
+/* A failure, by name: EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+ * .msg = "mckey: rdma_create_id", .sys_errno = errno).  status is
+ * upstream's return status; code what went wrong (-errno or -EVR_E_*;
+ * 0: -sys_errno, else status when it is a negative errno, else -EIO);
+ * sys_errno, when set, is printed after msg as upstream's perror(). */
+struct evr__mc_fail_args {
+	unsigned qp;
+	int status, code, sys_errno;
+	const char *msg, *detail;
+};
+#define EVR__MC_FAIL(m, ...) \
+	evr__mc_fail((m), &(const struct evr__mc_fail_args){ __VA_ARGS__ })
+void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a);
 /* Transport hooks into the engine. */
 void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
 		      int status, int is_error);

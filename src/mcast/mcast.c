@@ -35,22 +35,22 @@ static void set_state(struct evr_mc_node *n, enum evr_mc_state st)
 	n->state = st;
 }
 
-void evr__mc_fail(struct evr_mcast *m, unsigned qp, int status,
-		  const char *msg, int sys_errno, int with_errno,
-		  const char *detail)
+void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a)
 {
 	struct evr_mc_failure f = {
-		.err = status,
-		.qp = qp,
-		.msg = msg,
-		.with_errno = with_errno,
-		.sys_errno = sys_errno,
+		.err = a->status,
+		.qp = a->qp,
+		.msg = a->msg,
+		.with_errno = a->sys_errno != 0,
+		.sys_errno = a->sys_errno,
+		.code = a->code ? a->code : a->sys_errno ? -a->sys_errno :
+			a->status < -1 && a->status > -4096 ? a->status : -EIO,
 	};
 
-	if (detail)
-		snprintf(f.detail, sizeof(f.detail), "%s", detail);
+	if (a->detail)
+		snprintf(f.detail, sizeof(f.detail), "%s", a->detail);
 	if (!m->have_status) {
-		m->status = status;
+		m->status = a->status;
 		m->have_status = 1;
 	}
 	if (m->cbs.failure) {
@@ -302,13 +302,13 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		return;
 	case EVR_MCE_STEP_TIMEOUT:
 		if (n->state == EVR_MC_RESOLVING)
-			evr__mc_fail(m, n->index, -ETIMEDOUT,
-				     "mckey: resolve addr failure", ETIMEDOUT,
-				     1, NULL);
+			EVR__MC_FAIL(m, .qp = n->index, .status = -ETIMEDOUT,
+				     .msg = "mckey: resolve addr failure",
+				     .sys_errno = ETIMEDOUT);
 		else if (n->state == EVR_MC_JOINING)
-			evr__mc_fail(m, n->index, -ETIMEDOUT,
-				     "mckey: failure joining", ETIMEDOUT, 1,
-				     NULL);
+			EVR__MC_FAIL(m, .qp = n->index, .status = -ETIMEDOUT,
+				     .msg = "mckey: failure joining",
+				     .sys_errno = ETIMEDOUT);
 		else
 			return;
 		node_failed(n, -ETIMEDOUT);
@@ -352,7 +352,8 @@ static void deadline_cb(struct ev_loop *l, ev_timer *w, int revents)
 		 m->o.sender ? "sends" : "receives", late, m->nnodes,
 		 (m->o.deadline_ms ? m->o.deadline_ms :
 		  EVR_MC_DEFAULT_DEADLINE_MS) / 1000.0);
-	evr__mc_fail(m, 0, -ETIMEDOUT, "mckey: deadline", 0, 0, d);
+	EVR__MC_FAIL(m, .status = -ETIMEDOUT, .msg = "mckey: deadline",
+		     .detail = d);
 	for (i = 0; i < m->nnodes; i++)
 		evr__mc_node_event(&m->nodes[i], EVR_MCE_DEADLINE, 0);
 }

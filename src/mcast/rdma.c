@@ -66,8 +66,8 @@ static int r_engine_init(struct evr_mcast *m)
 	struct reng *e = calloc(1, sizeof(*e));
 
 	if (!e) {
-		evr__mc_fail(m, 0, 1, "mckey: unable to allocate memory", 0,
-			     0, NULL);
+		EVR__MC_FAIL(m, .status = 1, .code = -ENOMEM,
+			     .msg = "mckey: unable to allocate memory");
 		return -1;
 	}
 	m->xp = e;
@@ -75,12 +75,12 @@ static int r_engine_init(struct evr_mcast *m)
 	if (!e->ch) {
 		/* upstream: both messages, then exit 1 */
 		if (errno == ENODEV)
-			evr__mc_fail(m, 0, 1, "No RDMA devices were detected",
-				     0, 0, NULL);
+			EVR__MC_FAIL(m, .status = 1, .code = -EVR_E_NODEV,
+				     .msg = "No RDMA devices were detected");
 		else
-			evr__mc_fail(m, 0, 1,
-				     "failed to create RDMA CM event channel",
-				     errno, 1, NULL);
+			EVR__MC_FAIL(m, .status = 1,
+				     .msg = "failed to create RDMA CM event channel",
+				     .sys_errno = errno);
 		return -1;
 	}
 	evr__fd_set_nonblock(e->ch->fd, 1);
@@ -111,9 +111,8 @@ static int r_node_init(struct evr_mc_node *n)
 	struct rnode *r = calloc(1, sizeof(*r));
 
 	if (!r) {
-		evr__mc_fail(m, n->index, 1,
-			     "mckey: unable to allocate memory for test nodes",
-			     0, 0, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = 1, .code = -ENOMEM,
+			     .msg = "mckey: unable to allocate memory for test nodes");
 		return -1;
 	}
 	r->n = n;
@@ -121,8 +120,9 @@ static int r_node_init(struct evr_mc_node *n)
 	if (rdma_create_id(eng(m)->ch, &r->id, n,
 			   (enum rdma_port_space)m->o.port_space)) {
 		/* upstream exits 1 here without a message; say why */
-		evr__mc_fail(m, n->index, 1, "mckey: rdma_create_id", errno, 1,
-			     NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = 1,
+			     .msg = "mckey: rdma_create_id",
+			     .sys_errno = errno);
 		return -1;
 	}
 	return 0;
@@ -139,7 +139,7 @@ static int get_addr(struct evr_mcast *m, const char *host,
 		snprintf(d, sizeof(d),
 			 "getaddrinfo failed (%s) - invalid hostname or IP address",
 			 gai_strerror(ret));
-		evr__mc_fail(m, 0, ret, d, 0, 0, NULL);
+		EVR__MC_FAIL(m, .status = ret, .code = -EVR_E_RESOLVE, .msg = d);
 		return -1;
 	}
 	memcpy(out, res->ai_addr, res->ai_addrlen);
@@ -168,7 +168,7 @@ static int r_prepare(struct evr_mcast *m)
 			snprintf(d, sizeof(d), "mckey: invalid unmapped "
 				 "multicast address '%s' (an IPv6-style MGID)",
 				 m->o.unmapped);
-			evr__mc_fail(m, 0, -EINVAL, d, 0, 0, NULL);
+			EVR__MC_FAIL(m, .status = -EINVAL, .msg = d);
 			return -1;
 		}
 		return 0;
@@ -184,8 +184,9 @@ static int r_resolve(struct evr_mc_node *n)
 
 	if (e->have_src &&
 	    rdma_bind_addr(r->id, (struct sockaddr *)&e->src)) {
-		evr__mc_fail(m, n->index, -1, "mckey: addr bind failure",
-			     errno, 1, m->o.bind_addr);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: addr bind failure",
+			     .sys_errno = errno, .detail = m->o.bind_addr);
 		return -1;
 	}
 	if (m->o.unmapped)
@@ -193,8 +194,9 @@ static int r_resolve(struct evr_mc_node *n)
 	if (rdma_resolve_addr(r->id, e->have_src ? (struct sockaddr *)&e->src :
 			      NULL, (struct sockaddr *)&e->dst,
 			      (int)m->o.resolve_ms)) {
-		evr__mc_fail(m, n->index, -1, "mckey: resolve addr failure",
-			     errno, 1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: resolve addr failure",
+			     .sys_errno = errno);
 		return -1;
 	}
 	return 0;
@@ -230,8 +232,9 @@ static int r_setup(struct evr_mc_node *n)
 
 	/* upstream's verify_test_params */
 	if (ibv_query_port(r->id->verbs, r->id->port_num, &pa)) {
-		evr__mc_fail(m, n->index, -1, "mckey: ibv_query_port", errno,
-			     1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: ibv_query_port",
+			     .sys_errno = errno);
 		return -1;
 	}
 	if (count && m->o.size > (1u << (pa.active_mtu + 7))) {
@@ -240,13 +243,13 @@ static int r_setup(struct evr_mc_node *n)
 		snprintf(d, sizeof(d),
 			 "mckey: message_size %u is larger than active mtu %u",
 			 m->o.size, 1u << (pa.active_mtu + 7));
-		evr__mc_fail(m, n->index, -EINVAL, d, 0, 0, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -EINVAL, .msg = d);
 		return -1;
 	}
 	r->pd = ibv_alloc_pd(r->id->verbs);
 	if (!r->pd) {
-		evr__mc_fail(m, n->index, -ENOMEM,
-			     "mckey: unable to allocate PD", 0, 0, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -ENOMEM,
+			     .msg = "mckey: unable to allocate PD");
 		return -1;
 	}
 	r->slots = count ? count : 1;
@@ -262,8 +265,8 @@ static int r_setup(struct evr_mc_node *n)
 		r->cq = ibv_create_cq(r->id->verbs, (int)r->slots * 2, n,
 				      r->cch, 0);
 	if (!r->cq) {
-		evr__mc_fail(m, n->index, -ENOMEM, "mckey: unable to create CQ",
-			     0, 0, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -ENOMEM,
+			     .msg = "mckey: unable to create CQ");
 		return -1;
 	}
 	evr__fd_set_nonblock(r->cch->fd, 1);
@@ -272,8 +275,9 @@ static int r_setup(struct evr_mc_node *n)
 	r->cq_w.data = n;
 	ev_io_start(m->loop->ev, &r->cq_w);
 	if (ibv_req_notify_cq(r->cq, 0)) {
-		evr__mc_fail(m, n->index, -1, "mckey: ibv_req_notify_cq", errno,
-			     1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: ibv_req_notify_cq",
+			     .sys_errno = errno);
 		return -1;
 	}
 
@@ -305,8 +309,9 @@ static int r_setup(struct evr_mc_node *n)
 		ret = rdma_create_qp(r->id, r->pd, &qa);
 	}
 	if (ret) {
-		evr__mc_fail(m, n->index, -1, "mckey: unable to create QP",
-			     errno, 1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: unable to create QP",
+			     .sys_errno = errno);
 		return -1;
 	}
 
@@ -318,15 +323,15 @@ static int r_setup(struct evr_mc_node *n)
 	r->mem = calloc(r->slots, r->slot_size);
 	r->free_slots = calloc(r->slots, sizeof(*r->free_slots));
 	if (!r->mem || !r->free_slots) {
-		evr__mc_fail(m, n->index, -1, "failed message allocation", 0, 0,
-			     NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1, .code = -ENOMEM,
+			     .msg = "failed message allocation");
 		return -1;
 	}
 	r->mr = ibv_reg_mr(r->pd, r->mem, r->slots * r->slot_size,
 			   IBV_ACCESS_LOCAL_WRITE);
 	if (!r->mr) {
-		evr__mc_fail(m, n->index, -1, "failed to reg MR", errno, 1,
-			     NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "failed to reg MR", .sys_errno = errno);
 		return -1;
 	}
 	if (m->o.sender) {
@@ -342,7 +347,8 @@ static int r_setup(struct evr_mc_node *n)
 
 			snprintf(d, sizeof(d), "failed to post receives: %d",
 				 ret);
-			evr__mc_fail(m, n->index, ret, d, 0, 0, NULL);
+			EVR__MC_FAIL(m, .qp = n->index, .status = ret,
+				     .code = -ret, .msg = d);
 			return -1;
 		}
 	}
@@ -363,8 +369,9 @@ static int r_join(struct evr_mc_node *n)
 			RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER :
 			RDMA_MC_JOIN_FLAG_FULLMEMBER;
 	if (rdma_join_multicast_ex(r->id, &ma, n)) {
-		evr__mc_fail(m, n->index, -1, "mckey: failure joining", errno,
-			     1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: failure joining",
+			     .sys_errno = errno);
 		return -1;
 	}
 	return 0;
@@ -410,7 +417,8 @@ static int r_send(struct evr_mc_node *n, uint32_t seq)
 
 		r->free_slots[r->nfree++] = slot;
 		snprintf(d, sizeof(d), "failed to post sends: %d", ret);
-		evr__mc_fail(m, n->index, ret, d, 0, 0, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = ret, .code = -ret,
+			     .msg = d);
 		return -1;
 	}
 	return 0;
@@ -422,8 +430,9 @@ static int r_leave(struct evr_mc_node *n)
 	struct rnode *r = rn(n);
 
 	if (rdma_leave_multicast(r->id, (struct sockaddr *)&eng(m)->dst)) {
-		evr__mc_fail(m, n->index, -1, "mckey: failure leaving", errno,
-			     1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: failure leaving",
+			     .sys_errno = errno);
 		return -1;
 	}
 	return 0;
@@ -469,7 +478,7 @@ static void handle_wc(struct evr_mc_node *n, const struct ibv_wc *wc)
 		snprintf(d, sizeof(d), "mckey: %s completion error on QP %u: %s",
 			 (wc->opcode & IBV_WC_RECV) ? "receive" : "send",
 			 n->index, ibv_wc_status_str(wc->status));
-		evr__mc_fail(m, n->index, -EIO, d, 0, 0, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -EIO, .msg = d);
 		evr__mc_node_event(n, (wc->opcode & IBV_WC_RECV) ?
 				   EVR_MCE_RECV_COMP : EVR_MCE_SEND_COMP, -EIO);
 		return;
@@ -562,9 +571,8 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 			r->remote_qkey = ud.qkey;
 			r->ah = ibv_create_ah(r->pd, &ud.ah_attr);
 			if (!r->ah) {
-				evr__mc_fail(m, n->index, -1,
-					     "mckey: failure creating address handle",
-					     0, 0, NULL);
+				EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+					     .msg = "mckey: failure creating address handle");
 				evr__mc_node_event(n, EVR_MCE_JOIN_ERR, -1);
 				break;
 			}
@@ -579,8 +587,8 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 				snprintf(d, sizeof(d),
 					 "mckey: event: %s, error: %d",
 					 rdma_event_str(type), status);
-				evr__mc_fail(m, n->index, status, d, 0, 0,
-					     NULL);
+				EVR__MC_FAIL(m, .qp = n->index,
+					     .status = status, .msg = d);
 				evr__mc_node_event(n, n->state ==
 						   EVR_MC_RESOLVING ?
 						   EVR_MCE_RESOLVE_ERR :

@@ -57,8 +57,8 @@ static int u_engine_init(struct evr_mcast *m)
 	struct ueng *e = calloc(1, sizeof(*e));
 
 	if (!e) {
-		evr__mc_fail(m, 0, 1, "mckey: unable to allocate memory", 0,
-			     0, NULL);
+		EVR__MC_FAIL(m, .status = 1, .code = -ENOMEM,
+			     .msg = "mckey: unable to allocate memory");
 		return -1;
 	}
 	m->xp = e;
@@ -80,9 +80,9 @@ static int u_node_init(struct evr_mc_node *n)
 	struct unode *u = calloc(1, sizeof(*u));
 
 	if (!u) {
-		evr__mc_fail(n->mc, n->index, 1,
-			     "mckey: unable to allocate memory for test nodes",
-			     0, 0, NULL);
+		EVR__MC_FAIL(n->mc, .qp = n->index, .status = 1,
+			     .code = -ENOMEM,
+			     .msg = "mckey: unable to allocate memory for test nodes");
 		return -1;
 	}
 	u->fd = -1;
@@ -115,7 +115,7 @@ static int get_addr(struct evr_mcast *m, const char *host,
 		snprintf(d, sizeof(d),
 			 "getaddrinfo failed (%s) - invalid hostname or IP address",
 			 gai_strerror(ret));
-		evr__mc_fail(m, 0, ret, d, 0, 0, NULL);
+		EVR__MC_FAIL(m, .status = ret, .code = -EVR_E_RESOLVE, .msg = d);
 		return -1;
 	}
 	memcpy(out, res->ai_addr, res->ai_addrlen);
@@ -153,8 +153,9 @@ static int u_prepare(struct evr_mcast *m)
 	if (m->o.unmapped) {
 		/* evrdma's own checks say so on stderr (a detail), where
 		 * upstream's bare lines go to stdout */
-		evr__mc_fail(m, 0, -EINVAL, "mckey: invalid options", 0, 0,
-			     "-M (an AF_IB group) needs the RDMA transport");
+		EVR__MC_FAIL(m, .status = -EINVAL,
+			     .msg = "mckey: invalid options",
+			     .detail = "-M (an AF_IB group) needs the RDMA transport");
 		return -1;
 	}
 	if (m->o.bind_addr) {
@@ -171,8 +172,9 @@ static int u_prepare(struct evr_mcast *m)
 		if (!IN_MULTICAST(ntohl(in->sin_addr.s_addr))) {
 			snprintf(d, sizeof(d), "%s is not a multicast "
 				 "address", m->o.group);
-			evr__mc_fail(m, 0, -EINVAL, "mckey: invalid group", 0,
-				     0, d);
+			EVR__MC_FAIL(m, .status = -EINVAL,
+				     .msg = "mckey: invalid group",
+				     .detail = d);
 			return -1;
 		}
 	} else if (e->dst.ss_family == AF_INET6) {
@@ -182,8 +184,9 @@ static int u_prepare(struct evr_mcast *m)
 		if (!IN6_IS_ADDR_MULTICAST(&in6->sin6_addr)) {
 			snprintf(d, sizeof(d), "%s is not a multicast "
 				 "address", m->o.group);
-			evr__mc_fail(m, 0, -EINVAL, "mckey: invalid group", 0,
-				     0, d);
+			EVR__MC_FAIL(m, .status = -EINVAL,
+				     .msg = "mckey: invalid group",
+				     .detail = d);
 			return -1;
 		}
 		if (e->have_src)
@@ -199,8 +202,9 @@ static int u_prepare(struct evr_mcast *m)
 		snprintf(d, sizeof(d), "%s (%s) for group %s (%s)",
 			 m->o.bind_addr, family_name(e->src.ss_family),
 			 m->o.group, family_name(e->dst.ss_family));
-		evr__mc_fail(m, 0, -EINVAL, "mckey: addr bind failure",
-			     EAFNOSUPPORT, 1, d);
+		EVR__MC_FAIL(m, .status = -EINVAL,
+			     .msg = "mckey: addr bind failure",
+			     .sys_errno = EAFNOSUPPORT, .detail = d);
 		return -1;
 	}
 	return 0;
@@ -221,7 +225,8 @@ static int u_resolve(struct evr_mc_node *n)
 	u->fd = socket(e->dst.ss_family, SOCK_DGRAM | SOCK_NONBLOCK |
 		       SOCK_CLOEXEC, 0);
 	if (u->fd < 0) {
-		evr__mc_fail(m, n->index, -1, "mckey: socket", errno, 1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: socket", .sys_errno = errno);
 		return -1;
 	}
 	if (m->o.sender) {
@@ -230,9 +235,9 @@ static int u_resolve(struct evr_mc_node *n)
 			if (bind(u->fd, (struct sockaddr *)&e->src,
 				 v6 ? sizeof(struct sockaddr_in6) :
 				      sizeof(struct sockaddr_in))) {
-				evr__mc_fail(m, n->index, -1,
-					     "mckey: addr bind failure", errno,
-					     1, NULL);
+				EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+					     .msg = "mckey: addr bind failure",
+					     .sys_errno = errno);
 				return -1;
 			}
 			if (!v6)
@@ -259,8 +264,9 @@ static int u_resolve(struct evr_mc_node *n)
 
 			snprintf(d, sizeof(d), "group %s port %u", m->o.group,
 				 m->o.udp_port);
-			evr__mc_fail(m, n->index, -1, "mckey: addr bind failure",
-				     err, 1, d);
+			EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+				     .msg = "mckey: addr bind failure",
+				     .sys_errno = err, .detail = d);
 			return -1;
 		}
 	}
@@ -276,8 +282,8 @@ static int u_setup(struct evr_mc_node *n)
 	if (m->o.count && m->o.size > UDP_MAX_PAYLOAD) {
 		snprintf(d, sizeof(d), "message_size %u is larger than "
 			 "the UDP maximum %u", m->o.size, UDP_MAX_PAYLOAD);
-		evr__mc_fail(m, n->index, -EINVAL, "mckey: invalid size", 0, 0,
-			     d);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -EINVAL,
+			     .msg = "mckey: invalid size", .detail = d);
 		return -1;
 	}
 	u->buflen = m->o.size > EVR_MC_HDR_LEN ? m->o.size : EVR_MC_HDR_LEN;
@@ -285,8 +291,8 @@ static int u_setup(struct evr_mc_node *n)
 		u->buflen = UDP_MAX_PAYLOAD;
 	u->buf = malloc(u->buflen);
 	if (!u->buf) {
-		evr__mc_fail(m, n->index, -1, "failed message allocation", 0, 0,
-			     NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1, .code = -ENOMEM,
+			     .msg = "failed message allocation");
 		return -1;
 	}
 	if (!m->o.sender) {
@@ -341,8 +347,9 @@ static int u_join(struct evr_mc_node *n)
 					 "%s", m->o.group, m->o.bind_addr);
 			else
 				snprintf(d, sizeof(d), "%s", m->o.group);
-			evr__mc_fail(m, n->index, -1, "mckey: failure joining",
-				     err, 1, d);
+			EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+				     .msg = "mckey: failure joining",
+				     .sys_errno = err, .detail = d);
 			return -1;
 		}
 		u->member = 1;
@@ -401,7 +408,8 @@ static int u_send(struct evr_mc_node *n, uint32_t seq)
 			ev_io_start(m->loop->ev, &u->io_w);
 			return -EAGAIN;
 		}
-		evr__mc_fail(m, n->index, -1, "mckey: sendto", errno, 1, NULL);
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: sendto", .sys_errno = errno);
 		return -1;
 	}
 	/* A datagram handed to the kernel is complete; tell the machine
@@ -446,8 +454,9 @@ static int u_leave(struct evr_mc_node *n)
 	if (u->member) {
 		u->member = 0;
 		if (membership(n, 0)) {
-			evr__mc_fail(n->mc, n->index, -1,
-				     "mckey: failure leaving", errno, 1, NULL);
+			EVR__MC_FAIL(n->mc, .qp = n->index, .status = -1,
+				     .msg = "mckey: failure leaving",
+				     .sys_errno = errno);
 			return -1;
 		}
 	}
