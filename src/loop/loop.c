@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -100,4 +102,29 @@ int evr__fd_set_cloexec(int fd)
 	if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
 		return -errno;
 	return 0;
+}
+
+char *evr__strdup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+const char *evr__family_name(int family)
+{
+	return family == AF_INET ? "IPv4" : family == AF_INET6 ? "IPv6" :
+	       family == AF_IB ? "AF_IB" : "another family";
+}
+
+int evr__setsockopt_int(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
+void evr__timer_restart(struct ev_loop *l, ev_timer *w, double secs)
+{
+	ev_timer_stop(l, w);
+	if (secs > 0) {
+		ev_timer_set(w, secs, 0);
+		ev_timer_start(l, w);
+	}
 }

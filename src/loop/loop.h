@@ -19,8 +19,47 @@ struct evr_loop {
 	int owned;
 	evr_trace_fn trace;
 	void *trace_ud;
-	unsigned spinning;      /* sessions retrying from an idle watcher */
+	unsigned spinning;      /* see evr__loop_spin_enter() */
 };
+
+/* Call an embedder's callback, if it is set, counted in depth: an engine
+ * that knows it is inside one of its callbacks defers what must not
+ * happen there (done(), freeing) to the loop. */
+#define EVR__UPCALL(depth, cb, ...) \
+	do { \
+		if (cb) { \
+			(depth)++; \
+			(cb)(__VA_ARGS__); \
+			(depth)--; \
+		} \
+	} while (0)
+
+/* Busy-polling is a per-loop resource: what retries without sleeping
+ * (a non-blocking session's idle watcher) enters and leaves, and yields
+ * the loop at once while others spin too. */
+static inline void evr__loop_spin_enter(struct evr_loop *l)
+{
+	l->spinning++;
+}
+
+static inline void evr__loop_spin_leave(struct evr_loop *l)
+{
+	l->spinning--;
+}
+
+static inline int evr__loop_spin_shared(const struct evr_loop *l)
+{
+	return l->spinning > 1;
+}
+
+/* Small services the engines share.  strdup(s), or NULL for NULL. */
+char *evr__strdup_or_null(const char *s);
+/* "IPv4", "IPv6", "AF_IB" or "another family", for messages. */
+const char *evr__family_name(int family);
+/* setsockopt() of an int: 0 or a negative errno. */
+int evr__setsockopt_int(int fd, int level, int name, int val);
+/* (Re)arm a one-shot timer secs from now; secs <= 0 only stops it. */
+void evr__timer_restart(struct ev_loop *l, ev_timer *w, double secs);
 
 /* fd helpers: return 0 or a negative errno. */
 int evr__fd_set_nonblock(int fd, int on);

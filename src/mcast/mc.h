@@ -8,6 +8,7 @@
 
 #include <ev.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "../loop/loop.h"
 #include "evrdma/mcast.h"
@@ -130,6 +131,10 @@ struct evr__mc_fail_args {
 #define EVR__MC_FAIL(m, ...) \
 	evr__mc_fail((m), &(const struct evr__mc_fail_args){ __VA_ARGS__ })
 void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a);
+/* Resolve -b or -m as upstream does (its first address); a failure is
+ * recorded with upstream's text.  0 or -1. */
+int evr__mc_get_addr(struct evr_mcast *m, const char *host,
+		     struct sockaddr_storage *out, socklen_t *len);
 /* Transport hooks into the engine. */
 void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
 		      int status, int is_error);

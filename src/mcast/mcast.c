@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,39 +54,45 @@ void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a)
 		m->status = a->status;
 		m->have_status = 1;
 	}
-	if (m->cbs.failure) {
-		m->cb_depth++;
-		m->cbs.failure(m->ud, &f);
-		m->cb_depth--;
+	EVR__UPCALL(m->cb_depth, m->cbs.failure, m->ud, &f);
+}
+
+int evr__mc_get_addr(struct evr_mcast *m, const char *host,
+		     struct sockaddr_storage *out, socklen_t *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	char d[160];
+	int ret = getaddrinfo(host, NULL, &hints, &res);
+
+	if (ret) {
+		snprintf(d, sizeof(d), "getaddrinfo failed (%s) - invalid "
+			 "hostname or IP address", gai_strerror(ret));
+		EVR__MC_FAIL(m, .status = ret, .code = -EVR_E_RESOLVE,
+			     .msg = d);
+		return -1;
 	}
+	memcpy(out, res->ai_addr, res->ai_addrlen);
+	if (len)
+		*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
 }
 
 void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
 		      int status, int is_error)
 {
-	if (m->cbs.cm_event) {
-		m->cb_depth++;
-		m->cbs.cm_event(m->ud, qp, event, status, is_error);
-		m->cb_depth--;
-	}
+	EVR__UPCALL(m->cb_depth, m->cbs.cm_event, m->ud, qp, event, status,
+		    is_error);
 }
 
 void evr__mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j)
 {
-	if (m->cbs.joined) {
-		m->cb_depth++;
-		m->cbs.joined(m->ud, j);
-		m->cb_depth--;
-	}
+	EVR__UPCALL(m->cb_depth, m->cbs.joined, m->ud, j);
 }
 
 static void phase(struct evr_mcast *m, enum evr_mc_phase p)
 {
-	if (m->cbs.phase) {
-		m->cb_depth++;
-		m->cbs.phase(m->ud, p);
-		m->cb_depth--;
-	}
+	EVR__UPCALL(m->cb_depth, m->cbs.phase, m->ud, p);
 }
 
 static int terminal(const struct evr_mc_node *n)
@@ -177,13 +184,7 @@ static void step_cb(struct ev_loop *l, ev_timer *w, int revents)
  * by the kernel's: a lost event must not hang the run. */
 static void step_timer(struct evr_mc_node *n, unsigned ms)
 {
-	struct ev_loop *l = n->mc->loop->ev;
-
-	ev_timer_stop(l, &n->step_w);
-	if (ms) {
-		ev_timer_set(&n->step_w, ms / 1000.0, 0);
-		ev_timer_start(l, &n->step_w);
-	}
+	evr__timer_restart(n->mc->loop->ev, &n->step_w, ms / 1000.0);
 }
 
 static void pace_cb(struct ev_loop *l, ev_timer *w, int revents)
@@ -469,11 +470,6 @@ uint32_t evr__mc_sender_base(void)
 
 static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 			 const struct evr_mcast_opts *o,
 			 const struct evr_mcast_cbs *cbs, void *ud,
@@ -489,9 +485,9 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	m->x = x;
 	m->cbs = *cbs;
 	m->ud = ud;
-	m->group = dup_or_null(o->group);
-	m->unmapped = dup_or_null(o->unmapped);
-	m->bind_addr = dup_or_null(o->bind_addr);
+	m->group = evr__strdup_or_null(o->group);
+	m->unmapped = evr__strdup_or_null(o->unmapped);
+	m->bind_addr = evr__strdup_or_null(o->bind_addr);
 	m->o.group = m->group;
 	m->o.unmapped = m->unmapped;
 	m->o.bind_addr = m->bind_addr;

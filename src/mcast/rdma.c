@@ -128,31 +128,12 @@ static int r_node_init(struct evr_mc_node *n)
 	return 0;
 }
 
-static int get_addr(struct evr_mcast *m, const char *host,
-		    struct sockaddr_storage *out)
-{
-	struct addrinfo *res;
-	char d[160];
-	int ret = getaddrinfo(host, NULL, NULL, &res);
-
-	if (ret) {
-		snprintf(d, sizeof(d),
-			 "getaddrinfo failed (%s) - invalid hostname or IP address",
-			 gai_strerror(ret));
-		EVR__MC_FAIL(m, .status = ret, .code = -EVR_E_RESOLVE, .msg = d);
-		return -1;
-	}
-	memcpy(out, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
 static int r_prepare(struct evr_mcast *m)
 {
 	struct reng *e = eng(m);
 
 	if (m->o.bind_addr) {
-		if (get_addr(m, m->o.bind_addr, &e->src))
+		if (evr__mc_get_addr(m, m->o.bind_addr, &e->src, NULL))
 			return -1;
 		e->have_src = 1;
 	}
@@ -173,7 +154,7 @@ static int r_prepare(struct evr_mcast *m)
 		}
 		return 0;
 	}
-	return get_addr(m, m->o.group, &e->dst);
+	return evr__mc_get_addr(m, m->o.group, &e->dst, NULL);
 }
 
 static int r_resolve(struct evr_mc_node *n)

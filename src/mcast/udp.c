@@ -95,36 +95,6 @@ static int u_node_init(struct evr_mc_node *n)
 	return 0;
 }
 
-static const char *family_name(int family)
-{
-	return family == AF_INET ? "IPv4" : family == AF_INET6 ? "IPv6" :
-				   "another family";
-}
-
-static int get_addr(struct evr_mcast *m, const char *host,
-		    struct sockaddr_storage *out, socklen_t *len)
-{
-	struct addrinfo hints, *res;
-	char d[160];
-	int ret;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_DGRAM;
-	ret = getaddrinfo(host, NULL, &hints, &res);
-	if (ret) {
-		snprintf(d, sizeof(d),
-			 "getaddrinfo failed (%s) - invalid hostname or IP address",
-			 gai_strerror(ret));
-		EVR__MC_FAIL(m, .status = ret, .code = -EVR_E_RESOLVE, .msg = d);
-		return -1;
-	}
-	memcpy(out, res->ai_addr, res->ai_addrlen);
-	if (len)
-		*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 /* The interface that carries a local address (IPv6 joins need it). */
 static unsigned ifindex_of(const struct sockaddr_storage *ss)
 {
@@ -159,11 +129,11 @@ static int u_prepare(struct evr_mcast *m)
 		return -1;
 	}
 	if (m->o.bind_addr) {
-		if (get_addr(m, m->o.bind_addr, &e->src, NULL))
+		if (evr__mc_get_addr(m, m->o.bind_addr, &e->src, NULL))
 			return -1;
 		e->have_src = 1;
 	}
-	if (get_addr(m, m->o.group, &e->dst, &e->dst_len))
+	if (evr__mc_get_addr(m, m->o.group, &e->dst, &e->dst_len))
 		return -1;
 	if (e->dst.ss_family == AF_INET) {
 		struct sockaddr_in *in = (struct sockaddr_in *)&e->dst;
@@ -200,19 +170,14 @@ static int u_prepare(struct evr_mcast *m)
 	}
 	if (e->have_src && e->src.ss_family != e->dst.ss_family) {
 		snprintf(d, sizeof(d), "%s (%s) for group %s (%s)",
-			 m->o.bind_addr, family_name(e->src.ss_family),
-			 m->o.group, family_name(e->dst.ss_family));
+			 m->o.bind_addr, evr__family_name(e->src.ss_family),
+			 m->o.group, evr__family_name(e->dst.ss_family));
 		EVR__MC_FAIL(m, .status = -EINVAL,
 			     .msg = "mckey: addr bind failure",
 			     .sys_errno = EAFNOSUPPORT, .detail = d);
 		return -1;
 	}
 	return 0;
-}
-
-static int setint(int fd, int level, int name, int val)
-{
-	return setsockopt(fd, level, name, &val, sizeof(val));
 }
 
 static int u_resolve(struct evr_mc_node *n)
@@ -245,19 +210,24 @@ static int u_resolve(struct evr_mc_node *n)
 					   &((struct sockaddr_in *)&e->src)->sin_addr,
 					   sizeof(struct in_addr));
 			else if (e->ifindex)
-				setint(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_IF,
-				       (int)e->ifindex);
+				(void)evr__setsockopt_int(u->fd, IPPROTO_IPV6,
+							  IPV6_MULTICAST_IF,
+							  (int)e->ifindex);
 		}
-		setint(u->fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
-		       v6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP,
-		       !m->o.no_loopback);
-		setint(u->fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
-		       v6 ? IPV6_MULTICAST_HOPS : IP_MULTICAST_TTL, 1);
+		/* best effort, as upstream: a kernel without one still sends */
+		(void)evr__setsockopt_int(u->fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+					  v6 ? IPV6_MULTICAST_LOOP :
+					       IP_MULTICAST_LOOP,
+					  !m->o.no_loopback);
+		(void)evr__setsockopt_int(u->fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+					  v6 ? IPV6_MULTICAST_HOPS :
+					       IP_MULTICAST_TTL, 1);
 	} else {
 		/* every receiving socket gets its own copy of each datagram */
-		setint(u->fd, SOL_SOCKET, SO_REUSEADDR, 1);
-		setint(u->fd, SOL_SOCKET, SO_REUSEPORT, 1);
-		setint(u->fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+		(void)evr__setsockopt_int(u->fd, SOL_SOCKET, SO_REUSEADDR, 1);
+		(void)evr__setsockopt_int(u->fd, SOL_SOCKET, SO_REUSEPORT, 1);
+		(void)evr__setsockopt_int(u->fd, SOL_SOCKET, SO_RCVBUF,
+					  4 << 20);
 		if (bind(u->fd, (struct sockaddr *)&e->dst, e->dst_len)) {
 			char d[160];
 			int err = errno;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "../loop/loop.h"
 
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 {
@@ -39,12 +40,6 @@ void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 	}
 }
 
-static const char *family_name(int family)
-{
-	return family == AF_INET ? "IPv4" : family == AF_INET6 ? "IPv6" :
-	       family == AF_IB ? "AF_IB" : "another family";
-}
-
 void evr__bind_failed(struct evr_failure *f, int err,
 		      const struct evr_addr *a, const struct evr_addr *dst)
 {
@@ -70,8 +65,8 @@ void evr__bind_failed(struct evr_failure *f, int err,
 		 * cause is this; a line cut at the end still says it */
 		f->err = -EAFNOSUPPORT;
 		if (snprintf(f->addr, sizeof(f->addr), "%s (%s) for %s (%s)",
-			     s, family_name(a->family), d,
-			     family_name(dst->family)) >= (int)sizeof(f->addr))
+			     s, evr__family_name(a->family), d,
+			     evr__family_name(dst->family)) >= (int)sizeof(f->addr))
 			f->addr[sizeof(f->addr) - 1] = '\0';
 	} else {
 		snprintf(f->addr, sizeof(f->addr), "%s", s);

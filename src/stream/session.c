@@ -794,13 +794,13 @@ static void prog_cb(struct ev_loop *l, ev_timer *w, int revents)
 	s->owner->progress(s, &p);
 }
 
-/* The idle watcher of a non-blocking session, counted on the loop so that
- * a spinning session knows whether others wait for their turn. */
+/* The idle watcher of a non-blocking session spins on the loop: a
+ * spinning session knows whether others wait for their turn. */
 static void idle_on(struct evr_sess *s)
 {
 	if (!ev_is_active(&s->idle_w)) {
 		ev_idle_start(s->loop->ev, &s->idle_w);
-		s->loop->spinning++;
+		evr__loop_spin_enter(s->loop);
 	}
 }
 
@@ -808,7 +808,7 @@ static void idle_off(struct evr_sess *s)
 {
 	if (ev_is_active(&s->idle_w)) {
 		ev_idle_stop(s->loop->ev, &s->idle_w);
-		s->loop->spinning--;
+		evr__loop_spin_leave(s->loop);
 	}
 }
 
@@ -891,12 +891,11 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * out: on Soft-RoCE under emulation, with other jobs on the CPUs, a pass
  * per 64 retries made 64-byte ping-pong ten times slower than upstream's
  * spin, which makes no system call (on a quiet host both are within
- * noise).  So a lone
- * spinning session keeps trying for up to SPIN_BUDGET_NS (the loop's
- * timers and other fds wait at most that long); when other sessions spin
- * too, each gets SPIN_TRIES and hands the loop on.  A longer budget buys
- * nothing measurable: 20 ms against 200 us, 14 paired rounds of 64 B,
- * 64 KiB and 1 MB transfers on Soft-RoCE, paired medians 0.98-1.04.
+ * noise).  So a lone spinning session keeps trying for up to
+ * SPIN_BUDGET_NS (the loop's timers and other fds wait at most that
+ * long); when other sessions spin too, each gets SPIN_TRIES and hands the
+ * loop on.  A longer budget bought nothing measurable on Soft-RoCE (the
+ * commit that set it has the figures).
  *
  * Async mode polls briefly before it sleeps, as rsockets' rpoll does
  * (its polling_time, 10 us by default): a completion that is about to
@@ -932,7 +931,7 @@ static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 	for (;;) {
 		for (n = 0; n < tries && waiting(w); n++)
 			w = evr__sess_event(s, EVR_SE_READY, 0);
-		if (!waiting(w) || s->loop->spinning > 1)
+		if (!waiting(w) || evr__loop_spin_shared(s->loop))
 			return w;
 		now = evr_now_ns();
 		if (!t0)
