@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rsproto.h"
+#include "../loop/bytes.h"
 
 uint32_t evr__rs_imm_encode(uint32_t msg)
 {
@@ -41,62 +42,20 @@ void evr__rs_conn_data_init(struct evr_rs_conn_data *cd, uint16_t credits,
 	cd->data_buf.length = rbuf_size / 2;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return be16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
-
 void evr__rs_conn_data_encode(uint8_t *out, const struct evr_rs_conn_data *cd)
 {
 	memset(out, 0, EVR_RS_CONN_DATA_LEN);
 	out[0] = cd->version;
 	out[1] = cd->flags;
-	put16(out + 2, cd->credits);
+	evr__put16(out + 2, cd->credits);
 	/* 4..6 reserved */
 	out[7] = cd->iomap_size;
-	put64(out + 8, cd->target_sgl.addr);
-	put32(out + 16, cd->target_sgl.key);
-	put32(out + 20, cd->target_sgl.length);
-	put64(out + 24, cd->data_buf.addr);
-	put32(out + 32, cd->data_buf.key);
-	put32(out + 36, cd->data_buf.length);
+	evr__put64(out + 8, cd->target_sgl.addr);
+	evr__put32(out + 16, cd->target_sgl.key);
+	evr__put32(out + 20, cd->target_sgl.length);
+	evr__put64(out + 24, cd->data_buf.addr);
+	evr__put32(out + 32, cd->data_buf.key);
+	evr__put32(out + 36, cd->data_buf.length);
 }
 
 int evr__rs_conn_data_decode(const uint8_t *in, size_t len,
@@ -108,14 +67,14 @@ int evr__rs_conn_data_decode(const uint8_t *in, size_t len,
 		return -EMSGSIZE;
 	cd->version = in[0];
 	cd->flags = in[1];
-	cd->credits = get16(in + 2);
+	cd->credits = evr__get16(in + 2);
 	cd->iomap_size = in[7];
-	cd->target_sgl.addr = get64(in + 8);
-	cd->target_sgl.key = get32(in + 16);
-	cd->target_sgl.length = get32(in + 20);
-	cd->data_buf.addr = get64(in + 24);
-	cd->data_buf.key = get32(in + 32);
-	cd->data_buf.length = get32(in + 36);
+	cd->target_sgl.addr = evr__get64(in + 8);
+	cd->target_sgl.key = evr__get32(in + 16);
+	cd->target_sgl.length = evr__get32(in + 20);
+	cd->data_buf.addr = evr__get64(in + 24);
+	cd->data_buf.key = evr__get32(in + 32);
+	cd->data_buf.length = evr__get32(in + 36);
 	/* The version is all upstream checks; no peer of ours can do with
 	 * fewer than two target entries either. */
 	if (cd->version != EVR_RS_VERSION)
