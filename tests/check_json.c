@@ -578,6 +578,18 @@ START_TEST(test_mckey_records)
 	o = roundtrip(jo_mc_failure(&f));
 	ck_assert_str_eq(str(o, "error"), "nodev");
 	json_decref(o);
+	/* the engine refuses in its settings' words, mckey in its options' */
+	memset(&f, 0, sizeof(f));
+	f.err = -EINVAL;
+	f.code = -EVR_E_NOTSUP;
+	f.msg = "mckey: invalid options";
+	snprintf(f.detail, sizeof(f.detail), "an AF_IB group (opts.unmapped) "
+		 "needs the RDMA transport");
+	o = roundtrip(jo_mc_failure(&f));
+	ck_assert_str_eq(str(o, "message"), "mckey: invalid options: -M (an "
+			 "AF_IB group) needs the RDMA transport");
+	ck_assert_str_eq(str(o, "error"), "notsup");
+	json_decref(o);
 
 	o = roundtrip(jo_mc_cm_event(0, "RDMA_CM_EVENT_MULTICAST_ERROR", -22,
 				     1));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "evrdma/mcast.h"
 
 static void trace_line(void *ud, const char *line)
 {
@@ -172,4 +173,14 @@ int cli_argv_has(int argc, char **argv, const char *opt)
 		if (!strcmp(argv[i], opt))
 			return 1;
 	return 0;
+}
+
+void cli_mc_failure_str(const struct evr_mc_failure *f, char *buf,
+			size_t len)
+{
+	if (f && f->code == -EVR_E_NOTSUP && len)
+		snprintf(buf, len, "%s: -M (an AF_IB group) needs the RDMA "
+			 "transport", f->msg ? f->msg : "");
+	else
+		evr_mc_failure_str(f, buf, len);
 }

@@ -71,4 +71,10 @@ void cli_msg_close(struct cli_msg *m, char *first, size_t len,
  * may have stopped before it. */
 int cli_argv_has(int argc, char **argv, const char *opt);
 
+/* evr_mc_failure_str(), with mckey's option names where the engine
+ * speaks of its settings (the one it refuses: -M over UDP). */
+struct evr_mc_failure;
+void cli_mc_failure_str(const struct evr_mc_failure *f, char *buf,
+			size_t len);
+
 #endif

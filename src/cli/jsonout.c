@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "jsonout.h"
 #include "report.h"
 #include "mckey_opts.h"
@@ -464,7 +465,7 @@ json_t *jo_mc_failure(const struct evr_mc_failure *f)
 	json_t *o = jo_record("error");
 	char line[512];
 
-	evr_mc_failure_str(f, line, sizeof(line));
+	cli_mc_failure_str(f, line, sizeof(line));
 	set_str(o, "message", line);
 	set_int(o, "qp", f->qp);
 	set_int(o, "err", f->err);

@@ -116,7 +116,7 @@ static void on_failure(void *ud, const struct evr_mc_failure *f)
 	char line[512];
 
 	/* upstream: perror() text on stderr, printf() text on stdout */
-	evr_mc_failure_str(f, line, sizeof(line));
+	cli_mc_failure_str(f, line, sizeof(line));
 	if (f->with_errno || f->detail[0] ||
 	    f->code == -EVR_E_NODEV || a->cli.json)
 		fprintf(stderr, "%s\n", line);

@@ -123,9 +123,10 @@ static int u_prepare(struct evr_mcast *m)
 	if (m->o.unmapped) {
 		/* evrdma's own checks say so on stderr (a detail), where
 		 * upstream's bare lines go to stdout */
-		EVR__MC_FAIL(m, .status = -EINVAL,
+		EVR__MC_FAIL(m, .status = -EINVAL, .code = -EVR_E_NOTSUP,
 			     .msg = "mckey: invalid options",
-			     .detail = "-M (an AF_IB group) needs the RDMA transport");
+			     .detail = "an AF_IB group (opts.unmapped) needs "
+				       "the RDMA transport");
 		return -1;
 	}
 	if (m->o.bind_addr) {
