@@ -1002,7 +1002,27 @@ START_TEST(test_failure_notsup_words)
 	f.detail = 1000;
 	evr_failure_str(&f, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "this feature is not supported");
-	/* rstream's words are only for NOTSUP */
+	/* a server's refusal names the option its operator would change */
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_REJECTED;
+	f.phase = EVR_PH_NEGOTIATE;
+	f.detail = EVR_REJECT_CONNS;
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "negotiation: connection refused: the server "
+			 "serves as many connections as it allows (its "
+			 "--max-conns): "
+			 "try again later");
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_null(strstr(buf, "--"));
+	f.detail = EVR_REJECT_BUDGET;
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "(its --max-memory)"));
+	f.detail = EVR_REJECT_SIZE;
+	rstream_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "negotiation: test plan rejected: transfer size "
+			 "zero or beyond the server's limit");
+	/* rstream's words are only for NOTSUP and REJECTED */
+	memset(&f, 0, sizeof(f));
 	f.err = -EVR_E_EOF;
 	f.detail = EVR_NOTSUP_DURATION;
 	rstream_failure_str(&f, buf, sizeof(buf));

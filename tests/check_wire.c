@@ -94,11 +94,15 @@ START_TEST(test_busy_msg)
 		b[i] ^= 0x01;
 		ck_assert_msg(!evr__is_busy(b), "byte %u ignored", i);
 	}
-	/* its reason, and the budget's, name the option to change */
-	ck_assert_ptr_nonnull(strstr(evr__plan_status_str(EVR_PLAN_E_CONNS),
-				     "--max-conns"));
+	/* its reason, and the budget's, say what the server is out of (the
+	 * option to change is rstream's words: check_cli) */
+	ck_assert_str_eq(evr__plan_status_str(EVR_PLAN_E_CONNS),
+			 "the server serves as many connections as it allows: "
+			 "try again later");
 	ck_assert_ptr_nonnull(strstr(evr__plan_status_str(EVR_PLAN_E_BUDGET),
-				     "--max-memory"));
+				     "memory budget"));
+	ck_assert_ptr_null(strstr(evr__plan_status_str(EVR_PLAN_E_BUDGET),
+				  "--"));
 }
 END_TEST
 

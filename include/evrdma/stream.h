@@ -128,6 +128,29 @@ enum evr_notsup {
 #undef EVR__NS_ENUM
 };
 
+/* Why a server refused a test plan or a connection: the status it sent,
+ * in an -EVR_E_REJECTED failure's detail.  X(CODE, value, text): the
+ * values are the wire's (rstream(1), PLAN NEGOTIATION), the text what
+ * evr_failure_str() says after "test plan rejected: ". */
+#define EVR_REJECTS(X) \
+	X(VERSION, 1, "unsupported negotiation version") \
+	X(NTESTS, 2, "bad number of tests") \
+	X(SIZE, 3, "transfer size zero or beyond the server's limit") \
+	X(COUNT, 4, "bad transfer count or iterations") \
+	X(KIND, 5, "unknown test kind") \
+	X(NOMEM, 6, "server out of memory") \
+	X(FLAGS, 7, "unsupported plan flags") \
+	X(BUDGET, 8, "the server's memory budget for connection buffers is " \
+	  "taken: try again later or with fewer connections") \
+	X(CONNS, 9, "the server serves as many connections as it allows: " \
+	  "try again later")
+
+enum evr_reject {
+#define EVR__RJ_ENUM(code, value, text) EVR_REJECT_##code = value,
+	EVR_REJECTS(EVR__RJ_ENUM)
+#undef EVR__RJ_ENUM
+};
+
 /* Where a connection stood when it failed: X(CODE, name, word) gives
  * EVR_PH_CODE, the stable name evr_phase_name() returns (--json's
  * "phase") and the word evr_failure_str() uses in its sentence.

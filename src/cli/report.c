@@ -6,7 +6,6 @@
 
 #include "report.h"
 #include "../stream/plan.h"
-#include "../stream/wire.h"
 
 const char *rstream_header(void)
 {
@@ -98,6 +97,18 @@ static const struct {
 	  "transport) is not supported" },
 };
 
+/* A server's refusal: the option its operator would change. */
+static const struct {
+	int reject;
+	const char *reason;
+} reject_words[] = {
+	{ EVR_REJECT_BUDGET, "test plan rejected: the server's memory budget "
+	  "for connection buffers is taken (its --max-memory): try again "
+	  "later or with fewer connections" },
+	{ EVR_REJECT_CONNS, "connection refused: the server serves as many "
+	  "connections as it allows (its --max-conns): try again later" },
+};
+
 void rstream_failure_str(const struct evr_failure *f, char *buf, size_t len)
 {
 	const char *why = NULL;
@@ -107,6 +118,10 @@ void rstream_failure_str(const struct evr_failure *f, char *buf, size_t len)
 		    i < sizeof(notsup_words) / sizeof(notsup_words[0]); i++)
 		if (f->detail == notsup_words[i].notsup)
 			why = notsup_words[i].reason;
+	for (i = 0; f && f->err == -EVR_E_REJECTED &&
+		    i < sizeof(reject_words) / sizeof(reject_words[0]); i++)
+		if (f->detail == reject_words[i].reject)
+			why = reject_words[i].reason;
 	evr_failure_format(f, why, buf, len);
 }
 
@@ -131,7 +146,7 @@ int rstream_exit_status(const struct evr_failure *f)
 		if (-f->err == code_status[i].code)
 			return code_status[i].status;
 	/* a server at its --max-conns refused the connection */
-	if (f->err == -EVR_E_REJECTED && f->detail == EVR_PLAN_E_CONNS)
+	if (f->err == -EVR_E_REJECTED && f->detail == EVR_REJECT_CONNS)
 		return RSTREAM_EXIT_CONNECT;
 	switch (f->phase) {
 	case EVR_PH_SETUP:

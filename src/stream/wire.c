@@ -115,33 +115,15 @@ int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit)
 
 const char *evr__plan_status_str(int status)
 {
-	switch (status) {
-	case EVR_PLAN_OK:
-		return "accepted";
-	case EVR_PLAN_E_VERSION:
-		return "unsupported negotiation version";
-	case EVR_PLAN_E_NTESTS:
-		return "bad number of tests";
-	case EVR_PLAN_E_SIZE:
-		return "transfer size zero or beyond the server's limit";
-	case EVR_PLAN_E_COUNT:
-		return "bad transfer count or iterations";
-	case EVR_PLAN_E_KIND:
-		return "unknown test kind";
-	case EVR_PLAN_E_NOMEM:
-		return "server out of memory";
-	case EVR_PLAN_E_FLAGS:
-		return "unsupported plan flags";
-	case EVR_PLAN_E_CONNS:
-		return "the server serves as many connections as it allows "
-		       "(its --max-conns): try again later";
-	case EVR_PLAN_E_BUDGET:
-		return "the server's memory budget for connection buffers is "
-		       "taken (its --max-memory): try again later or with "
-		       "fewer connections";
-	default:
-		return "unknown reason";
-	}
+#define RJ_ROW(code, value, text) [value] = text,
+	static const char *const text[EVR_PLAN_E_MAX] = {
+		[EVR_PLAN_OK] = "accepted",
+		EVR_REJECTS(RJ_ROW)
+	};
+#undef RJ_ROW
+
+	return status >= 0 && status < EVR_PLAN_E_MAX && text[status] ?
+	       text[status] : "unknown reason";
 }
 
 void evr__pattern_fill(struct evr_pattern *p, uint8_t *buf, size_t len)

@@ -51,20 +51,16 @@
 #define EVR_ITER_MORE 0x4d          /* 'M': another iteration follows */
 #define EVR_ITER_LAST 0x4c          /* 'L': the test's last iteration */
 
+/* The plan reply's status: 0, or why the server refused (the public
+ * EVR_REJECTS list, with the wire's values).  BUDGET: the server's
+ * memory budget is taken (its --max-memory), limit: bytes left.  CONNS:
+ * the server is at its connection limit (its --max-conns), sent as the
+ * 16-byte BUSY message in place of the ACK. */
 enum evr_plan_status {
 	EVR_PLAN_OK = 0,
-	EVR_PLAN_E_VERSION = 1,   /* unknown protocol version */
-	EVR_PLAN_E_NTESTS = 2,    /* no tests, or more than the server allows */
-	EVR_PLAN_E_SIZE = 3,      /* a transfer size beyond the server's limit */
-	EVR_PLAN_E_COUNT = 4,     /* a zero or too large count or iterations */
-	EVR_PLAN_E_KIND = 5,      /* unknown test kind */
-	EVR_PLAN_E_NOMEM = 6,     /* the server could not allocate the buffer */
-	EVR_PLAN_E_FLAGS = 7,     /* unknown flags, or flags the version lacks */
-	EVR_PLAN_E_BUDGET = 8,    /* the server's memory budget is taken
-				   * (its --max-memory); limit: bytes left */
-	EVR_PLAN_E_CONNS = 9,     /* the server is at its connection limit
-				   * (its --max-conns): sent as the 16-byte
-				   * BUSY message in place of the ACK */
+#define EVR__PLAN_ENUM(code, value, text) EVR_PLAN_E_##code = value,
+	EVR_REJECTS(EVR__PLAN_ENUM)
+#undef EVR__PLAN_ENUM
 	EVR_PLAN_E_MAX
 };
 
