@@ -975,7 +975,7 @@ START_TEST(test_failure_notsup_words)
 			 "(opts.duration) with a server that does not negotiate "
 			 "(an upstream rstream server) is not supported");
 	ck_assert_ptr_null(strstr(buf, "--"));
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: -D/--duration "
 			 "with a server that does not negotiate (an upstream "
 			 "rstream server) is not supported");
@@ -988,15 +988,15 @@ START_TEST(test_failure_notsup_words)
 	evr_failure_str(&f, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "GID addressing over TCP (GIDs need the RDMA "
 			 "transport) is not supported");
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "-f gid over TCP (GIDs need the RDMA "
 			 "transport) is not supported");
 	f.detail = EVR_NOTSUP_AF_IB;
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert(!strncmp(buf, "-f gid (AF_IB addressing) without", 33));
 	/* a code rstream has no words of its own for, or out of range */
 	f.detail = EVR_NOTSUP_FORK;
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "fork mode (needs the default libev loop) is "
 			 "not supported");
 	f.detail = 1000;
@@ -1007,7 +1007,7 @@ START_TEST(test_failure_notsup_words)
 	f.err = -EVR_E_REJECTED;
 	f.phase = EVR_PH_NEGOTIATE;
 	f.detail = EVR_REJECT_CONNS;
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "negotiation: connection refused: the server "
 			 "serves as many connections as it allows (its "
 			 "--max-conns): "
@@ -1015,17 +1015,46 @@ START_TEST(test_failure_notsup_words)
 	evr_failure_str(&f, buf, sizeof(buf));
 	ck_assert_ptr_null(strstr(buf, "--"));
 	f.detail = EVR_REJECT_BUDGET;
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, "(its --max-memory)"));
 	f.detail = EVR_REJECT_SIZE;
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "negotiation: test plan rejected: transfer size "
 			 "zero or beyond the server's limit");
+	/* a server's connection that met one of its limits: the engine
+	 * says which, rstream names the option and its value */
+	{
+		struct evr_stream_opts o = { .max_conns = 2 };
+
+		memset(&f, 0, sizeof(f));
+		f.err = -ECONNREFUSED;
+		f.where = "accept";
+		f.detail = EVR_REJECT_CONNS;
+		evr_failure_str(&f, buf, sizeof(buf));
+		ck_assert_str_eq(buf, "accept (at the server's connection "
+				 "limit: new connections are turned away until "
+				 "some close): Connection refused");
+		rstream_failure_str(&f, &o, buf, sizeof(buf));
+		ck_assert_str_eq(buf, "accept (at the --max-conns limit of 2 "
+				 "connections: new ones are turned away until "
+				 "some close): Connection refused");
+		f.err = -ENOBUFS;
+		f.where = "buffer";
+		f.detail = EVR_REJECT_BUDGET;
+		f.phase = EVR_PH_SYNC;
+		evr_failure_str(&f, buf, sizeof(buf));
+		ck_assert_str_eq(buf, "sync: buffer (the server's memory budget "
+				 "is taken): No buffer space available");
+		rstream_failure_str(&f, NULL, buf, sizeof(buf));
+		ck_assert_str_eq(buf, "sync: buffer (the server's memory budget, "
+				 "--max-memory, is taken): No buffer space "
+				 "available");
+	}
 	/* rstream's words are only for NOTSUP and REJECTED */
 	memset(&f, 0, sizeof(f));
 	f.err = -EVR_E_EOF;
 	f.detail = EVR_NOTSUP_DURATION;
-	rstream_failure_str(&f, buf, sizeof(buf));
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "peer closed the connection");
 }
 END_TEST

@@ -317,10 +317,11 @@ START_TEST(test_failure_records)
 		.xfers_total = 10000, .bytes_done = 4096, .peer = "1.2.3.4:5",
 		.where = "recv", .conn_id = 12,
 	};
-	json_t *o = roundtrip(jo_failure("conn_failed", &f, -1));
+	json_t *o;
 	char line[512];
 
-	evr_failure_str(&f, line, sizeof(line));
+	rstream_failure_str(&f, NULL, line, sizeof(line));
+	o = roundtrip(jo_failure("conn_failed", &f, line, -1));
 	ck_assert_str_eq(str(o, "type"), "conn_failed");
 	ck_assert_str_eq(str(o, "message"), line);
 	ck_assert_int_eq(num(o, "conn"), 12);
@@ -343,7 +344,7 @@ START_TEST(test_failure_records)
 	f.err = -111;
 	f.phase = EVR_PH_CONNECT;
 	f.where = "connect";
-	o = roundtrip(jo_failure("error", &f, RSTREAM_EXIT_CONNECT));
+	o = roundtrip(jo_failure("error", &f, "m", RSTREAM_EXIT_CONNECT));
 	ck_assert_str_eq(str(o, "type"), "error");
 	ck_assert_str_eq(str(o, "error"), "system");
 	ck_assert_int_eq(num(o, "errno"), 111);
@@ -356,7 +357,7 @@ START_TEST(test_failure_records)
 	/* setup: no connection to name */
 	f.phase = EVR_PH_SETUP;
 	f.err = -EVR_E_RESOLVE;
-	o = roundtrip(jo_failure("error", &f, RSTREAM_EXIT_RESOLVE));
+	o = roundtrip(jo_failure("error", &f, "m", RSTREAM_EXIT_RESOLVE));
 	ck_assert_str_eq(str(o, "error"), "resolve");
 	ck_assert(!has(o, "conn"));
 	ck_assert(!has(o, "errno"));

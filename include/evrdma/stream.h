@@ -172,7 +172,9 @@ enum evr_phase {
 
 struct evr_failure {
 	int err;                    /* -errno or -EVR_E_* */
-	int detail;                 /* gai code, reject reason, stall ms */
+	int detail;                 /* gai code, EVR_REJECT_* (also the
+				     * server limit an errno failure met),
+				     * EVR_NOTSUP_*, stall ms */
 	enum evr_phase phase;
 	char test[16];              /* test name, "" before the first test */
 	unsigned test_index, test_total;

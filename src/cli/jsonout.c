@@ -331,13 +331,11 @@ json_t *jo_info(const struct evr_info *i)
 }
 
 json_t *jo_failure(const char *type, const struct evr_failure *f,
-		   int exit_status)
+		   const char *message, int exit_status)
 {
 	json_t *o = jo_record(type);
-	char line[512];
 
-	rstream_failure_str(f, line, sizeof(line));
-	set_str(o, "message", line);
+	set_str(o, "message", message);
 	if (f->phase != EVR_PH_SETUP)
 		set_int(o, "conn", f->conn_id);
 	set_str(o, "error", evr_err_name(f->err));

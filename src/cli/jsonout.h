@@ -48,9 +48,10 @@ json_t *jo_progress(const struct evr_progress *p);
 json_t *jo_info(const struct evr_info *i);
 json_t *jo_settings(unsigned conn, const char *peer,
 		    const struct evr_conn_settings *s);
-/* type "conn_failed" or "error"; exit_status < 0 leaves it out. */
+/* type "conn_failed" or "error", with message the line the program
+ * printed for f (rstream_failure_str); exit_status < 0 leaves it out. */
 json_t *jo_failure(const char *type, const struct evr_failure *f,
-		   int exit_status);
+		   const char *message, int exit_status);
 /* {"type":"error", message, exit_status} */
 json_t *jo_error(const char *message, int exit_status);
 

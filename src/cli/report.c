@@ -109,10 +109,29 @@ static const struct {
 	  "connections as it allows (its --max-conns): try again later" },
 };
 
-void rstream_failure_str(const struct evr_failure *f, char *buf, size_t len)
+void rstream_failure_str(const struct evr_failure *f,
+			 const struct evr_stream_opts *o, char *buf, size_t len)
 {
 	const char *why = NULL;
+	char limit[256];
 	size_t i;
+
+	/* a server's connection that met one of its limits */
+	if (f && f->err < 0 && f->where && f->detail == EVR_REJECT_BUDGET &&
+	    -f->err < EVR_E_BASE) {
+		snprintf(limit, sizeof(limit), "%s (the server's memory "
+			 "budget, --max-memory, is taken): %s", f->where,
+			 strerror(-f->err));
+		why = limit;
+	} else if (f && f->err < 0 && f->where &&
+		   f->detail == EVR_REJECT_CONNS && -f->err < EVR_E_BASE) {
+		snprintf(limit, sizeof(limit), "%s (at the --max-conns limit "
+			 "of %u connections: new ones are turned away until "
+			 "some close): %s", f->where, o && o->max_conns ?
+			 o->max_conns : EVR_DEFAULT_MAX_SERVER_CONNS,
+			 strerror(-f->err));
+		why = limit;
+	}
 
 	for (i = 0; f && f->err == -EVR_E_NOTSUP &&
 		    i < sizeof(notsup_words) / sizeof(notsup_words[0]); i++)

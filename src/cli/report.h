@@ -33,6 +33,8 @@ enum {
 
 int rstream_exit_status(const struct evr_failure *f);
 /* evr_failure_str(), with rstream's option names where the engine speaks
- * of its settings. */
-void rstream_failure_str(const struct evr_failure *f, char *buf, size_t len);
+ * of its settings or limits (o: the engine's options, for the limits'
+ * values; NULL: the defaults). */
+void rstream_failure_str(const struct evr_failure *f,
+			 const struct evr_stream_opts *o, char *buf, size_t len);
 #endif

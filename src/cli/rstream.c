@@ -198,10 +198,10 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 
 	progress_clear(&a->prog);
 	TOT_ADD(a, conn_failed, 1);
-	rstream_failure_str(f, line, sizeof(line));
+	rstream_failure_str(f, &a->cli.o, line, sizeof(line));
 	fprintf(stderr, "rstream: connection dropped: %s\n", line);
 	if (a->cli.json) {
-		jo_emit(stdout, jo_failure("conn_failed", f, -1));
+		jo_emit(stdout, jo_failure("conn_failed", f, line, -1));
 		out_check(a);
 	}
 }
@@ -210,10 +210,14 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 static void json_error(struct app *a, const struct evr_failure *f,
 		       const char *msg, int status)
 {
+	char line[512];
+
 	if (!a->cli.json || a->error_done)
 		return;
 	a->error_done = 1;
-	jo_emit(stdout, f ? jo_failure("error", f, status) :
+	if (f)
+		rstream_failure_str(f, &a->cli.o, line, sizeof(line));
+	jo_emit(stdout, f ? jo_failure("error", f, line, status) :
 			    jo_error(msg, status));
 }
 
@@ -228,7 +232,7 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	a->in_child = in_child;
 	a->status = rstream_exit_status(f);
 	if (f && status && status != -EVR_E_CANCELLED && !a->cli.o.server) {
-		rstream_failure_str(f, line, sizeof(line));
+		rstream_failure_str(f, &a->cli.o, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
 	} else if (a->out->failed) {
 		/* the run stopped for it; the line is out already */
@@ -237,7 +241,7 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 		/* A client stopped by SIGINT/SIGTERM says where it stood,
 		 * on stderr as well as in --json's error record. */
 		if (f)
-			rstream_failure_str(f, line, sizeof(line));
+			rstream_failure_str(f, &a->cli.o, line, sizeof(line));
 		else
 			snprintf(line, sizeof(line), "interrupted");
 		fprintf(stderr, "rstream: %s by %s\n", line,
@@ -403,7 +407,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 		print_header(&a); /* upstream prints it before connecting */
 	ret = evr_stream_start(a.st, &f);
 	if (ret) {
-		rstream_failure_str(&f, line, sizeof(line));
+		rstream_failure_str(&f, &a.cli.o, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
 		a.status = rstream_exit_status(&f);
 		json_error(&a, &f, NULL, a.status);

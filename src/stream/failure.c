@@ -52,6 +52,20 @@ static const char *phase_word(enum evr_phase p)
 	return (unsigned)p < EVR__ARRAY_SIZE(phases) ? phases[p].word : "?";
 }
 
+/* A server's own limit that an errno failure met (its detail). */
+static const char *limit_word(int detail)
+{
+	switch (detail) {
+	case EVR_REJECT_BUDGET:
+		return "the server's memory budget is taken";
+	case EVR_REJECT_CONNS:
+		return "at the server's connection limit: new connections "
+		       "are turned away until some close";
+	default:
+		return NULL;
+	}
+}
+
 /* The reason: the facts a code carries, else its text from EVR_ERRORS. */
 static void reason(const struct evr_failure *f, char *b, size_t n)
 {
@@ -87,6 +101,10 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 	}
 	if (err_row(f->err))
 		snprintf(b, n, "%s", errs[err_row(f->err)].text);
+	else if (f->err < 0 && f->where && limit_word(f->detail))
+		/* "buffer (the server's memory budget is taken): ..." */
+		snprintf(b, n, "%s (%s): %s", f->where,
+			 limit_word(f->detail), strerror(-f->err));
 	else if (f->err < 0 && f->where && f->addr[0])
 		/* "bind 127.0.0.1:7471: Address already in use" */
 		snprintf(b, n, "%s %s: %s", f->where, f->addr,

@@ -172,8 +172,7 @@ static enum evr_sess_want start_data(struct evr_sess *s)
 	int err = ensure_buf(s, evr__sess_xfer_buf(s, cur(s)->size));
 
 	if (err == -ENOBUFS)
-		return fail(s, err, 0, "buffer (the server's memory budget, "
-			    "--max-memory, is taken)");
+		return fail(s, err, EVR_REJECT_BUDGET, "buffer");
 	if (err)
 		return fail(s, err, 0, "malloc");
 	s->iter = 0;
