@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "report.h"
-#include "../stream/plan.h"
 #include "../stream/wire.h"
 
 const char *rstream_header(void)
@@ -29,10 +28,10 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 			   r->iter_mean_ns / 1000.0 / (r->count * 2.0) :
 			   (usec / r->iters) / (r->count * 2.0);
 
-	evr__size_str(sz, sizeof(sz), r->size);
-	evr__cnt_str(cnt, sizeof(cnt), r->count);
-	evr__cnt_str(it, sizeof(it), r->iters);
-	evr__size_str(tot, sizeof(tot), (long long)r->bytes);
+	evr_size_str(sz, sizeof(sz), r->size);
+	evr_count_str(cnt, sizeof(cnt), r->count);
+	evr_count_str(it, sizeof(it), r->iters);
+	evr_size_str(tot, sizeof(tot), (long long)r->bytes);
 	/* -c N --per-conn: one connection's row is named test#K */
 	if (r->conn_index) {
 		size_t n = (size_t)snprintf(name, sizeof(name) - 1, "%s#%u",
