@@ -68,7 +68,8 @@ void cli_bad(FILE *err, const char *prog, const char *opt, const char *val,
 
 static int takes_arg(const struct cli_opt *r)
 {
-	return r->kind != CLI_FLAG && r->kind != CLI_RETURN;
+	return r->kind != CLI_FLAG && r->kind != CLI_CONST &&
+	       r->kind != CLI_RETURN;
 }
 
 /* getopt_long's view of the table: "s:b:..." and the long options, both
@@ -129,6 +130,9 @@ static int apply(const struct cli_opt *r, const char *arg, void *obj,
 	switch (r->kind) {
 	case CLI_FLAG:
 		break;
+	case CLI_CONST:
+		v = (long long)r->lo;
+		break;
 	case CLI_STR:
 		assert(r->size == sizeof(arg));
 		memcpy((char *)obj + r->off, &arg, sizeof(arg));
@@ -151,7 +155,7 @@ static int apply(const struct cli_opt *r, const char *arg, void *obj,
 		return r->flags & CLI_BAD_USAGE ? CLI_PARSE_USAGE :
 						  CLI_PARSE_BAD;
 	}
-	if (r->kind == CLI_FLAG || r->kind == CLI_NUM || r->kind == CLI_SECS)
+	if (r->kind != CLI_STR && r->kind != CLI_CALL)
 		store(obj, r, v);
 	if (r->after)
 		r->after(obj);

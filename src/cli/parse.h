@@ -36,7 +36,8 @@ void cli_bad(FILE *err, const char *prog, const char *opt, const char *val,
 
 /* What an option does with its value. */
 enum cli_kind {
-	CLI_FLAG = 0,   /* no value; sets the int field to 1 */
+	CLI_FLAG = 0,   /* no value; sets the field to 1 */
+	CLI_CONST,      /* no value; sets the field to lo (an enum's) */
 	CLI_STR,        /* the const char * field points at the argument */
 	CLI_NUM,        /* cli_num(arg, lo, hi, flags) into the field */
 	CLI_SECS,       /* cli_secs_ms(arg, lo, hi) into the field */
@@ -60,7 +61,8 @@ struct cli_opt {
 	unsigned flags;             /* CLI_NUM: CLI_SUFFIX, CLI_ANY_BASE;
 				     * any: CLI_BAD_USAGE */
 	double lo, hi;              /* CLI_NUM, CLI_SECS: the range (whole
-				     * numbers below 2^53 are exact) */
+				     * numbers below 2^53 are exact);
+				     * CLI_CONST: lo is the value */
 	size_t off, size;           /* the field set: CLI_FIELD() */
 	const char *what;           /* a bad value: why, after "OPT: " */
 	int (*set)(void *obj, const char *arg); /* CLI_CALL */
