@@ -8,6 +8,7 @@
 
 #include "jsonout.h"
 #include "mckey_opts.h"
+#include "parse.h"
 #include "rstream_opts.h"
 
 /* Enough digits for nanosecond times and rates, without the 17-digit
@@ -337,7 +338,7 @@ static const char *phase_key(enum evr_phase p)
 		[EVR_PH_CLOSE] = "close",
 	};
 
-	return (unsigned)p < sizeof(names) / sizeof(names[0]) && names[p] ?
+	return (unsigned)p < CLI_ARRAY_SIZE(names) && names[p] ?
 	       names[p] : "unknown";
 }
 
@@ -470,7 +471,7 @@ json_t *jo_mc_phase(enum evr_mc_phase p)
 	};
 	json_t *o = jo_record("phase");
 
-	set_str(o, "phase", (unsigned)p < sizeof(names) / sizeof(names[0]) ?
+	set_str(o, "phase", (unsigned)p < CLI_ARRAY_SIZE(names) ?
 			    names[p] : "unknown");
 	return o;
 }
