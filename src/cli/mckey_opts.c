@@ -163,12 +163,16 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	o->max_senders = EVR_MC_DEFAULT_MAX_SENDERS;
 	ret = cli_getopt(argc, argv, options, CLI_ARRAY_SIZE(options), cli,
 			 "mckey", err, &seen);
-	if (ret == CLI_PARSE_USAGE)
+	switch (ret) {
+	case CLI_PARSE_DONE:
+		break;
+	case CLI_PARSE_USAGE:
 		return MCKEY_PARSE_USAGE;
-	if (ret == CLI_PARSE_BAD)
+	case CLI_PARSE_BAD:
 		return MCKEY_PARSE_BAD;
-	if (ret)
-		return ret;
+	default:
+		return ret;         /* --help, --version */
+	}
 	if (o->unmapped && !o->bind_addr)
 		return MCKEY_PARSE_UNMAPPED;
 	if (!o->group) {

@@ -378,6 +378,17 @@ static int wrong_side(const struct evr_stream_opts *o, uint64_t seen,
 	return 0;
 }
 
+/* Was the option val on the command line? */
+static int given(uint64_t seen, int val)
+{
+	size_t i;
+
+	for (i = 0; i < CLI_ARRAY_SIZE(options); i++)
+		if (options[i].val == val)
+			return !!(seen & (1ull << i));
+	return 0;
+}
+
 /* What the options mean together, once all are read. */
 static int finish(struct rstream_cli *cli, uint64_t seen, FILE *err)
 {
@@ -400,18 +411,14 @@ static int finish(struct rstream_cli *cli, uint64_t seen, FILE *err)
 		/* upstream ignores -T f on a client; so do we */
 		o->fork = 0;
 	}
+	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
+	 * an interval.  Last, so that a command line that fails says only
+	 * why. */
+	if (given(seen, 'i') && o->xport == EVR_XPORT_TCP)
+		fprintf(err, "rstream: note: -i is the RDMA inline size and "
+			"means nothing over TCP (-T s); ignored (progress "
+			"reports: --interval SEC)\n");
 	return RSTREAM_PARSE_OK;
-}
-
-/* the row of -i, for its note */
-static int given(uint64_t seen, int val)
-{
-	size_t i;
-
-	for (i = 0; i < CLI_ARRAY_SIZE(options); i++)
-		if (options[i].val == val)
-			return !!(seen & (1ull << i));
-	return 0;
 }
 
 int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
@@ -431,20 +438,16 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	o->server = 1;
 	ret = cli_getopt(argc, argv, options, CLI_ARRAY_SIZE(options), cli,
 			 "rstream", err, &seen);
-	if (ret == CLI_PARSE_DONE)
-		ret = finish(cli, seen, err);
-	else if (ret == CLI_PARSE_USAGE || ret == CLI_PARSE_BAD)
-		ret = ret == CLI_PARSE_BAD ? RSTREAM_PARSE_BAD :
-					     RSTREAM_PARSE_USAGE;
-	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
-	 * an interval.  Last, so that a command line that fails says only
-	 * why. */
-	if (ret == RSTREAM_PARSE_OK && given(seen, 'i') &&
-	    o->xport == EVR_XPORT_TCP)
-		fprintf(err, "rstream: note: -i is the RDMA inline size and "
-			"means nothing over TCP (-T s); ignored (progress "
-			"reports: --interval SEC)\n");
-	return ret;
+	switch (ret) {
+	case CLI_PARSE_DONE:
+		return finish(cli, seen, err);
+	case CLI_PARSE_USAGE:
+		return RSTREAM_PARSE_USAGE;
+	case CLI_PARSE_BAD:
+		return RSTREAM_PARSE_BAD;
+	default:
+		return ret;         /* --help, --version */
+	}
 }
 
 const char *rstream_plan_warning(const struct rstream_cli *cli)
