@@ -45,8 +45,8 @@ done
 # The sources each target needs: narrow, so that nothing else links in.
 srcs() {
 	case $1 in
-	rstream_opts) echo src/cli/rstream_opts.c src/stream/plan.c ;;
-	mckey_opts) echo src/cli/mckey_opts.c ;;
+	rstream_opts) echo src/cli/rstream_opts.c src/cli/parse.c src/stream/plan.c ;;
+	mckey_opts) echo src/cli/mckey_opts.c src/cli/parse.c ;;
 	plan) echo src/stream/wire.c src/stream/plan.c ;;
 	rsproto) echo src/stream/rsproto.c ;;
 	mc_payload) echo src/mcast/payload.c ;;

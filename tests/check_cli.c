@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * rstream's command line, its result table and its exit statuses.
+ * rstream's command line, the toolkit it is read with (src/cli/parse.c),
+ * its result table and its exit statuses.
  */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli/parse.h"
 #include "cli/report.h"
 #include "cli/rstream_opts.h"
 #include "evrdma/stream.h"
@@ -1100,6 +1105,415 @@ START_TEST(test_inline_over_tcp)
 }
 END_TEST
 
+/* ---- the toolkit (src/cli/parse.c) ---- */
+
+static void num_ok(const char *s, long long min, long long max,
+		   unsigned flags, long long want)
+{
+	long long v = -12345;
+
+	ck_assert_msg(cli_num(s, min, max, flags, &v) == 0 && v == want,
+		      "cli_num(\"%s\", %lld, %lld, %#x): %lld, want %lld", s,
+		      min, max, flags, v, want);
+}
+
+static void num_bad(const char *s, long long min, long long max,
+		    unsigned flags)
+{
+	long long v = -12345;
+
+	ck_assert_msg(cli_num(s, min, max, flags, &v) == -1 && v == -12345,
+		      "cli_num(\"%s\", %lld, %lld, %#x) accepted (%lld)", s,
+		      min, max, flags, v);
+}
+
+START_TEST(test_cli_num)
+{
+	num_ok("0", 0, 10, 0, 0);
+	num_ok("10", 0, 10, 0, 10);
+	num_ok("-3", -5, 10, 0, -3);
+	num_bad("11", 0, 10, 0);
+	num_bad("-1", 0, 10, 0);
+	num_bad("", 0, 10, 0);
+	num_bad("abc", 0, 10, 0);
+	num_bad("5x", 0, 10, 0);
+	num_bad("99999999999999999999", 0, LLONG_MAX, 0);   /* ERANGE */
+	/* binary suffixes, only when asked for */
+	num_ok("3k", 0, 1LL << 40, CLI_SUFFIX, 3072);
+	num_ok("3K", 0, 1LL << 40, CLI_SUFFIX, 3072);
+	num_ok("2m", 0, 1LL << 40, CLI_SUFFIX, 2LL << 20);
+	num_ok("1g", 0, 1LL << 40, CLI_SUFFIX, 1LL << 30);
+	num_ok("1024G", 0, 1LL << 40, CLI_SUFFIX, 1LL << 40);
+	num_ok("7", 0, 1LL << 40, CLI_SUFFIX, 7);
+	num_bad("1025g", 0, 1LL << 40, CLI_SUFFIX);
+	num_bad("3k", 0, 1LL << 40, 0);
+	num_bad("3kb", 0, 1LL << 40, CLI_SUFFIX);
+	num_bad("3t", 0, 1LL << 40, CLI_SUFFIX);
+	num_bad("k", 0, 1LL << 40, CLI_SUFFIX);
+	num_bad("9223372036854775807k", 0, LLONG_MAX, CLI_SUFFIX);
+	num_bad("17179869185g", 0, LLONG_MAX, CLI_SUFFIX);  /* 2^64 + 1g */
+	/* strtol's base 0 (upstream mckey's -p), only when asked for */
+	num_ok("0x111", 0, 0xffff, CLI_ANY_BASE, 0x111);
+	num_ok("010", 0, 0xffff, CLI_ANY_BASE, 8);
+	num_ok("010", 0, 0xffff, 0, 10);
+	num_bad("0x111", 0, 0xffff, 0);
+	num_bad("0x", 0, 0xffff, 0);
+}
+END_TEST
+
+static void secs_ok(const char *s, double min, double max, long long want)
+{
+	long long ms = -12345;
+
+	ck_assert_msg(cli_secs_ms(s, min, max, &ms) == 0 && ms == want,
+		      "cli_secs_ms(\"%s\"): %lld, want %lld", s, ms, want);
+}
+
+static void secs_bad(const char *s, double min, double max)
+{
+	long long ms = -12345;
+
+	ck_assert_msg(cli_secs_ms(s, min, max, &ms) == -1 && ms == -12345,
+		      "cli_secs_ms(\"%s\", %g, %g) accepted (%lld)", s, min,
+		      max, ms);
+}
+
+START_TEST(test_cli_secs_ms)
+{
+	secs_ok("2.5", 0.01, 86400, 2500);
+	secs_ok("0.01", 0.01, 86400, 10);
+	secs_ok("1e-2", 0.01, 86400, 10);
+	secs_ok("86400", 0.01, 86400, 86400000);
+	secs_ok("1.2346", 0.01, 86400, 1235);        /* to nearest */
+	secs_ok("1.2344", 0.01, 86400, 1234);
+	secs_ok("0", 0, 3600, 0);
+	secs_bad("0", 0.01, 86400);
+	secs_bad("0.009", 0.01, 86400);
+	secs_bad("86400.5", 0.01, 86400);
+	secs_bad("-1", 0, 3600);
+	secs_bad("", 0, 3600);
+	secs_bad("2s", 0, 3600);
+	secs_bad("nan", 0, 3600);
+	secs_bad("inf", 0, 3600);
+	secs_bad("1e999", 0, 3600);                  /* ERANGE */
+}
+END_TEST
+
+START_TEST(test_cli_bad)
+{
+	char buf[128] = "";
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	ck_assert_ptr_nonnull(f);
+	cli_bad(f, "tool", "-x/--ex", "v 1", "must be sane");
+	fclose(f);
+	ck_assert_str_eq(buf, "tool: invalid value 'v 1' for -x/--ex: "
+			 "must be sane\n");
+}
+END_TEST
+
+/* A table of every kind, into fields of every size the toolkit stores. */
+struct kit {
+	int flag;
+	const char *str;
+	uint64_t big;
+	uint16_t port;
+	uint16_t guard;             /* next to port: must stay untouched */
+	unsigned ms;
+	int mode;
+	int calls, afters;
+};
+
+static int kit_set(void *obj, const char *arg)
+{
+	struct kit *k = obj;
+
+	k->calls++;
+	return strcmp(arg, "ok") ? -1 : 0;
+}
+
+static void kit_after(void *obj)
+{
+	((struct kit *)obj)->afters++;
+}
+
+#define K(m) .off = CLI_FIELD(struct kit, m)
+static const struct cli_opt kit_opts[] = {
+	{ 'a', NULL, "-a", CLI_FLAG, K(flag) },
+	{ 'b', "bee", "-b/--bee", CLI_STR, K(str), .after = kit_after },
+	{ 'n', NULL, "-n", CLI_NUM, CLI_SUFFIX, 1, 1LL << 40, K(big),
+	  .what = "must be 1 to 1024g" },
+	{ 300, "port", "--port", CLI_NUM, 0, 1, 65535, K(port),
+	  .what = "must be a port" },
+	{ 301, "wait", "--wait", CLI_SECS, 0, 0.5, 10, K(ms),
+	  .what = "must be 0.5 to 10 s" },
+	{ 302, "udp", "--udp", CLI_CONST, .lo = 3, K(mode) },
+	{ 'x', NULL, "-x", CLI_CALL, CLI_BAD_USAGE, .set = kit_set,
+	  .what = "only ok" },
+	{ 303, "help", "--help", CLI_RETURN, .ret = 7 },
+};
+#undef K
+
+static int kit_parse(struct kit *k, uint64_t *seen, const char *const *args)
+{
+	static char *argv[MAX_ARGS + 2];
+	int argc = 0, ret;
+	size_t n;
+
+	memset(k, 0, sizeof(*k));
+	k->guard = 0xbeef;
+	argv[argc++] = (char *)"tool";
+	while (args[argc - 1]) {
+		ck_assert_int_lt(argc, MAX_ARGS);
+		argv[argc] = (char *)args[argc - 1];
+		argc++;
+	}
+	argv[argc] = NULL;
+	err_f = tmpfile();
+	ck_assert_ptr_nonnull(err_f);
+	ret = cli_getopt(argc, argv, kit_opts, CLI_ARRAY_SIZE(kit_opts), k,
+			 "tool", err_f, seen);
+	rewind(err_f);
+	n = fread(err_text, 1, sizeof(err_text) - 1, err_f);
+	err_text[n] = 0;
+	fclose(err_f);
+	err_f = NULL;
+	return ret;
+}
+
+#define KIT(k, seen, ...) \
+	kit_parse((k), (seen), (const char *const[]){ __VA_ARGS__, NULL })
+
+START_TEST(test_cli_getopt)
+{
+	struct kit k;
+	uint64_t seen;
+
+	ck_assert_int_eq(KIT(&k, &seen, "-a", "--bee=B", "-n", "2k",
+			     "--port", "65535", "--wait", "1.5", "--udp",
+			     "-x", "ok"), CLI_PARSE_DONE);
+	ck_assert_str_eq(err_text, "");
+	ck_assert_int_eq(k.flag, 1);
+	ck_assert_str_eq(k.str, "B");
+	ck_assert_uint_eq(k.big, 2048);
+	ck_assert_uint_eq(k.port, 65535);
+	ck_assert_uint_eq(k.guard, 0xbeef);
+	ck_assert_uint_eq(k.ms, 1500);
+	ck_assert_int_eq(k.mode, 3);
+	ck_assert_int_eq(k.calls, 1);
+	ck_assert_int_eq(k.afters, 1);
+	ck_assert_uint_eq(seen, 0x7f);              /* rows 0-6, not help */
+	/* 64-bit values whole; the short name of a long row; a prefix */
+	ck_assert_int_eq(KIT(&k, &seen, "-n", "1024g", "-bx", "--po=1"),
+			 CLI_PARSE_DONE);
+	ck_assert_uint_eq(k.big, 1ULL << 40);
+	ck_assert_str_eq(k.str, "x");
+	ck_assert_uint_eq(k.port, 1);
+	ck_assert_uint_eq(k.guard, 0xbeef);
+	ck_assert_uint_eq(seen, (1u << 1) | (1u << 2) | (1u << 3));
+	/* a bad value: one line naming the row, and nothing stored */
+	ck_assert_int_eq(KIT(&k, &seen, "--port", "65536"), CLI_PARSE_BAD);
+	ck_assert_str_eq(err_text, "tool: invalid value '65536' for --port: "
+			 "must be a port\n");
+	ck_assert_uint_eq(k.port, 0);
+	ck_assert_int_eq(KIT(&k, &seen, "--wait", "0.4"), CLI_PARSE_BAD);
+	ck_assert_str_eq(err_text, "tool: invalid value '0.4' for --wait: "
+			 "must be 0.5 to 10 s\n");
+	ck_assert_int_eq(KIT(&k, &seen, "-b", "s", "-n", "0"), CLI_PARSE_BAD);
+	ck_assert_str_eq(err_text, "tool: invalid value '0' for -n: "
+			 "must be 1 to 1024g\n");
+	/* CLI_BAD_USAGE: the line, then the usage */
+	ck_assert_int_eq(KIT(&k, &seen, "-x", "no"), CLI_PARSE_USAGE);
+	ck_assert_str_eq(err_text, "tool: invalid value 'no' for -x: only ok\n");
+	/* a row's return stops at once */
+	ck_assert_int_eq(KIT(&k, &seen, "--help", "-n", "0"), 7);
+	ck_assert_str_eq(err_text, "");
+	/* what getopt refuses: its own words on stderr, none on err */
+	ck_assert_int_eq(KIT(&k, &seen, "-q"), CLI_PARSE_USAGE);
+	ck_assert_int_eq(KIT(&k, &seen, "--udp=1"), CLI_PARSE_USAGE);
+	ck_assert_int_eq(KIT(&k, &seen, "-n"), CLI_PARSE_USAGE);
+	ck_assert_str_eq(err_text, "");
+	ck_assert_int_eq(KIT(&k, &seen, "-a", "stray", "-a"), CLI_PARSE_BAD);
+	ck_assert_str_eq(err_text, "tool: unexpected argument 'stray'\n");
+}
+END_TEST
+
+/* ---- rstream's rules between options, as a table ---- */
+
+/* Every rule names both of its options in its message, and says
+ * something of its own. */
+START_TEST(test_exclusion_table)
+{
+	const struct rstream_exclusion *x;
+	size_t n, i, j;
+
+	x = rstream_exclusions(&n);
+	ck_assert_uint_ge(n, 4);
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(x[i].opt && x[i].other && x[i].holds && x[i].msg,
+			      "rule %zu is incomplete", i);
+		ck_assert_msg(strstr(x[i].msg, x[i].opt) &&
+			      strstr(x[i].msg, x[i].other),
+			      "rule %zu: \"%s\" does not name %s and %s", i,
+			      x[i].msg, x[i].opt, x[i].other);
+		ck_assert_ptr_null(strchr(x[i].msg, '\n'));
+		for (j = 0; j < i; j++)
+			ck_assert_str_ne(x[i].msg, x[j].msg);
+	}
+}
+END_TEST
+
+/* Each rule, in the table's order, refuses the command line that breaks
+ * it with its exact line (the words rstream has always used), and no
+ * other rule does; the same options without the conflict pass. */
+START_TEST(test_exclusion_each)
+{
+	static const struct {
+		const char *args[12];
+		const char *line;
+		const char *fine[12];
+	} cases[] = {
+		{ { "-s", "h", "--negotiate", "--no-negotiate" },
+		  "rstream: --negotiate and --no-negotiate exclude each other\n",
+		  { "-s", "h", "--negotiate" } },
+		{ { "-s", "h", "-D", "1", "--no-negotiate" },
+		  "rstream: -D/--duration needs plan negotiation; it excludes "
+		  "--no-negotiate\n",
+		  { "-s", "h", "-D", "1", "--negotiate" } },
+		{ { "-s", "h", "-T", "v", "-D", "1" },
+		  "rstream: -D/--duration cannot be combined with -T v (its "
+		  "iteration mark takes a data byte)\n",
+		  { "-s", "h", "-T", "v", "-D", "1", "-T", "x" } },
+		{ { "-s", "h", "-c", "2", "-T", "b" },
+		  "rstream: -c with -T b: blocking calls serve one connection "
+		  "at a time; use -T a or -T n\n",
+		  { "-s", "h", "-c", "2", "-T", "b", "-T", "a" } },
+	};
+	const struct rstream_exclusion *x;
+	struct rstream_cli c;
+	char want[256];
+	size_t n, i;
+
+	x = rstream_exclusions(&n);
+	ck_assert_uint_eq(n, CLI_ARRAY_SIZE(cases));
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(parse_v(&c, cases[i].args), RSTREAM_PARSE_BAD);
+		ck_assert_str_eq(err_text, cases[i].line);
+		snprintf(want, sizeof(want), "rstream: %s\n", x[i].msg);
+		ck_assert_str_eq(err_text, want);
+		ck_assert_int_eq(x[i].holds(&c.o), 1);
+	}
+	/* the third's "fine" has a bad -T: it shows the rule is checked
+	 * after every value, not when -D is read */
+	ck_assert_int_eq(parse_v(&c, cases[2].fine), RSTREAM_PARSE_USAGE);
+	for (i = 0; i < n; i++) {
+		if (i == 2)
+			continue;
+		ck_assert_msg(parse_v(&c, cases[i].fine) == RSTREAM_PARSE_OK,
+			      "rule %zu: \"%s\"", i, err_text);
+	}
+}
+END_TEST
+
+/* The orders that say which line a command line breaking several rules
+ * gets: --negotiate with --no-negotiate before the side rule; of several
+ * options on the wrong side, the first of the table; the side rule before
+ * the other exclusions; exclusions in their table's order. */
+START_TEST(test_rule_order)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "--no-negotiate", "--negotiate"),
+			 RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: --negotiate and --no-negotiate "
+			 "exclude each other\n");
+	ck_assert_int_eq(PARSE(&c, "--negotiate", "--per-conn",
+			       "--percentiles", "-D", "1", "-c", "2"),
+			 RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: -c is a client option (use it "
+			 "with -s); a server serves any number of "
+			 "connections\n");
+	ck_assert_int_eq(PARSE(&c, "--negotiate", "--per-conn",
+			       "--percentiles", "-D", "1"), RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: -D/--duration is a client option "
+			 "(use it with -s); the server follows the client\n");
+	ck_assert_int_eq(PARSE(&c, "--negotiate", "--per-conn",
+			       "--percentiles"), RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: --percentiles is a client option "
+			 "(use it with -s)\n");
+	ck_assert_int_eq(PARSE(&c, "--negotiate", "--per-conn"),
+			 RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: --per-conn is a client option "
+			 "(use it with -s)\n");
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--chunk", "4k", "--max-memory",
+			       "1m", "--max-conns", "2", "--once"),
+			 RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: --once is a server option (use it "
+			 "without -s)\n");
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--chunk", "4k", "--max-memory",
+			       "1m", "--max-conns", "2"), RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: --max-conns is a server option "
+			 "(use it without -s)\n");
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--chunk", "4k", "--max-memory",
+			       "1m"), RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: --max-memory is a server option "
+			 "(use it without -s)\n");
+	/* a server with -D and --no-negotiate: the side rule first */
+	ck_assert_int_eq(PARSE(&c, "--no-negotiate", "-D", "1"),
+			 RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: -D/--duration is a client option "
+			 "(use it with -s); the server follows the client\n");
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "-c", "2", "-T", "b", "-T", "v",
+			       "-D", "1", "--no-negotiate"), RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: -D/--duration needs plan "
+			 "negotiation; it excludes --no-negotiate\n");
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "-c", "2", "-T", "b", "-T", "v",
+			       "-D", "1"), RSTREAM_PARSE_BAD);
+	ck_assert_str_eq(err_text, "rstream: -D/--duration cannot be combined "
+			 "with -T v (its iteration mark takes a data byte)\n");
+}
+END_TEST
+
+/* getopt_long names an ambiguous prefix's candidates on stderr in the
+ * order of the table it is given: the order rstream has always had. */
+START_TEST(test_ambiguous_prefixes)
+{
+	static const char *const cases[][2] = {
+		{ "--n", "'--no-negotiate' '--negotiate'" },
+		{ "--p", "'--percentiles' '--per-conn'" },
+		{ "--s", "'--stall-timeout' '--settings'" },
+		{ "--c", "'--connections' '--chunk'" },
+		{ "--max", "'--max-conns' '--max-memory'" },
+	};
+	char text[512];
+	struct rstream_cli c;
+	FILE *cap;
+	size_t i, n;
+	int saved;
+
+	for (i = 0; i < CLI_ARRAY_SIZE(cases); i++) {
+		cap = tmpfile();
+		ck_assert_ptr_nonnull(cap);
+		fflush(stderr);
+		saved = dup(2);
+		ck_assert_int_ge(saved, 0);
+		ck_assert_int_eq(dup2(fileno(cap), 2), 2);
+		ck_assert_int_eq(PARSE(&c, cases[i][0], "1"),
+				 RSTREAM_PARSE_USAGE);
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+		rewind(cap);
+		n = fread(text, 1, sizeof(text) - 1, cap);
+		text[n] = 0;
+		fclose(cap);
+		ck_assert_msg(strstr(text, "is ambiguous") &&
+			      strstr(text, cases[i][1]),
+			      "%s: \"%s\"", cases[i][0], text);
+	}
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1134,6 +1548,17 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_positional);
 	/* last: when it fails without fork it leaves getopt's state behind */
 	tcase_add_test(tc, test_reparse_after_bad_cluster);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("toolkit");
+	tcase_add_test(tc, test_cli_num);
+	tcase_add_test(tc, test_cli_secs_ms);
+	tcase_add_test(tc, test_cli_bad);
+	tcase_add_test(tc, test_cli_getopt);
+	tcase_add_test(tc, test_exclusion_table);
+	tcase_add_test(tc, test_exclusion_each);
+	tcase_add_test(tc, test_rule_order);
+	tcase_add_test(tc, test_ambiguous_prefixes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("report");

@@ -368,6 +368,16 @@ void evr_failure_format(const struct evr_failure *f, const char *reason,
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);
 
+/* Upstream rstream's table, for a program that prints its rows (see
+ * man 3 evr_size_str): sizes in binary units, one decimal while below
+ * ten ("64", "1.5k", "12m"), counts in decimal ones ("100k", "1b"),
+ * truncated to len.  The largest transfer size and count (-C, -I) a
+ * test may have. */
+#define EVR_MAX_XFER_SIZE (1u << 30)
+#define EVR_MAX_COUNT 1000000000u
+void evr_size_str(char *buf, size_t len, long long size);
+void evr_count_str(char *buf, size_t len, long long count);
+
 #ifdef __cplusplus
 }
 #endif

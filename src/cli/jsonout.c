@@ -10,6 +10,7 @@
 #include "jsonout.h"
 #include "report.h"
 #include "mckey_opts.h"
+#include "parse.h"
 #include "rstream_opts.h"
 
 /* Enough digits for nanosecond times and rates, without the 17-digit
@@ -427,7 +428,7 @@ json_t *jo_mc_phase(enum evr_mc_phase p)
 	};
 	json_t *o = jo_record("phase");
 
-	set_str(o, "phase", (unsigned)p < sizeof(names) / sizeof(names[0]) ?
+	set_str(o, "phase", (unsigned)p < CLI_ARRAY_SIZE(names) ?
 			    names[p] : "unknown");
 	return o;
 }

@@ -2,12 +2,12 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <rdma/rdma_cma.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mckey_opts.h"
+#include "parse.h"
 
 void mckey_usage(FILE *out, const char *prog)
 {
@@ -53,64 +53,103 @@ void mckey_help(FILE *out, const char *prog)
 	fprintf(out, "\t--help, --version\n");
 }
 
-static int num(const char *s, long long min, long long max, int base,
-	       long long *out)
+static void group_is_unmapped(void *obj)
 {
-	char *end;
+	struct evr_mcast_opts *o = &((struct mckey_cli *)obj)->o;
+
+	o->group = o->unmapped;
+}
+
+static int set_port_space(void *obj, const char *arg)
+{
 	long long v;
 
-	errno = 0;
-	v = strtoll(s, &end, base);
-	if (end == s || *end || errno || v < min || v > max)
+	/* upstream: strtol(optarg, NULL, 0) */
+	if (cli_num(arg, 0, 0xffff, CLI_ANY_BASE, &v) ||
+	    (v != RDMA_PS_UDP && v != RDMA_PS_IPOIB))
 		return -1;
-	*out = v;
+	((struct mckey_cli *)obj)->o.port_space = (int)v;
 	return 0;
 }
 
-static int secs(const char *s, double min, double max, unsigned *ms)
+static int set_rate(void *obj, const char *arg)
 {
+	struct evr_mcast_opts *o = &((struct mckey_cli *)obj)->o;
 	char *end;
-	double v;
 
 	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= min) || v > max)
-		return -1;
-	*ms = (unsigned)(v * 1000.0 + 0.5);
-	return 0;
+	o->rate = strtod(arg, &end);
+	return end == arg || *end || errno || !(o->rate > 0) ||
+	       o->rate > 1e7 ? -1 : 0;
 }
 
-static int bad(FILE *err, const char *opt, const char *val, const char *what)
+/* a whole number of 64-bit words of the receive bitmap */
+static void round_window(void *obj)
 {
-	fprintf(err, "mckey: invalid value '%s' for %s: %s\n", val, opt, what);
-	return MCKEY_PARSE_BAD;
+	struct evr_mcast_opts *o = &((struct mckey_cli *)obj)->o;
+
+	o->window = (o->window + 63) & ~63u;
 }
 
 enum { OPT_UDP = 256, OPT_UDP_PORT, OPT_SETTLE, OPT_DEADLINE, OPT_RATE,
        OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON, OPT_WINDOW,
        OPT_MAX_SENDERS };
 
+#define O(m) .off = CLI_FIELD(struct mckey_cli, o.m)
+#define C(m) .off = CLI_FIELD(struct mckey_cli, m)
+#define NUM(l, h) .kind = CLI_NUM, .lo = (l), .hi = (h)
+#define SECS(l, h) .kind = CLI_SECS, .lo = (l), .hi = (h)
+
+/* Every option: upstream's letters, then evrdma's long options in the
+ * order getopt_long lists an ambiguous prefix's candidates ("--s"). */
+static const struct cli_opt options[] = {
+	{ 'm', NULL, "-m", CLI_STR, O(group) },
+	{ 'M', NULL, "-M", CLI_STR, O(unmapped), .after = group_is_unmapped },
+	{ 's', NULL, "-s", CLI_FLAG, O(sender) },
+	{ 'b', NULL, "-b", CLI_STR, O(bind_addr) },
+	{ 'c', NULL, "-c", NUM(1, 1024), O(nqps),
+	  .what = "connections must be 1 to 1024" },
+	{ 'C', NULL, "-C", NUM(0, 100000000), O(count),
+	  .what = "message count must be 0 to 100000000" },
+	{ 'S', NULL, "-S", NUM(0, 65507), O(size),
+	  .what = "message size must be 0 to 65507" },
+	{ 'p', NULL, "-p", CLI_CALL, .set = set_port_space,
+	  .what = "port space must be 0x111 (UDP) or 0x2 (IPOIB)" },
+	{ 'o', NULL, "-o", CLI_FLAG, O(sendonly) },
+	{ 'l', NULL, "-l", CLI_FLAG, O(no_loopback) },
+	{ OPT_UDP, "udp", "--udp", CLI_CONST, .lo = EVR_MC_UDP, O(transport) },
+	{ OPT_UDP_PORT, "udp-port", "--udp-port", NUM(1, 65535), O(udp_port),
+	  .what = "port must be 1 to 65535" },
+	{ OPT_SETTLE, "settle", "--settle", SECS(0, 3600), O(settle_ms),
+	  .what = "must be 0 to 3600 seconds" },
+	{ OPT_DEADLINE, "deadline", "--deadline", SECS(0.01, 86400),
+	  O(deadline_ms), .what = "must be 0.01 to 86400 seconds" },
+	{ OPT_RATE, "rate", "--rate", CLI_CALL, .set = set_rate,
+	  .what = "must be above 0 and at most 1e7 messages/s" },
+	{ OPT_STATS, "stats", "--stats", CLI_FLAG, C(stats) },
+	{ OPT_TRACE, "trace", "--trace", CLI_FLAG, C(trace) },
+	{ OPT_HELP, "help", "--help", CLI_RETURN, .ret = MCKEY_PARSE_HELP },
+	{ OPT_VERSION, "version", "--version", CLI_RETURN,
+	  .ret = MCKEY_PARSE_VERSION },
+	{ OPT_JSON, "json", "--json", CLI_FLAG, C(json) },
+	{ OPT_WINDOW, "window", "--window",
+	  NUM(EVR_MC_MIN_WINDOW, EVR_MC_MAX_WINDOW), O(window),
+	  .what = "must be 64 to 1048576", .after = round_window },
+	{ OPT_MAX_SENDERS, "max-senders", "--max-senders",
+	  NUM(1, EVR_MC_MAX_MAX_SENDERS), O(max_senders),
+	  .what = "must be 1 to 4096" },
+};
+
+#undef O
+#undef C
+#undef NUM
+#undef SECS
+
 int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 {
-	static const struct option longopts[] = {
-		{ "udp", no_argument, NULL, OPT_UDP },
-		{ "udp-port", required_argument, NULL, OPT_UDP_PORT },
-		{ "settle", required_argument, NULL, OPT_SETTLE },
-		{ "deadline", required_argument, NULL, OPT_DEADLINE },
-		{ "rate", required_argument, NULL, OPT_RATE },
-		{ "stats", no_argument, NULL, OPT_STATS },
-		{ "trace", no_argument, NULL, OPT_TRACE },
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "window", required_argument, NULL, OPT_WINDOW },
-		{ "max-senders", required_argument, NULL, OPT_MAX_SENDERS },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct evr_mcast_opts *o = &cli->o;
-	long long v;
-	char *end;
-	int op;
+	uint64_t seen;
+	int ret;
 
 	memset(cli, 0, sizeof(*cli));
 	o->nqps = 1;
@@ -122,116 +161,17 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	o->udp_port = EVR_MC_DEFAULT_UDP_PORT;
 	o->window = EVR_MC_DEFAULT_WINDOW;
 	o->max_senders = EVR_MC_DEFAULT_MAX_SENDERS;
-	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
-	opterr = 1;
-	while ((op = getopt_long(argc, argv, "m:M:sb:c:C:S:p:ol", longopts,
-				 NULL)) != -1) {
-		switch (op) {
-		case 'm':
-			o->group = optarg;
-			break;
-		case 'M':
-			o->unmapped = optarg;
-			o->group = optarg;
-			break;
-		case 's':
-			o->sender = 1;
-			break;
-		case 'b':
-			o->bind_addr = optarg;
-			break;
-		case 'c':
-			if (num(optarg, 1, 1024, 10, &v))
-				return bad(err, "-c", optarg,
-					   "connections must be 1 to 1024");
-			o->nqps = (unsigned)v;
-			break;
-		case 'C':
-			if (num(optarg, 0, 100000000, 10, &v))
-				return bad(err, "-C", optarg,
-					   "message count must be 0 to 100000000");
-			o->count = (unsigned)v;
-			break;
-		case 'S':
-			if (num(optarg, 0, 65507, 10, &v))
-				return bad(err, "-S", optarg,
-					   "message size must be 0 to 65507");
-			o->size = (unsigned)v;
-			break;
-		case 'p':
-			/* upstream: strtol(optarg, NULL, 0) */
-			if (num(optarg, 0, 0xffff, 0, &v) ||
-			    (v != RDMA_PS_UDP && v != RDMA_PS_IPOIB))
-				return bad(err, "-p", optarg,
-					   "port space must be 0x111 (UDP) or 0x2 (IPOIB)");
-			o->port_space = (int)v;
-			break;
-		case 'o':
-			o->sendonly = 1;
-			break;
-		case 'l':
-			o->no_loopback = 1;
-			break;
-		case OPT_UDP:
-			o->transport = EVR_MC_UDP;
-			break;
-		case OPT_UDP_PORT:
-			if (num(optarg, 1, 65535, 10, &v))
-				return bad(err, "--udp-port", optarg,
-					   "port must be 1 to 65535");
-			o->udp_port = (uint16_t)v;
-			break;
-		case OPT_SETTLE:
-			if (secs(optarg, 0, 3600, &o->settle_ms))
-				return bad(err, "--settle", optarg,
-					   "must be 0 to 3600 seconds");
-			break;
-		case OPT_DEADLINE:
-			if (secs(optarg, 0.01, 86400, &o->deadline_ms))
-				return bad(err, "--deadline", optarg,
-					   "must be 0.01 to 86400 seconds");
-			break;
-		case OPT_RATE:
-			errno = 0;
-			o->rate = strtod(optarg, &end);
-			if (end == optarg || *end || errno || !(o->rate > 0) ||
-			    o->rate > 1e7)
-				return bad(err, "--rate", optarg,
-					   "must be above 0 and at most 1e7 messages/s");
-			break;
-		case OPT_WINDOW:
-			if (num(optarg, EVR_MC_MIN_WINDOW, EVR_MC_MAX_WINDOW,
-				10, &v))
-				return bad(err, "--window", optarg,
-					   "must be 64 to 1048576");
-			o->window = ((unsigned)v + 63) & ~63u;
-			break;
-		case OPT_MAX_SENDERS:
-			if (num(optarg, 1, EVR_MC_MAX_MAX_SENDERS, 10, &v))
-				return bad(err, "--max-senders", optarg,
-					   "must be 1 to 4096");
-			o->max_senders = (unsigned)v;
-			break;
-		case OPT_STATS:
-			cli->stats = 1;
-			break;
-		case OPT_TRACE:
-			cli->trace = 1;
-			break;
-		case OPT_JSON:
-			cli->json = 1;
-			break;
-		case OPT_HELP:
-			return MCKEY_PARSE_HELP;
-		case OPT_VERSION:
-			return MCKEY_PARSE_VERSION;
-		default:
-			return MCKEY_PARSE_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(err, "mckey: unexpected argument '%s'\n", argv[optind]);
+	ret = cli_getopt(argc, argv, options, CLI_ARRAY_SIZE(options), cli,
+			 "mckey", err, &seen);
+	switch (ret) {
+	case CLI_PARSE_DONE:
+		break;
+	case CLI_PARSE_USAGE:
+		return MCKEY_PARSE_USAGE;
+	case CLI_PARSE_BAD:
 		return MCKEY_PARSE_BAD;
+	default:
+		return ret;         /* --help, --version */
 	}
 	if (o->unmapped && !o->bind_addr)
 		return MCKEY_PARSE_UNMAPPED;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parse.h"
 #include "report.h"
-#include "../stream/plan.h"
 
 const char *rstream_header(void)
 {
@@ -28,10 +28,10 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 			   r->iter_mean_ns / 1000.0 / (r->count * 2.0) :
 			   (usec / r->iters) / (r->count * 2.0);
 
-	evr__size_str(sz, sizeof(sz), r->size);
-	evr__cnt_str(cnt, sizeof(cnt), r->count);
-	evr__cnt_str(it, sizeof(it), r->iters);
-	evr__size_str(tot, sizeof(tot), (long long)r->bytes);
+	evr_size_str(sz, sizeof(sz), r->size);
+	evr_count_str(cnt, sizeof(cnt), r->count);
+	evr_count_str(it, sizeof(it), r->iters);
+	evr_size_str(tot, sizeof(tot), (long long)r->bytes);
 	/* -c N --per-conn: one connection's row is named test#K */
 	if (r->conn_index) {
 		size_t n = (size_t)snprintf(name, sizeof(name) - 1, "%s#%u",
@@ -134,11 +134,11 @@ void rstream_failure_str(const struct evr_failure *f,
 	}
 
 	for (i = 0; f && f->err == -EVR_E_NOTSUP &&
-		    i < sizeof(notsup_words) / sizeof(notsup_words[0]); i++)
+		    i < CLI_ARRAY_SIZE(notsup_words); i++)
 		if (f->detail == notsup_words[i].notsup)
 			why = notsup_words[i].reason;
 	for (i = 0; f && f->err == -EVR_E_REJECTED &&
-		    i < sizeof(reject_words) / sizeof(reject_words[0]); i++)
+		    i < CLI_ARRAY_SIZE(reject_words); i++)
 		if (f->detail == reject_words[i].reject)
 			why = reject_words[i].reason;
 	evr_failure_format(f, why, buf, len);
@@ -161,7 +161,7 @@ int rstream_exit_status(const struct evr_failure *f)
 
 	if (!f || !f->err)
 		return RSTREAM_EXIT_OK;
-	for (i = 0; i < sizeof(code_status) / sizeof(code_status[0]); i++)
+	for (i = 0; i < CLI_ARRAY_SIZE(code_status); i++)
 		if (-f->err == code_status[i].code)
 			return code_status[i].status;
 	/* a server at its --max-conns refused the connection */

@@ -1,15 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "config.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "rstream_opts.h"
-#include "../stream/plan.h"
+#include "parse.h"
 
 void rstream_usage(FILE *out, const char *prog)
 {
@@ -96,7 +92,7 @@ int rstream_test_opt(struct rstream_cli *cli, const char *arg)
 	if (strlen(arg) == 1) {
 		c = arg[0];
 	} else {
-		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		for (i = 0; i < CLI_ARRAY_SIZE(words); i++)
 			if (!strncasecmp(words[i].word, arg,
 					 strlen(words[i].word))) {
 				c = words[i].letter;
@@ -133,71 +129,6 @@ int rstream_test_opt(struct rstream_cli *cli, const char *arg)
 	return 0;
 }
 
-/* A whole number in [min, max], with an optional k/m/g (binary) suffix
- * when allow_suffix.  Returns 0 or -1. */
-static int parse_num(const char *s, long long min, long long max,
-		     int allow_suffix, long long *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (end == s || errno)
-		return -1;
-	if (allow_suffix && *end) {
-		long long mul;
-
-		switch (*end) {
-		case 'k': case 'K':
-			mul = 1024;
-			break;
-		case 'm': case 'M':
-			mul = 1024 * 1024;
-			break;
-		case 'g': case 'G':
-			mul = 1024LL * 1024 * 1024;
-			break;
-		default:
-			return -1;
-		}
-		if (__builtin_mul_overflow(v, mul, &v))
-			return -1;
-		end++;
-	}
-	if (*end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* The one line of every bad value: "rstream: invalid value 'V' for OPT:
- * WHAT". */
-static int bad(FILE *err, const char *prog, const char *opt, const char *val,
-	       const char *what)
-{
-	fprintf(err, "%s: invalid value '%s' for %s: %s\n", prog, val, opt,
-		what);
-	return RSTREAM_PARSE_BAD;
-}
-
-enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
-       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK };
-
-/* Seconds in [min, max] as a number of milliseconds, or -1. */
-static long long parse_secs_ms(const char *s, double min, double max)
-{
-	char *end;
-	double sec;
-
-	errno = 0;
-	sec = strtod(s, &end);
-	if (end == s || *end || errno || !(sec >= min) || sec > max)
-		return -1;
-	return (long long)(sec * 1000.0 + 0.5);
-}
-
 /* Per connection: its socket (TCP) or its completion channel (RDMA: the
  * CM ids share one event channel); besides: stdio, the loop's epoll,
  * signal and async fds, the listener and its spare, RDMA CM's event
@@ -208,294 +139,270 @@ unsigned long rstream_fds_needed(unsigned n, int rdma)
 	return (unsigned long)n + (rdma ? 32 : 16);
 }
 
-int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
+/* ---- the values that are more than a number ---- */
+
+static int set_addr_fmt(void *obj, const char *arg)
 {
-	static const struct option longopts[] = {
-		{ "stall-timeout", required_argument, NULL, OPT_STALL },
-		{ "once", no_argument, NULL, OPT_ONCE },
-		{ "no-negotiate", no_argument, NULL, OPT_NO_NEG },
-		{ "negotiate", no_argument, NULL, OPT_NEG },
-		{ "trace", no_argument, NULL, OPT_TRACE },
-		{ "duration", required_argument, NULL, 'D' },
-		{ "percentiles", no_argument, NULL, OPT_PCT },
-		{ "interval", required_argument, NULL, OPT_INTERVAL },
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "settings", no_argument, NULL, OPT_SETTINGS },
-		{ "connections", required_argument, NULL, 'c' },
-		{ "per-conn", no_argument, NULL, OPT_PER_CONN },
-		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
-		{ "max-memory", required_argument, NULL, OPT_MAX_MEM },
-		{ "chunk", required_argument, NULL, OPT_CHUNK },
-		{ NULL, 0, NULL, 0 },
-	};
-	/* The options of one side only (rstream.1, OPTIONS): the same rule
-	 * and message for each. */
-	static const struct {
-		int op;
-		const char *name;
-		int client;         /* 1: client only; 0: server only */
-		const char *why;
-	} sided[] = {
-		{ 'c', "-c", 1, "a server serves any number of connections" },
-		{ 'D', "-D/--duration", 1, "the server follows the client" },
-		{ OPT_PCT, "--percentiles", 1, NULL },
-		{ OPT_PER_CONN, "--per-conn", 1, NULL },
-		{ OPT_NEG, "--negotiate", 1,
-		  "a server negotiates with every client that asks" },
-		{ OPT_NO_NEG, "--no-negotiate", 1,
-		  "a server speaks upstream's wire to every client that does" },
-		{ OPT_ONCE, "--once", 0, NULL },
-		{ OPT_MAX_CONNS, "--max-conns", 0, NULL },
-		{ OPT_MAX_MEM, "--max-memory", 0, NULL },
-		{ OPT_CHUNK, "--chunk", 0, NULL },
-	};
-	enum { NSIDED = sizeof(sided) / sizeof(sided[0]) };
-	const char *prog = "rstream";
-	struct evr_stream_opts *o = &cli->o;
-	unsigned seen = 0, i;
-	int inline_given = 0;
+	struct evr_stream_opts *o = &((struct rstream_cli *)obj)->o;
+
+	/* Upstream tests prefixes ("ip", "gid"), so -f ipv4 or -f gids
+	 * work there and here; ipv6 is evrdma's own (IPv6 only).  Stricter
+	 * on purpose: a word that is none of these is an error, where
+	 * upstream warns and resolves names (-f nmae would test what the
+	 * user did not ask for). */
+	if (!strcasecmp(arg, "name"))
+		o->addr_fmt = EVR_ADDR_NAME;
+	else if (!strcasecmp(arg, "ipv6"))
+		o->addr_fmt = EVR_ADDR_IPV6;
+	else if (!strncasecmp(arg, "ip", 2))
+		o->addr_fmt = EVR_ADDR_IP;
+	else if (!strncasecmp(arg, "gid", 3))
+		o->addr_fmt = EVR_ADDR_GID;
+	else
+		return -1;
+	if (o->addr_fmt == EVR_ADDR_GID)
+		o->resolve_rdma = 1;
+	return 0;
+}
+
+static void mark_client(void *obj)
+{
+	((struct rstream_cli *)obj)->o.server = 0;
+}
+
+/* -I, -C and a numeric -S: not the default series */
+static void mark_custom(void *obj)
+{
+	((struct rstream_cli *)obj)->o.custom = 1;
+}
+
+static int set_size(void *obj, const char *arg)
+{
+	struct evr_stream_opts *o = &((struct rstream_cli *)obj)->o;
 	long long v;
-	int op;
 
-	memset(cli, 0, sizeof(*cli));
-	o->xport = EVR_XPORT_RDMA;
-	o->io = EVR_IO_NONBLOCK;
-	o->port = EVR_DEFAULT_PORT;
-	o->inline_size = 64;
-	o->size = 1000;
-	o->count = 1000;
-	o->iters = 1;
-	o->server = 1;
-	optind = 0; /* 0: glibc also forgets a half-parsed "-xyz" group */
-	opterr = 1;
-	while ((op = getopt_long(argc, argv, "s:b:f:B:i:I:C:S:p:k:T:D:c:",
-				 longopts, NULL)) != -1) {
-		for (i = 0; i < NSIDED; i++)
-			if (sided[i].op == op)
-				seen |= 1u << i;
-		switch (op) {
-		case 's':
-			o->host = optarg;
-			o->server = 0;
-			break;
-		case 'b':
-			o->bind_addr = optarg;
-			break;
-		case 'f':
-			/* Upstream tests prefixes ("ip", "gid"), so -f ipv4
-			 * or -f gids work there and here; ipv6 is evrdma's
-			 * own (IPv6 only).  Stricter on purpose: a word that
-			 * is none of these is an error, where upstream warns
-			 * and resolves names (-f nmae would test what the
-			 * user did not ask for). */
-			if (!strcasecmp(optarg, "name"))
-				o->addr_fmt = EVR_ADDR_NAME;
-			else if (!strcasecmp(optarg, "ipv6"))
-				o->addr_fmt = EVR_ADDR_IPV6;
-			else if (!strncasecmp(optarg, "ip", 2))
-				o->addr_fmt = EVR_ADDR_IP;
-			else if (!strncasecmp(optarg, "gid", 3))
-				o->addr_fmt = EVR_ADDR_GID;
-			else
-				return bad(err, prog, "-f", optarg,
-					   "use name, ip (or any ip... word, "
-					   "as upstream), ipv6 or gid");
-			if (o->addr_fmt == EVR_ADDR_GID)
-				o->resolve_rdma = 1;
-			break;
-		case 'B':
-			if (parse_num(optarg, 0, 1LL << 30, 1, &v))
-				return bad(err, prog, "-B", optarg,
-					   "buffer size must be 0 (default) to 1g");
-			o->buffer_size = (int)v;
-			break;
-		case 'i':
-			if (parse_num(optarg, 0, 65536, 1, &v))
-				return bad(err, prog, "-i", optarg,
-					   "inline size must be 0 to 65536");
-			inline_given = 1;
-			o->inline_size = (int)v;
-			break;
-		case 'I':
-			if (parse_num(optarg, 1, EVR_MAX_COUNT, 0, &v))
-				return bad(err, prog, "-I", optarg,
-					   "iterations must be 1 to 1000000000");
-			o->iters = (uint32_t)v;
-			o->custom = 1;
-			break;
-		case 'C':
-			if (parse_num(optarg, 1, EVR_MAX_COUNT, 0, &v))
-				return bad(err, prog, "-C", optarg,
-					   "transfer count must be 1 to 1000000000");
-			o->count = (uint32_t)v;
-			o->custom = 1;
-			break;
-		case 'S':
-			if (!strncasecmp("all", optarg, 3)) {
-				o->size_all = 1;
-				break;
-			}
-			if (parse_num(optarg, 1, EVR_MAX_XFER_SIZE, 1, &v))
-				return bad(err, prog, "-S", optarg,
-					   "transfer size must be 1 to 1g, or all");
-			o->size = (uint32_t)v;
-			o->custom = 1;
-			break;
-		case 'p': {
-			/* a number, signed or not ("-1" too), is a port
-			 * number; anything else a service name */
-			const char *d = optarg + (*optarg == '-' ||
-						  *optarg == '+');
+	if (!strncasecmp("all", arg, 3)) {
+		o->size_all = 1;
+		return 0;
+	}
+	if (cli_num(arg, 1, EVR_MAX_XFER_SIZE, CLI_SUFFIX, &v))
+		return -1;
+	o->size = (uint32_t)v;
+	o->custom = 1;
+	return 0;
+}
 
-			if (!*d || (strspn(d, "0123456789") == strlen(d) &&
-				    parse_num(optarg, 1, 65535, 0, &v)))
-				return bad(err, prog, "-p", optarg,
-					   "port must be 1 to 65535 or a service name");
-			o->port = optarg;
-			break;
-		}
-		case 'k':
-			if (parse_num(optarg, 0, 32767, 0, &v))
-				return bad(err, prog, "-k", optarg,
-					   "keepalive time must be 0 (off) to 32767 seconds");
-			o->keepalive = (int)v;
-			break;
-		case 'T':
-			if (rstream_test_opt(cli, optarg)) {
-				/* the value named, then upstream's usage */
-				bad(err, prog, "-T", optarg, "one of s a b n f "
-				    "r v, or socket async block nonblock fork "
-				    "resolve verify");
-				return RSTREAM_PARSE_USAGE;
-			}
-			break;
-		case OPT_STALL:
-			v = parse_secs_ms(optarg, 0.01, 86400);
-			if (v < 0)
-				return bad(err, prog, "--stall-timeout", optarg,
-					   "must be 0.01 to 86400 seconds");
-			o->stall_ms = (unsigned)v;
-			break;
-		case 'D':
-			v = parse_secs_ms(optarg, 0.01, 86400);
-			if (v < 0) {
-				return bad(err, prog, "-D/--duration", optarg,
-					   "must be 0.01 to 86400 seconds");
-			}
-			o->duration_ms = (uint32_t)v;
-			break;
-		case OPT_PCT:
-			o->percentiles = 1;
-			break;
-		case OPT_INTERVAL:
-			v = parse_secs_ms(optarg, 0.01, 86400);
-			if (v < 0) {
-				return bad(err, prog, "--interval", optarg,
-					   "must be 0.01 to 86400 seconds");
-			}
-			o->interval_ms = (uint32_t)v;
-			break;
-		case 'c':
-			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v))
-				return bad(err, prog, "-c", optarg,
-					   "connections must be 1 to 100000");
-			o->conns = (unsigned)v;
-			break;
-		case OPT_PER_CONN:
-			cli->per_conn = 1;
-			break;
-		case OPT_MAX_CONNS:
-			if (parse_num(optarg, 1, EVR_MAX_CONNS, 0, &v)) {
-				return bad(err, prog, "--max-conns", optarg,
-					   "must be 1 to 100000");
-			}
-			o->max_conns = (unsigned)v;
-			break;
-		case OPT_MAX_MEM:
-			if (parse_num(optarg, 1024, 1LL << 40, 1, &v)) {
-				return bad(err, prog, "--max-memory", optarg,
-					   "must be 1k to 1024g");
-			}
-			o->max_memory = (uint64_t)v;
-			break;
-		case OPT_CHUNK:
-			if (parse_num(optarg, 1024, EVR_MAX_XFER_SIZE, 1, &v)) {
-				return bad(err, prog, "--chunk", optarg,
-					   "must be 1k to 1g");
-			}
-			o->chunk_size = (uint32_t)v;
-			break;
-		case OPT_ONCE:
-			o->once = 1;
-			break;
-		case OPT_NO_NEG:
-			o->no_negotiate = 1;
-			break;
-		case OPT_NEG:
-			o->force_negotiate = 1;
-			break;
-		case OPT_TRACE:
-			cli->trace = 1;
-			break;
-		case OPT_JSON:
-			cli->json = 1;
-			break;
-		case OPT_SETTINGS:
-			o->report_settings = 1;
-			break;
-		case OPT_HELP:
-			return RSTREAM_PARSE_HELP;
-		case OPT_VERSION:
-			return RSTREAM_PARSE_VERSION;
-		default:
-			return RSTREAM_PARSE_USAGE;
+static int set_port(void *obj, const char *arg)
+{
+	/* a number, signed or not ("-1" too), is a port number; anything
+	 * else a service name */
+	const char *d = arg + (*arg == '-' || *arg == '+');
+	long long v;
+
+	if (!*d || (strspn(d, "0123456789") == strlen(d) &&
+		    cli_num(arg, 1, 65535, 0, &v)))
+		return -1;
+	((struct rstream_cli *)obj)->o.port = arg;
+	return 0;
+}
+
+static int set_test(void *obj, const char *arg)
+{
+	return rstream_test_opt(obj, arg);
+}
+
+enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
+       OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
+       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK };
+
+#define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
+#define C(m) .off = CLI_FIELD(struct rstream_cli, m)
+#define NUM(l, h, fl) .kind = CLI_NUM, .lo = (l), .hi = (h), .flags = (fl)
+#define SECS(l, h) .kind = CLI_SECS, .lo = (l), .hi = (h)
+
+/*
+ * Every option.  A side other than CLI_BOTH makes the option an error on
+ * the other side (rstream.1, OPTIONS), with why as the reason; rules
+ * between options are in exclusions[] below.  The order is said twice:
+ * getopt_long's message for an ambiguous prefix ("--n", "--max") lists
+ * its candidates in it, and of several options given on the wrong side
+ * the first in it is named.  A new option goes in the place that keeps
+ * both (tests/check_cli.c holds the orders).
+ */
+static const struct cli_opt options[] = {
+	{ 's', NULL, "-s", CLI_STR, O(host), .after = mark_client },
+	{ 'b', NULL, "-b", CLI_STR, O(bind_addr) },
+	{ 'f', NULL, "-f", CLI_CALL, .set = set_addr_fmt,
+	  .what = "use name, ip (or any ip... word, as upstream), ipv6 or "
+		  "gid" },
+	{ 'B', NULL, "-B", NUM(0, 1 << 30, CLI_SUFFIX), O(buffer_size),
+	  .what = "buffer size must be 0 (default) to 1g" },
+	{ 'i', NULL, "-i", NUM(0, 65536, CLI_SUFFIX), O(inline_size),
+	  .what = "inline size must be 0 to 65536" },
+	{ 'I', NULL, "-I", NUM(1, EVR_MAX_COUNT, 0), O(iters),
+	  .what = "iterations must be 1 to 1000000000", .after = mark_custom },
+	{ 'C', NULL, "-C", NUM(1, EVR_MAX_COUNT, 0), O(count),
+	  .what = "transfer count must be 1 to 1000000000",
+	  .after = mark_custom },
+	{ 'S', NULL, "-S", CLI_CALL, .set = set_size,
+	  .what = "transfer size must be 1 to 1g, or all" },
+	{ 'p', NULL, "-p", CLI_CALL, .set = set_port,
+	  .what = "port must be 1 to 65535 or a service name" },
+	{ 'k', NULL, "-k", NUM(0, 32767, 0), O(keepalive),
+	  .what = "keepalive time must be 0 (off) to 32767 seconds" },
+	/* the value named, then upstream's usage */
+	{ 'T', NULL, "-T", CLI_CALL, .flags = CLI_BAD_USAGE, .set = set_test,
+	  .what = "one of s a b n f r v, or socket async block nonblock "
+		  "fork resolve verify" },
+	{ OPT_STALL, "stall-timeout", "--stall-timeout", SECS(0.01, 86400),
+	  O(stall_ms), .what = "must be 0.01 to 86400 seconds" },
+	{ OPT_TRACE, "trace", "--trace", CLI_FLAG, C(trace) },
+	{ OPT_INTERVAL, "interval", "--interval", SECS(0.01, 86400),
+	  O(interval_ms), .what = "must be 0.01 to 86400 seconds" },
+	{ OPT_HELP, "help", "--help", CLI_RETURN, .ret = RSTREAM_PARSE_HELP },
+	{ OPT_VERSION, "version", "--version", CLI_RETURN,
+	  .ret = RSTREAM_PARSE_VERSION },
+	{ OPT_JSON, "json", "--json", CLI_FLAG, C(json) },
+	{ OPT_SETTINGS, "settings", "--settings", CLI_FLAG, O(report_settings) },
+	{ 'c', "connections", "-c", NUM(1, EVR_MAX_CONNS, 0), O(conns),
+	  .what = "connections must be 1 to 100000", .side = CLI_CLIENT,
+	  .why = "a server serves any number of connections" },
+	{ 'D', "duration", "-D/--duration", SECS(0.01, 86400), O(duration_ms),
+	  .what = "must be 0.01 to 86400 seconds", .side = CLI_CLIENT,
+	  .why = "the server follows the client" },
+	{ OPT_PCT, "percentiles", "--percentiles", CLI_FLAG, O(percentiles),
+	  .side = CLI_CLIENT },
+	{ OPT_PER_CONN, "per-conn", "--per-conn", CLI_FLAG, C(per_conn),
+	  .side = CLI_CLIENT },
+	{ OPT_NO_NEG, "no-negotiate", "--no-negotiate", CLI_FLAG,
+	  O(no_negotiate), .side = CLI_CLIENT,
+	  .why = "a server speaks upstream's wire to every client that does" },
+	{ OPT_NEG, "negotiate", "--negotiate", CLI_FLAG, O(force_negotiate),
+	  .side = CLI_CLIENT,
+	  .why = "a server negotiates with every client that asks" },
+	{ OPT_ONCE, "once", "--once", CLI_FLAG, O(once), .side = CLI_SERVER },
+	{ OPT_MAX_CONNS, "max-conns", "--max-conns", NUM(1, EVR_MAX_CONNS, 0),
+	  O(max_conns), .what = "must be 1 to 100000", .side = CLI_SERVER },
+	{ OPT_MAX_MEM, "max-memory", "--max-memory",
+	  NUM(1024, 1LL << 40, CLI_SUFFIX), O(max_memory),
+	  .what = "must be 1k to 1024g", .side = CLI_SERVER },
+	{ OPT_CHUNK, "chunk", "--chunk", NUM(1024, EVR_MAX_XFER_SIZE, CLI_SUFFIX),
+	  O(chunk_size), .what = "must be 1k to 1g", .side = CLI_SERVER },
+};
+
+#undef O
+#undef C
+#undef NUM
+#undef SECS
+
+/* ---- rules between options ---- */
+
+static int neg_both(const struct evr_stream_opts *o)
+{
+	return o->no_negotiate && o->force_negotiate;
+}
+
+static int duration_no_neg(const struct evr_stream_opts *o)
+{
+	return o->duration_ms && o->no_negotiate;
+}
+
+static int duration_verify(const struct evr_stream_opts *o)
+{
+	return o->duration_ms && o->verify;
+}
+
+static int conns_blocking(const struct evr_stream_opts *o)
+{
+	return o->conns > 1 && o->io == EVR_IO_BLOCK;
+}
+
+/* In the order they are checked: the first that holds is the one line
+ * said.  Those before_sides come before the side rule (so a server given
+ * both --negotiate and --no-negotiate is told that they exclude each
+ * other). */
+static const struct rstream_exclusion exclusions[] = {
+	{ "--negotiate", "--no-negotiate", neg_both, 1,
+	  "--negotiate and --no-negotiate exclude each other" },
+	{ "-D/--duration", "--no-negotiate", duration_no_neg, 0,
+	  "-D/--duration needs plan negotiation; it excludes --no-negotiate" },
+	{ "-D/--duration", "-T v", duration_verify, 0,
+	  "-D/--duration cannot be combined with -T v (its iteration mark "
+	  "takes a data byte)" },
+	{ "-c", "-T b", conns_blocking, 0,
+	  "-c with -T b: blocking calls serve one connection at a time; use "
+	  "-T a or -T n" },
+};
+
+const struct rstream_exclusion *rstream_exclusions(size_t *n)
+{
+	*n = CLI_ARRAY_SIZE(exclusions);
+	return exclusions;
+}
+
+static int excluded(const struct evr_stream_opts *o, int before_sides,
+		    FILE *err)
+{
+	size_t i;
+
+	for (i = 0; i < CLI_ARRAY_SIZE(exclusions); i++) {
+		const struct rstream_exclusion *x = &exclusions[i];
+
+		if (x->before_sides == before_sides && x->holds(o)) {
+			fprintf(err, "rstream: %s\n", x->msg);
+			return 1;
 		}
 	}
-	if (optind < argc) {
-		fprintf(err, "%s: unexpected argument '%s'\n", prog,
-			argv[optind]);
-		return RSTREAM_PARSE_BAD;
+	return 0;
+}
+
+/* One rule for every option of one side: given on the other, it is an
+ * error (not silently ignored), named with the reason. */
+static int wrong_side(const struct evr_stream_opts *o, uint64_t seen,
+		      FILE *err)
+{
+	enum cli_side other = o->server ? CLI_CLIENT : CLI_SERVER;
+	size_t i;
+
+	for (i = 0; i < CLI_ARRAY_SIZE(options); i++) {
+		const struct cli_opt *r = &options[i];
+
+		if (!(seen & (1ull << i)) || r->side != other)
+			continue;
+		fprintf(err, "rstream: %s is a %s option (use it %s)%s%s\n",
+			r->name, other == CLI_CLIENT ? "client" : "server",
+			other == CLI_CLIENT ? "with -s" : "without -s",
+			r->why ? "; " : "", r->why ? r->why : "");
+		return 1;
 	}
+	return 0;
+}
+
+/* Was the option val on the command line? */
+static int given(uint64_t seen, int val)
+{
+	size_t i;
+
+	for (i = 0; i < CLI_ARRAY_SIZE(options); i++)
+		if (options[i].val == val)
+			return !!(seen & (1ull << i));
+	return 0;
+}
+
+/* What the options mean together, once all are read. */
+static int finish(struct rstream_cli *cli, uint64_t seen, FILE *err)
+{
+	struct evr_stream_opts *o = &cli->o;
+
 	/* Upstream's -T a with -T b sleeps in poll, then calls: that is our
 	 * async mode.  -T b alone makes blocking calls. */
 	o->io = cli->async ? EVR_IO_ASYNC :
 		cli->blocking ? EVR_IO_BLOCK : EVR_IO_NONBLOCK;
 	if (o->custom && o->size_all)
 		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
-	if (o->no_negotiate && o->force_negotiate) {
-		fprintf(err, "%s: --negotiate and --no-negotiate exclude each "
-			"other\n", prog);
+	if (excluded(o, 1, err) || wrong_side(o, seen, err) ||
+	    excluded(o, 0, err))
 		return RSTREAM_PARSE_BAD;
-	}
-	/* One rule for every option of one side: given on the other, it
-	 * is an error (not silently ignored), named with the reason. */
-	for (i = 0; i < NSIDED; i++) {
-		if (!(seen & (1u << i)) || sided[i].client == !o->server)
-			continue;
-		fprintf(err, "%s: %s is a %s option (use it %s)%s%s\n", prog,
-			sided[i].name, sided[i].client ? "client" : "server",
-			sided[i].client ? "with -s" : "without -s",
-			sided[i].why ? "; " : "",
-			sided[i].why ? sided[i].why : "");
-		return RSTREAM_PARSE_BAD;
-	}
-	if (o->duration_ms && o->no_negotiate) {
-		fprintf(err, "%s: -D/--duration needs plan negotiation; it "
-			"excludes --no-negotiate\n", prog);
-		return RSTREAM_PARSE_BAD;
-	}
-	if (o->duration_ms && o->verify) {
-		fprintf(err, "%s: -D/--duration cannot be combined with -T v "
-			"(its iteration mark takes a data byte)\n", prog);
-		return RSTREAM_PARSE_BAD;
-	}
-	if (o->conns > 1 && o->io == EVR_IO_BLOCK) {
-		fprintf(err, "%s: -c with -T b: blocking calls serve one "
-			"connection at a time; use -T a or -T n\n", prog);
-		return RSTREAM_PARSE_BAD;
-	}
 	/* Many connections of one run are told apart by the plan they send:
 	 * a verifying client negotiates too (unless told not to). */
 	if (o->conns > 1 && o->verify && !o->no_negotiate)
@@ -507,11 +414,40 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
 	 * an interval.  Last, so that a command line that fails says only
 	 * why. */
-	if (inline_given && o->xport == EVR_XPORT_TCP)
-		fprintf(err, "%s: note: -i is the RDMA inline size and means "
-			"nothing over TCP (-T s); ignored (progress reports: "
-			"--interval SEC)\n", prog);
+	if (given(seen, 'i') && o->xport == EVR_XPORT_TCP)
+		fprintf(err, "rstream: note: -i is the RDMA inline size and "
+			"means nothing over TCP (-T s); ignored (progress "
+			"reports: --interval SEC)\n");
 	return RSTREAM_PARSE_OK;
+}
+
+int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
+{
+	struct evr_stream_opts *o = &cli->o;
+	uint64_t seen;
+	int ret;
+
+	memset(cli, 0, sizeof(*cli));
+	o->xport = EVR_XPORT_RDMA;
+	o->io = EVR_IO_NONBLOCK;
+	o->port = EVR_DEFAULT_PORT;
+	o->inline_size = 64;
+	o->size = 1000;
+	o->count = 1000;
+	o->iters = 1;
+	o->server = 1;
+	ret = cli_getopt(argc, argv, options, CLI_ARRAY_SIZE(options), cli,
+			 "rstream", err, &seen);
+	switch (ret) {
+	case CLI_PARSE_DONE:
+		return finish(cli, seen, err);
+	case CLI_PARSE_USAGE:
+		return RSTREAM_PARSE_USAGE;
+	case CLI_PARSE_BAD:
+		return RSTREAM_PARSE_BAD;
+	default:
+		return ret;         /* --help, --version */
+	}
 }
 
 const char *rstream_plan_warning(const struct rstream_cli *cli)

@@ -37,6 +37,17 @@ const char *rstream_plan_warning(const struct rstream_cli *cli);
 /* -T letters and words, as upstream: returns 0 or -1. */
 int rstream_test_opt(struct rstream_cli *cli, const char *arg);
 
+/* A rule between options: when holds() says so, the command line is
+ * refused with "rstream: MSG", a message that names both options. */
+struct rstream_exclusion {
+	const char *opt, *other;    /* as the message names them */
+	int (*holds)(const struct evr_stream_opts *o);
+	int before_sides;           /* checked before the side rule */
+	const char *msg;
+};
+/* The table rstream_parse() checks, in its order (for the tests). */
+const struct rstream_exclusion *rstream_exclusions(size_t *n);
+
 /* File descriptors a process needs for n connections of this transport,
  * and for what it always holds (stdio, the loop, a listener...). */
 unsigned long rstream_fds_needed(unsigned n, int rdma);

@@ -41,7 +41,7 @@ uint32_t evr__size_to_count(uint32_t size)
 	return 100000;
 }
 
-void evr__size_str(char *out, size_t len, long long size)
+void evr_size_str(char *out, size_t len, long long size)
 {
 	long long base, fraction = 0;
 	const char *mag;
@@ -67,7 +67,7 @@ void evr__size_str(char *out, size_t len, long long size)
 		snprintf(out, len, "%lld%s", size / base, mag);
 }
 
-void evr__cnt_str(char *out, size_t len, long long cnt)
+void evr_count_str(char *out, size_t len, long long cnt)
 {
 	if (cnt >= 1000000000LL)
 		snprintf(out, len, "%lldb", cnt / 1000000000LL);
@@ -89,13 +89,13 @@ void evr__test_init(struct evr_test *t, enum evr_test_kind kind,
 	t->size = size;
 	switch (kind) {
 	case EVR_TEST_LAT:
-		evr__size_str(s, sizeof(s), size);
+		evr_size_str(s, sizeof(s), size);
 		snprintf(t->name, sizeof(t->name), "%s_lat", s);
 		t->count = 1;
 		t->iters = evr__size_to_count(size);
 		break;
 	case EVR_TEST_BW:
-		evr__size_str(s, sizeof(s), size);
+		evr_size_str(s, sizeof(s), size);
 		snprintf(t->name, sizeof(t->name), "%s_bw", s);
 		t->count = evr__size_to_count(size);
 		t->iters = 1;
