@@ -128,7 +128,7 @@ static void check_size_str(long long n, const char *want)
 	char buf[32];
 
 	memset(buf, 'X', sizeof(buf));
-	evr__size_str(buf, sizeof(buf), n);
+	evr_size_str(buf, sizeof(buf), n);
 	ck_assert_msg(!strcmp(buf, want), "size_str(%lld) = \"%s\", want \"%s\"",
 		      n, buf, want);
 }
@@ -138,7 +138,7 @@ static void check_cnt_str(long long n, const char *want)
 	char buf[32];
 
 	memset(buf, 'X', sizeof(buf));
-	evr__cnt_str(buf, sizeof(buf), n);
+	evr_count_str(buf, sizeof(buf), n);
 	ck_assert_msg(!strcmp(buf, want), "cnt_str(%lld) = \"%s\", want \"%s\"",
 		      n, buf, want);
 }
@@ -186,9 +186,9 @@ START_TEST(test_size_str_truncates_to_len)
 	char buf[5];
 
 	/* upstream's 5-byte label buffer */
-	evr__size_str(buf, sizeof(buf), 1536);
+	evr_size_str(buf, sizeof(buf), 1536);
 	ck_assert_str_eq(buf, "1.5k");
-	evr__size_str(buf, sizeof(buf), 1048576000);
+	evr_size_str(buf, sizeof(buf), 1048576000);
 	ck_assert_str_eq(buf, "1000");
 }
 END_TEST

@@ -53,10 +53,8 @@ struct evr_plan {
 uint32_t evr__size_table(unsigned i, int *in_default);
 /* upstream size_to_count(): 100 / 1000 / 10000 / 100000. */
 uint32_t evr__size_to_count(uint32_t size);
-/* upstream size_str() and cnt_str() are public (evrdma/stream.h); the
- * tests still call them by these names */
-#define evr__size_str evr_size_str
-#define evr__cnt_str evr_count_str
+/* upstream size_str() and cnt_str() are public: evr_size_str(),
+ * evr_count_str() (evrdma/stream.h). */
 
 /* Fill t as upstream's init_latency_test/init_bandwidth_test or custom. */
 void evr__test_init(struct evr_test *t, enum evr_test_kind kind,

@@ -34,9 +34,9 @@ static void check_test(const struct evr_test *t)
 		   EVR_PLAN_OK);
 	FUZZ_CHECK(!memcmp(&again, t, sizeof(again)));
 	/* the report's labels for it */
-	evr__size_str(s, sizeof(s), t->size);
+	evr_size_str(s, sizeof(s), t->size);
 	FUZZ_CHECK(s[0]);
-	evr__cnt_str(s, sizeof(s), (long long)t->count * t->iters);
+	evr_count_str(s, sizeof(s), (long long)t->count * t->iters);
 	FUZZ_CHECK(s[0]);
 	(void)evr__test_bytes(t);
 }
