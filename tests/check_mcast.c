@@ -2668,6 +2668,30 @@ START_TEST(test_failure_str)
 }
 END_TEST
 
+/* Transports are a table: each kind has its name, and a kind no
+ * transport has is refused before anything is allocated. */
+START_TEST(test_transport_names)
+{
+	struct evr_mcast_opts o = { .group = "239.1.1.1" };
+	struct evr_mcast_cbs cbs = { 0 };
+	struct evr_mcast *m = (struct evr_mcast *)&o;
+	struct evr_loop *l;
+
+	ck_assert_str_eq(evr_mc_transport_name(EVR_MC_RDMA), "rdma");
+	ck_assert_str_eq(evr_mc_transport_name(EVR_MC_UDP), "udp");
+	ck_assert_ptr_null(evr_mc_transport_name(EVR_MC_UDP + 1));
+	ck_assert_ptr_null(evr_mc_transport_name((enum evr_mc_transport)-1));
+	ck_assert_int_eq(evr_loop_new(&l, NULL), 0);
+	o.transport = (enum evr_mc_transport)(EVR_MC_UDP + 1);
+	ck_assert_int_eq(evr_mcast_new(&m, l, &o, &cbs, NULL), -EINVAL);
+	ck_assert_ptr_eq(m, (struct evr_mcast *)&o); /* untouched */
+	o.transport = EVR_MC_UDP;
+	ck_assert_int_eq(evr_mcast_new(&m, l, &o, &cbs, NULL), 0);
+	evr_mcast_free(m);
+	evr_loop_free(l);
+}
+END_TEST
+
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
@@ -2678,6 +2702,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_payload_roundtrip);
 	tcase_add_test(tc, test_payload_short);
 	tcase_add_test(tc, test_payload_bad_magic_version);
+	tcase_add_test(tc, test_transport_names);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("accounting");

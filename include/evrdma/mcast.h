@@ -135,8 +135,13 @@ struct evr_mcast_cbs {
 
 struct evr_mcast;
 
+/* The name of a transport: "rdma", "udp" (mckey --json's "transport");
+ * NULL for a value no transport has. */
+const char *evr_mc_transport_name(enum evr_mc_transport t);
+
 /* Create an engine in *out; o and cbs are copied (strings too).  Nothing
- * happens until evr_mcast_start().  Returns 0 or -ENOMEM. */
+ * happens until evr_mcast_start().  Returns 0, -ENOMEM, or -EINVAL for
+ * an unknown transport. */
 int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
 		  const struct evr_mcast_opts *o,
 		  const struct evr_mcast_cbs *cbs, void *ud);

@@ -392,7 +392,7 @@ json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 	const struct evr_mcast_opts *m = &cli->o;
 	json_t *r = start_record("mckey", version,
 				 m->sender ? "sender" : "receiver",
-				 m->transport == EVR_MC_UDP ? "udp" : "rdma");
+				 evr_mc_transport_name(m->transport));
 	json_t *opt = json_object();
 
 	set_str(opt, "group", m->group);

@@ -135,6 +135,17 @@ static int get_bool(struct ctx *c, json_t *obj, const char *key, int def,
 }
 
 /* One of a fixed set of words: the index into words. */
+/* The words of an enum whose values are 0, 1, ... from its public name
+ * function (NULL past the last), NULL-terminated, for get_enum(). */
+#define MAX_WORDS 8
+#define ENUM_WORDS(words, name_fn) \
+	do { \
+		int i_; \
+		for (i_ = 0; i_ < MAX_WORDS - 1 && (name_fn)(i_); i_++) \
+			(words)[i_] = (name_fn)(i_); \
+		(words)[i_] = NULL; \
+	} while (0)
+
 static int get_enum(struct ctx *c, json_t *obj, const char *key,
 		    const char *const *words, int def, int *out)
 {
@@ -243,11 +254,12 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 		"transport", "role", "count", "size", "settle_s", "udp_port",
 		NULL,
 	};
-	static const char *const xports[] = { "rdma", "udp", NULL };
+	const char *xports[MAX_WORDS];
 	static const char *const roles[] = { "receiver", "sender", NULL };
 	unsigned long long count, size;
 	int x, role;
 
+	ENUM_WORDS(xports, evr_mc_transport_name);
 	if (check_keys(c, o, keys))
 		return -1;
 	if (!json_object_get(o, "group"))
@@ -261,7 +273,7 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 	    get_num(c, o, "settle_s", 0, 60, 0.5, &p->settle_s) ||
 	    get_port(c, o, "udp_port", EVR_MC_DEFAULT_UDP_PORT, &p->udp_port))
 		return -1;
-	p->mc_xport = x ? EVR_MC_UDP : EVR_MC_RDMA;
+	p->mc_xport = (enum evr_mc_transport)x;
 	p->sender = role;
 	p->mc_count = (unsigned)count;
 	p->mc_size = (unsigned)size;

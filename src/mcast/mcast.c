@@ -525,13 +525,27 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	return 0;
 }
 
+/* The transports, by their public kind: a new one is its own file and a
+ * row here. */
+static const struct evr_mc_xport *const xports[] = {
+	[EVR_MC_RDMA] = &evr__mc_rdma_xport,
+	[EVR_MC_UDP] = &evr__mc_udp_xport,
+};
+
+const char *evr_mc_transport_name(enum evr_mc_transport t)
+{
+	return (unsigned)t < EVR__ARRAY_SIZE(xports) && xports[t] ?
+	       xports[t]->name : NULL;
+}
+
 int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
 		  const struct evr_mcast_opts *o,
 		  const struct evr_mcast_cbs *cbs, void *ud)
 {
+	if (!evr_mc_transport_name(o->transport))
+		return -EINVAL;
 	return evr__mcast_new_xport(out, loop, o, cbs, ud,
-				    o->transport == EVR_MC_UDP ?
-				    &evr__mc_udp_xport : &evr__mc_rdma_xport);
+				    xports[o->transport]);
 }
 
 void evr_mcast_start(struct evr_mcast *m)
