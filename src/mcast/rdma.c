@@ -24,6 +24,7 @@
 #define MAX_SLOTS 4096u
 
 struct reng {
+	struct evr_mcast *m;
 	struct rdma_event_channel *ch;
 	ev_io cm_w;
 	struct sockaddr_storage src, dst;
@@ -71,6 +72,7 @@ static int r_engine_init(struct evr_mcast *m)
 		return -1;
 	}
 	m->xp = e;
+	e->m = m;
 	e->ch = rdma_create_event_channel();
 	if (!e->ch) {
 		/* upstream: both messages, then exit 1 */
@@ -86,7 +88,6 @@ static int r_engine_init(struct evr_mcast *m)
 	evr__fd_set_nonblock(e->ch->fd, 1);
 	evr__fd_set_cloexec(e->ch->fd);
 	ev_io_init(&e->cm_w, cm_cb, e->ch->fd, EV_READ);
-	e->cm_w.data = m;
 	ev_io_start(m->loop->ev, &e->cm_w);
 	e->sender_base = evr__mc_sender_base();
 	return 0;
@@ -253,7 +254,6 @@ static int r_setup(struct evr_mc_node *n)
 	evr__fd_set_nonblock(r->cch->fd, 1);
 	evr__fd_set_cloexec(r->cch->fd);
 	ev_io_init(&r->cq_w, cq_cb, r->cch->fd, EV_READ);
-	r->cq_w.data = n;
 	ev_io_start(m->loop->ev, &r->cq_w);
 	if (ibv_req_notify_cq(r->cq, 0)) {
 		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
@@ -485,8 +485,8 @@ static void handle_wc(struct evr_mc_node *n, const struct ibv_wc *wc)
 
 static void cq_cb(struct ev_loop *l, ev_io *w, int revents)
 {
-	struct evr_mc_node *n = w->data;
-	struct rnode *r = rn(n);
+	struct rnode *r = evr__container_of(w, struct rnode, cq_w);
+	struct evr_mc_node *n = r->n;
 	struct ibv_cq *cq;
 	struct ibv_wc wc[16];
 	void *ctx;
@@ -516,7 +516,7 @@ static void cq_cb(struct ev_loop *l, ev_io *w, int revents)
 
 static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 {
-	struct evr_mcast *m = w->data;
+	struct evr_mcast *m = evr__container_of(w, struct reng, cm_w)->m;
 	struct rdma_cm_event *ev;
 
 	while (m->xp && !rdma_get_cm_event(eng(m)->ch, &ev)) {

@@ -88,9 +88,7 @@ static int u_node_init(struct evr_mc_node *n)
 	u->fd = -1;
 	u->n = n;
 	ev_init(&u->io_w, io_cb);
-	u->io_w.data = n;
 	ev_idle_init(&u->comp_w, comp_cb);
-	u->comp_w.data = n;
 	n->xp = u;
 	return 0;
 }
@@ -345,8 +343,8 @@ static int u_join(struct evr_mc_node *n)
 
 static void comp_cb(struct ev_loop *l, ev_idle *w, int revents)
 {
-	struct evr_mc_node *n = w->data;
-	struct unode *u = un(n);
+	struct unode *u = evr__container_of(w, struct unode, comp_w);
+	struct evr_mc_node *n = u->n;
 
 	ev_idle_stop(l, w);
 	while (n->xp && u->pending && n->state == EVR_MC_RUNNING) {
@@ -392,8 +390,8 @@ static int u_send(struct evr_mc_node *n, uint32_t seq)
 
 static void io_cb(struct ev_loop *l, ev_io *w, int revents)
 {
-	struct evr_mc_node *n = w->data;
-	struct unode *u = un(n);
+	struct unode *u = evr__container_of(w, struct unode, io_w);
+	struct evr_mc_node *n = u->n;
 	unsigned budget = 256;
 
 	if (revents & EV_WRITE) {
