@@ -201,7 +201,9 @@ struct evr_rc_next evr__rc_close_next(enum evr_rc_state st,
 		}
 		break;
 	case EVR_RC_E_CONN_FAIL:
-		return conn_fail(n, facts);
+		if (evr__rc_setting_up(st))
+			return conn_fail(n, facts);
+		break;
 	case EVR_RC_E_ABORT:
 		return teardown(n);
 	default:
