@@ -24,6 +24,8 @@
  * DISCONNECTED or a timer; rdma_disconnect; wait (bounded) for CM
  * DISCONNECTED; destroy.  This happens after the session has let go: the
  * connection lingers here, and evr_stream_free tears down what is left.
+ * The states and the decisions are rclose.c's; events here only record
+ * facts (rconn.facts) and call close_step(), the one close path.
  */
 #include "config.h"
 
