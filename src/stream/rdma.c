@@ -24,6 +24,8 @@
  * DISCONNECTED or a timer; rdma_disconnect; wait (bounded) for CM
  * DISCONNECTED; destroy.  This happens after the session has let go: the
  * connection lingers here, and evr_stream_free tears down what is left.
+ * The states and the decisions are rclose.c's; events here only record
+ * facts (rconn.facts) and call close_step(), the one close path.
  */
 #include "config.h"
 
@@ -38,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rclose.h"
 #include "rdma.h"
 #include "rsproto.h"
 
@@ -65,28 +68,6 @@
 enum { WK_DATA = 1, WK_SGL, WK_DISC, WK_KEEPALIVE };
 #define WR_ID(kind, len) ((uint64_t)(kind) << 32 | (uint32_t)(len))
 
-#define RC_STATES(X) \
-	X(RESOLVE_ADDR)  /* client: rdma_resolve_addr */ \
-	X(RESOLVE_ROUTE) \
-	X(CONNECTING)    /* client: rdma_connect sent */ \
-	X(ACCEPTING)     /* server: rdma_accept sent, before ESTABLISHED */ \
-	X(OPEN)          /* established: data flows */ \
-	X(FAILED)        /* client: connecting failed, the owner is told */ \
-	X(CLOSING)       /* closed by the owner: our DISCONNECT in flight */ \
-	X(DISCONNECTING) /* rdma_disconnect done: waiting for the CM */
-
-enum rc_state {
-#define X(s) RC_##s,
-	RC_STATES(X)
-#undef X
-};
-
-static const char *const rc_state_names[] = {
-#define X(s) #s,
-	RC_STATES(X)
-#undef X
-};
-
 /* deferred upcalls */
 enum {
 	PEND_CONNECTED = 1,
@@ -104,9 +85,10 @@ struct rconn {
 	unsigned pend;
 	int conn_err;                  /* for PEND_CONNECTED */
 	unsigned id_no;                /* for traces */
-	enum rc_state state;
-	int owned;                     /* the engine holds it */
-	int lingering;                 /* closed, not yet destroyed */
+	/* moved by set_state while setting up, then only by close_step */
+	enum evr_rc_state state;
+	enum evr_rc_disc disc;         /* our DISCONNECT */
+	unsigned facts;                /* EVR_RC_F_*: what happened */
 	struct rdma_cm_id *id;
 	struct sockaddr_storage dst;
 	uint8_t route[256];            /* -T r: a path from rdma_getaddrinfo */
@@ -128,16 +110,6 @@ struct rconn {
 	int swap_sge;
 	struct evr_rs_tx tx;
 	struct evr_rs_rx rx;
-	/* what happened */
-	unsigned established:1;
-	unsigned peer_disc:1;          /* RS_CTRL_DISCONNECT received */
-	unsigned peer_shut:1;          /* RS_CTRL_SHUTDOWN received */
-	unsigned cm_disc:1;            /* RDMA_CM_EVENT_DISCONNECTED */
-	unsigned local_shut:1;         /* we send nothing more */
-	unsigned disc_want:1;          /* our DISCONNECT is due */
-	unsigned disc_posted:1;
-	unsigned disc_done:1;          /* ... and has completed */
-	unsigned disconnected:1;       /* rdma_disconnect called */
 	int err;                       /* sticky: the connection is broken */
 	ev_io own_w;
 	ev_timer close_w;
@@ -159,18 +131,39 @@ struct rdma_xport {
 	ev_timer defer_w;
 };
 
-static void teardown(struct rconn *rc);
+static void close_step(struct rconn *rc, enum evr_rc_event ev, int err);
 static void process(struct rconn *rc);
-static void close_check(struct rconn *rc);
 
-static void set_state(struct rconn *rc, enum rc_state st)
+static void set_state(struct rconn *rc, enum evr_rc_state st)
 {
 	struct evr_loop *l = rc->x->base.loop;
 
 	if (rc->state != st && evr__tracing(l))
 		evr__trace(l, "rdma %u: %s -> %s", rc->id_no,
-			   rc_state_names[rc->state], rc_state_names[st]);
+			   evr__rc_state_name(rc->state),
+			   evr__rc_state_name(st));
 	rc->state = st;
+}
+
+static void set_disc(struct rconn *rc, enum evr_rc_disc d)
+{
+	struct evr_loop *l = rc->x->base.loop;
+
+	if (rc->disc != d && evr__tracing(l))
+		evr__trace(l, "rdma %u: DISCONNECT %s -> %s", rc->id_no,
+			   evr__rc_disc_name(rc->disc), evr__rc_disc_name(d));
+	rc->disc = d;
+}
+
+static int has(const struct rconn *rc, unsigned facts)
+{
+	return !!(rc->facts & facts);
+}
+
+/* The owner shut it down: we send nothing more. */
+static int shut(const struct rconn *rc)
+{
+	return rc->disc != EVR_RC_DISC_NONE;
 }
 
 static void trace_err(struct rconn *rc, const char *what, int err)
@@ -229,7 +222,7 @@ static void pend_remove(struct rconn *rc)
 
 static void wake(struct rconn *rc)
 {
-	if (rc->owned)
+	if (has(rc, EVR_RC_F_OWNED))
 		pend_add(rc, PEND_WAKE);
 }
 
@@ -250,13 +243,14 @@ static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
 		/* each upcall may close rc: touch nothing of it after */
 		if (p & PEND_ACCEPTED) {
 			ev_io_stop(l, &rc->own_w); /* the session watches now */
-			rc->owned = 1;
+			rc->facts |= EVR_RC_F_OWNED;
 			x->base.cbs->accepted(x->base.ud, &rc->base,
 					      rdma_get_peer_addr(rc->id));
 		} else if (p & PEND_CONNECTED) {
 			x->base.cbs->connected(x->base.ud, &rc->base,
 					       rc->conn_err);
-		} else if ((p & PEND_WAKE) && rc->owned && rc->base.wake) {
+		} else if ((p & PEND_WAKE) && has(rc, EVR_RC_F_OWNED) &&
+			   rc->base.wake) {
 			rc->base.wake(&rc->base);
 		}
 	}
@@ -314,8 +308,8 @@ static int arm(struct rconn *rc)
 /* Connected, and neither side has ended it: errors count, credits flow. */
 static int live(const struct rconn *rc)
 {
-	return (rc->state == RC_OPEN || rc->state == RC_ACCEPTING) &&
-	       !rc->peer_disc && !rc->cm_disc && !rc->err;
+	return (rc->state == EVR_RC_OPEN || rc->state == EVR_RC_ACCEPTING) &&
+	       !has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC) && !rc->err;
 }
 
 static void set_err(struct rconn *rc, int err, const char *what)
@@ -377,13 +371,14 @@ static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 		}
 		break;
 	case EVR_RS_OP_CTRL:
+		/* facts only: the close decides at its next step */
 		if (data == EVR_RS_CTRL_DISCONNECT) {
-			rc->peer_disc = 1;
+			rc->facts |= EVR_RC_F_PEER_DISC;
 			wake(rc);
 		} else if (data == EVR_RS_CTRL_SHUTDOWN) {
-			rc->peer_shut = 1;
-			if (rc->local_shut)
-				rc->peer_disc = 1;
+			rc->facts |= EVR_RC_F_PEER_SHUT;
+			if (shut(rc))
+				rc->facts |= EVR_RC_F_PEER_DISC;
 			wake(rc);
 		}
 		break;
@@ -391,7 +386,7 @@ static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 	case EVR_RS_OP_WRITE:
 		break; /* we advertise no iomap; nothing to do */
 	default: /* DATA, and the reserved ops upstream files as data */
-		if (rc->peer_disc)
+		if (has(rc, EVR_RC_F_PEER_DISC))
 			break;
 		if (!data) {
 			/* nothing to read, but a credit to give back */
@@ -423,14 +418,15 @@ static void send_wc(struct rconn *rc, const struct ibv_wc *wc)
 		evr__rs_tx_data_done(&rc->tx, (uint32_t)wc->wr_id);
 		break;
 	case WK_DISC:
-		rc->disc_done = 1; /* whatever its status */
 		evr__rs_tx_ctrl_done(&rc->tx);
+		/* whatever its status; only moves rc->disc */
+		close_step(rc, EVR_RC_E_DISC_DONE, 0);
 		return;
 	default:
 		evr__rs_tx_ctrl_done(&rc->tx);
 		break;
 	}
-	if (wc->status != IBV_WC_SUCCESS && live(rc) && !rc->local_shut)
+	if (wc->status != IBV_WC_SUCCESS && live(rc) && !shut(rc))
 		set_err(rc, -EIO, ibv_wc_status_str(wc->status));
 }
 
@@ -459,7 +455,8 @@ static int poll_cq(struct rconn *rc)
 	} while (n == CQ_BATCH);
 	/* Receives go back at once, whether or not the data was read:
 	 * credits, not receives, bound what the peer may send. */
-	if (repost && !rc->peer_disc && !rc->disconnected && rc->id->qp &&
+	if (repost && !has(rc, EVR_RC_F_PEER_DISC) &&
+	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
 	    post_recvs(rc, repost))
 		set_err(rc, -EIO, "ibv_post_recv");
 	return total;
@@ -492,7 +489,7 @@ static int post_ctrl(struct rconn *rc, struct ibv_send_wr *wr)
  * writes later, 0 of 600 with the gate. */
 static void update_credits(struct rconn *rc)
 {
-	while (rc->state == RC_OPEN && live(rc) && !rc->local_shut &&
+	while (rc->state == EVR_RC_OPEN && live(rc) && !shut(rc) &&
 	       evr__rs_tx_ctrl_avail(&rc->tx)) {
 		enum evr_rs_update k = evr__rs_rx_update_gated(&rc->rx);
 		struct ibv_send_wr wr;
@@ -538,8 +535,7 @@ static void post_disconnect(struct rconn *rc)
 {
 	struct ibv_send_wr wr;
 
-	if (!rc->disc_want || rc->disc_posted ||
-	    !evr__rs_tx_ctrl_avail(&rc->tx))
+	if (rc->disc != EVR_RC_DISC_WANTED || !evr__rs_tx_ctrl_avail(&rc->tx))
 		return;
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = WR_ID(WK_DISC, 0);
@@ -548,9 +544,10 @@ static void post_disconnect(struct rconn *rc)
 						     EVR_RS_CTRL_DISCONNECT));
 	wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
 	wr.wr.rdma.rkey = rc->peer.target_sgl.key;
-	rc->disc_posted = 1;
+	/* the steps only move rc->disc */
+	close_step(rc, EVR_RC_E_DISC_POSTED, 0);
 	if (post_ctrl(rc, &wr))
-		rc->disc_done = 1; /* nothing will complete */
+		close_step(rc, EVR_RC_E_DISC_DONE, 0); /* nothing will complete */
 }
 
 /* Keepalive (-k): a 0-byte RDMA WRITE without immediate, which the peer's
@@ -560,7 +557,7 @@ static void ka_cb(struct ev_loop *l, ev_timer *w, int revents)
 	struct rconn *rc = evr__container_of(w, struct rconn, ka_w);
 	struct ibv_send_wr wr;
 
-	if (rc->state != RC_OPEN || !live(rc) || rc->local_shut ||
+	if (rc->state != EVR_RC_OPEN || !live(rc) || shut(rc) ||
 	    !evr__rs_tx_ctrl_avail(&rc->tx))
 		return;
 	if (evr__tracing(rc->x->base.loop))
@@ -693,9 +690,9 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len)
 	for (;;) {
 		if (rc->err)
 			return rc->err;
-		if (rc->local_shut || rc->peer_disc || rc->cm_disc)
+		if (shut(rc) || has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC))
 			return -ECONNRESET;
-		if (rc->state != RC_OPEN)
+		if (rc->state != EVR_RC_OPEN)
 			return -EAGAIN;
 		process(rc);
 		if (rc->err)
@@ -733,7 +730,7 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 	size_t got;
 
 	for (;;) {
-		if (rc->state == RC_OPEN || rc->state == RC_ACCEPTING)
+		if (rc->state == EVR_RC_OPEN || rc->state == EVR_RC_ACCEPTING)
 			process(rc);
 		got = 0;
 		while (got < len && (n = evr__rs_rx_peek(&rc->rx, &off))) {
@@ -748,12 +745,13 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 			return (ssize_t)got;
 		}
 		/* queued data first, then the end or the error */
-		if (rc->peer_disc || rc->peer_shut || rc->cm_disc)
+		if (has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_PEER_SHUT |
+			EVR_RC_F_CM_DISC))
 			return 0;
 		if (rc->err)
 			return rc->err;
-		if (rc->state != RC_OPEN)
-			return rc->local_shut ? 0 : -EAGAIN;
+		if (rc->state != EVR_RC_OPEN)
+			return shut(rc) ? 0 : -EAGAIN;
 		if (io_mode(rc) == EVR_IO_BLOCK) {
 			if (!deadline)
 				deadline = block_deadline(rc);
@@ -769,16 +767,7 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
  * CM's) came first, in which case we post nothing more. */
 static void r_shutdown(struct evr_conn *c)
 {
-	struct rconn *rc = evr__container_of(c, struct rconn, base);
-
-	if (rc->local_shut)
-		return;
-	rc->local_shut = 1;
-	if (rc->state == RC_OPEN && !rc->peer_disc && !rc->cm_disc &&
-	    !rc->err) {
-		rc->disc_want = 1;
-		process(rc);
-	}
+	close_step(evr__container_of(c, struct rconn, base), EVR_RC_E_SHUT, 0);
 }
 
 /* ---- closing ---- */
@@ -789,8 +778,8 @@ static void own_cb(struct ev_loop *l, ev_io *w, int revents)
 
 	for (;;) {
 		process(rc);
-		if (rc->state == RC_CLOSING) {
-			close_check(rc); /* may destroy rc */
+		if (evr__rc_closing(rc->state)) {
+			close_step(rc, EVR_RC_E_POLLED, 0); /* may destroy rc */
 			return;
 		}
 		if (arm(rc) <= 0 || !poll_cq(rc))
@@ -818,88 +807,76 @@ static void close_timer(struct rconn *rc, unsigned ms)
 	ev_timer_start(l, &rc->close_w);
 }
 
-/* Step 4 of the close: QP to error and DREQ (or DREP). */
-static void disconnect(struct rconn *rc)
-{
-	set_state(rc, RC_DISCONNECTING);
-	ev_io_stop(rc->x->base.loop->ev, &rc->own_w);
-	ev_timer_stop(rc->x->base.loop->ev, &rc->ka_w);
-	if (!rc->disconnected) {
-		rc->disconnected = 1;
-		rdma_disconnect(rc->id);
-	}
-	poll_cq(rc); /* the flushed work requests */
-	if (rc->cm_disc) {
-		teardown(rc);
-		return;
-	}
-	close_timer(rc, DISC_WAIT_MS);
-}
-
-/* The peer's DISCONNECT came first and we owe it none: an rsocket peer
- * may still post a credit update after its DISCONNECT, and its rclose()
- * blocks until every send it posted has completed.  Moving our QP to
- * error at once leaves that last message unacknowledged, and the peer's
- * close hung (over rxe, for more than 30 s).  So the QP stays up,
- * acknowledging, until the peer's DREQ (its close is done) or a short
- * timer. */
-static int peer_closing_first(const struct rconn *rc)
-{
-	return rc->peer_disc && !rc->disc_posted && !rc->cm_disc && !rc->err;
-}
-
-static void close_check(struct rconn *rc)
-{
-	if (rc->state != RC_CLOSING || peer_closing_first(rc))
-		return;
-	if (rc->disc_done || !rc->disc_posted || rc->peer_disc ||
-	    rc->cm_disc || rc->err)
-		disconnect(rc);
-}
-
 static void close_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
-	struct rconn *rc = evr__container_of(w, struct rconn, close_w);
+	close_step(evr__container_of(w, struct rconn, close_w),
+		   EVR_RC_E_TIMER, 0);
+}
 
-	if (rc->state == RC_CLOSING) {
+static void teardown(struct rconn *rc, int dreq);
+
+/*
+ * The one close path: events record their facts and call this, which
+ * asks the machine (rclose.c) where the connection goes, traces the move
+ * and carries the actions out.  The only place that moves a connection
+ * out of OPEN (or the setup) towards CLOSED, and the only caller of
+ * teardown.  err: why a connect failed (E_CONN_FAIL, E_CM_DISC).
+ * Returns nothing: rc may be gone.
+ */
+static void close_step(struct rconn *rc, enum evr_rc_event ev, int err)
+{
+	struct ev_loop *l = rc->x->base.loop->ev;
+	struct evr_rc_next n;
+
+	n = evr__rc_close_next(rc->state, rc->disc, ev,
+			       rc->facts | (rc->err ? EVR_RC_F_ERR : 0));
+	if (n.acts & EVR_RC_A_TIMEOUT)
 		trace_err(rc, "close", ETIMEDOUT);
-		disconnect(rc);
-	} else {
-		teardown(rc);
+	if (n.acts & EVR_RC_A_CONN_FAILED)
+		trace_err(rc, "connect", err);
+	set_state(rc, n.state);
+	set_disc(rc, n.disc);
+	/* Each action below may step again (a completion of our DISCONNECT
+	 * while the CQ is processed), which only ever moves rc->disc. */
+	if (n.acts & EVR_RC_A_PROCESS)
+		process(rc);
+	if (n.acts & EVR_RC_A_DISCONNECT) {
+		/* QP to error and DREQ (or DREP) */
+		ev_io_stop(l, &rc->own_w);
+		ev_timer_stop(l, &rc->ka_w);
+		rdma_disconnect(rc->id);
+		poll_cq(rc); /* the flushed work requests */
 	}
+	if (n.acts & EVR_RC_A_TIMER_CLOSE)
+		close_timer(rc, CLOSE_WAIT_MS);
+	if (n.acts & EVR_RC_A_TIMER_GRACE)
+		close_timer(rc, PEER_DISC_GRACE_MS);
+	if (n.acts & EVR_RC_A_TIMER_DISC)
+		close_timer(rc, DISC_WAIT_MS);
+	if (n.acts & EVR_RC_A_WATCH)
+		own_watch(rc);
+	if (n.acts & EVR_RC_A_WAKE)
+		wake(rc);
+	if (n.acts & EVR_RC_A_NOTIFY) {
+		rc->conn_err = err ? err : -ECONNABORTED;
+		pend_add(rc, PEND_CONNECTED);
+	}
+	if (n.acts & EVR_RC_A_TEARDOWN)
+		teardown(rc, !!(n.acts & EVR_RC_A_DREQ));
 }
 
 static void r_close(struct evr_conn *c)
 {
 	struct rconn *rc = evr__container_of(c, struct rconn, base);
-	struct rdma_xport *x = rc->x;
 
 	c->wake = NULL;
-	rc->owned = 0;
+	rc->facts &= ~(unsigned)EVR_RC_F_OWNED;
+	rc->facts |= EVR_RC_F_LINGER;
 	pend_remove(rc);
-	rc->lingering = 1;
-	x->nlinger++;
-	if (rc->state != RC_OPEN) {
-		/* never established: nothing to say to the peer */
-		teardown(rc);
-		return;
-	}
-	r_shutdown(c);
-	set_state(rc, RC_CLOSING);
-	if (peer_closing_first(rc)) {
-		close_timer(rc, PEER_DISC_GRACE_MS);
-		own_watch(rc);
-		return;
-	}
-	if (!rc->disc_posted && rc->disc_want) {
-		/* waiting for a control slot: the completions free one */
-	} else if (!rc->disc_posted || rc->peer_disc || rc->cm_disc ||
-		   rc->err) {
-		disconnect(rc);
-		return;
-	}
-	close_timer(rc, CLOSE_WAIT_MS);
-	own_watch(rc);
+	rc->x->nlinger++;
+	/* as rclose(): rshutdown first, while still open */
+	close_step(rc, EVR_RC_E_SHUT, 0);
+	close_step(rc, EVR_RC_E_CLOSE, 0);
 }
 
 /* The endpoint as create_ep sized it and the peer's private data told
@@ -911,7 +888,7 @@ static int r_settings(struct evr_conn *c, struct evr_conn_settings *o)
 
 	memset(o, 0, sizeof(*o));
 	o->xport = EVR_XPORT_RDMA;
-	if (!rc->id || !rc->established)
+	if (!rc->id || !evr__rc_established(rc->state))
 		return -ENOTCONN;
 	evr__sockaddr_str(rdma_get_local_addr(rc->id), o->local,
 			  sizeof(o->local));
@@ -939,13 +916,14 @@ static const struct evr_conn_ops rdma_conn_ops = {
 	.settings = r_settings,
 };
 
-/* Free everything of a connection, in reverse order of creation. */
-static void teardown(struct rconn *rc)
+/* Free everything of a connection, in reverse order of creation; dreq:
+ * established and never disconnected, so rdma_disconnect first.  Only
+ * close_step calls it. */
+static void teardown(struct rconn *rc, int dreq)
 {
 	struct rdma_xport *x = rc->x;
 	struct ev_loop *l = x->base.loop->ev;
 
-	set_state(rc, RC_DISCONNECTING);
 	ev_io_stop(l, &rc->own_w);
 	ev_timer_stop(l, &rc->close_w);
 	ev_timer_stop(l, &rc->ka_w);
@@ -956,12 +934,12 @@ static void teardown(struct rconn *rc)
 		x->conns = rc->next;
 	if (rc->next)
 		rc->next->prev = rc->prev;
-	if (rc->lingering && !--x->nlinger) {
+	if (has(rc, EVR_RC_F_LINGER) && !--x->nlinger) {
 		x->drain_pend = 1;
 		defer_kick(x);
 	}
 	if (rc->id && rc->id->qp) {
-		if (rc->established && !rc->disconnected)
+		if (dreq)
 			rdma_disconnect(rc->id);
 		rdma_destroy_qp(rc->id);
 	}
@@ -1148,8 +1126,7 @@ static void established(struct rconn *rc)
 {
 	const struct evr_stream_opts *o = rc->x->base.o;
 
-	rc->established = 1;
-	set_state(rc, RC_OPEN);
+	set_state(rc, EVR_RC_OPEN);
 	if (o->keepalive) {
 		ev_timer_set(&rc->ka_w, o->keepalive, o->keepalive);
 		ev_timer_start(rc->x->base.loop->ev, &rc->ka_w);
@@ -1162,14 +1139,7 @@ static void established(struct rconn *rc)
 /* Client: a connect attempt failed; the owner closes the connection. */
 static void connect_failed(struct rconn *rc, int err)
 {
-	trace_err(rc, "connect", err);
-	if (!rc->owned) {
-		teardown(rc);
-		return;
-	}
-	set_state(rc, RC_FAILED);
-	rc->conn_err = err ? err : -ECONNABORTED;
-	pend_add(rc, PEND_CONNECTED);
+	close_step(rc, EVR_RC_E_CONN_FAIL, err);
 }
 
 static int resolve_route(struct rconn *rc)
@@ -1211,7 +1181,7 @@ static int do_connect(struct rconn *rc)
 	p.rnr_retry_count = 7;   /* RNR: retry for ever, as upstream */
 	if (rdma_connect(rc->id, &p))
 		return -errno;
-	set_state(rc, RC_CONNECTING);
+	set_state(rc, EVR_RC_CONNECTING);
 	return 0;
 }
 
@@ -1263,7 +1233,7 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 		ret = -errno;
 		goto fail;
 	}
-	set_state(rc, RC_ACCEPTING);
+	set_state(rc, EVR_RC_ACCEPTING);
 	x->starved = 0;
 	/* the peer may write before ESTABLISHED: take it in meanwhile */
 	own_watch(rc);
@@ -1278,7 +1248,7 @@ fail:
 		x->base.cbs->refused(x->base.ud, ret,
 				     rdma_get_peer_addr(rc->id));
 	}
-	teardown(rc);
+	close_step(rc, EVR_RC_E_ABORT, 0);
 }
 
 static void on_established(struct rconn *rc, struct rdma_cm_event *e)
@@ -1286,12 +1256,12 @@ static void on_established(struct rconn *rc, struct rdma_cm_event *e)
 	struct evr_rs_conn_data cd;
 	int ret;
 
-	if (rc->state == RC_ACCEPTING) {
+	if (rc->state == EVR_RC_ACCEPTING) {
 		established(rc);
 		pend_add(rc, PEND_ACCEPTED);
 		return;
 	}
-	if (rc->state != RC_CONNECTING)
+	if (rc->state != EVR_RC_CONNECTING)
 		return;
 	ret = evr__rs_conn_data_decode(e->param.conn.private_data,
 				       e->param.conn.private_data_len, &cd);
@@ -1307,26 +1277,9 @@ static void on_established(struct rconn *rc, struct rdma_cm_event *e)
 
 static void on_disconnected(struct rconn *rc)
 {
-	rc->cm_disc = 1;
-	switch (rc->state) {
-	case RC_OPEN:
-		wake(rc);
-		break;
-	case RC_ACCEPTING:
-		teardown(rc); /* the engine never saw it */
-		break;
-	case RC_CLOSING:
-		disconnect(rc);
-		break;
-	case RC_DISCONNECTING:
-		teardown(rc);
-		break;
-	case RC_CONNECTING:
-		connect_failed(rc, -ECONNRESET);
-		break;
-	default:
-		break;
-	}
+	rc->facts |= EVR_RC_F_CM_DISC;
+	/* ends a connect attempt with ECONNRESET */
+	close_step(rc, EVR_RC_E_CM_DISC, -ECONNRESET);
 }
 
 static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
@@ -1343,16 +1296,16 @@ static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 		return; /* the listener's own events */
 	switch (e->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (rc->state != RC_RESOLVE_ADDR)
+		if (rc->state != EVR_RC_RESOLVE_ADDR)
 			break;
 		rc->retries = 0;
-		set_state(rc, RC_RESOLVE_ROUTE);
+		set_state(rc, EVR_RC_RESOLVE_ROUTE);
 		ret = resolve_route(rc);
 		if (ret)
 			connect_failed(rc, ret);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (rc->state != RC_RESOLVE_ROUTE)
+		if (rc->state != EVR_RC_RESOLVE_ROUTE)
 			break;
 		ret = do_connect(rc);
 		if (ret)
@@ -1360,11 +1313,11 @@ static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-		if (rc->state != RC_RESOLVE_ADDR &&
-		    rc->state != RC_RESOLVE_ROUTE)
+		if (rc->state != EVR_RC_RESOLVE_ADDR &&
+		    rc->state != EVR_RC_RESOLVE_ROUTE)
 			break;
 		if (e->status == -ETIMEDOUT && rc->retries++ < RESOLVE_RETRIES) {
-			ret = rc->state == RC_RESOLVE_ADDR ?
+			ret = rc->state == EVR_RC_RESOLVE_ADDR ?
 			      (rdma_resolve_addr(rc->id, NULL,
 						 (struct sockaddr *)&rc->dst,
 						 RESOLVE_MS) ? -errno : 0) :
@@ -1378,26 +1331,26 @@ static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 		on_established(rc, e);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
-		if (rc->state == RC_CONNECTING)
+		if (rc->state == EVR_RC_CONNECTING)
 			connect_failed(rc, -ECONNREFUSED);
-		else if (rc->state == RC_ACCEPTING)
-			teardown(rc);
+		else if (rc->state == EVR_RC_ACCEPTING)
+			close_step(rc, EVR_RC_E_ABORT, 0);
 		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		if (rc->state == RC_CONNECTING)
+		if (rc->state == EVR_RC_CONNECTING)
 			connect_failed(rc, e->status < 0 ? e->status :
 					   -ETIMEDOUT);
-		else if (rc->state == RC_ACCEPTING)
-			teardown(rc);
+		else if (rc->state == EVR_RC_ACCEPTING)
+			close_step(rc, EVR_RC_E_ABORT, 0);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		on_disconnected(rc);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (rc->state == RC_OPEN)
+		if (rc->state == EVR_RC_OPEN)
 			set_err(rc, -ENODEV, "device removal");
-		else if (rc->state < RC_OPEN)
+		else if (evr__rc_setting_up(rc->state))
 			connect_failed(rc, -ENODEV);
 		break;
 	default: /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
@@ -1553,10 +1506,10 @@ static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
 	if (rdma_create_id(x->ch, &rc->id, rc, RDMA_PS_TCP)) {
 		f->err = -errno;
 		f->where = "rdma_create_id";
-		teardown(rc);
+		close_step(rc, EVR_RC_E_ABORT, 0);
 		return f->err;
 	}
-	rc->owned = 1;
+	rc->facts |= EVR_RC_F_OWNED;
 	*out = &rc->base;
 	return 0;
 }
@@ -1579,7 +1532,7 @@ static int x_connect(struct evr_xport *xp, struct evr_conn *c,
 		evr__bind_failed(f, -errno, src, dst);
 		return f->err;
 	}
-	set_state(rc, RC_RESOLVE_ADDR);
+	set_state(rc, EVR_RC_RESOLVE_ADDR);
 	if (rdma_resolve_addr(rc->id, NULL, (struct sockaddr *)&rc->dst,
 			      RESOLVE_MS)) {
 		*err = -errno;
@@ -1599,7 +1552,7 @@ static void x_free(struct evr_xport *xp)
 	struct ev_loop *l = xp->loop->ev;
 
 	while (x->conns)
-		teardown(x->conns);
+		close_step(x->conns, EVR_RC_E_ABORT, 0);
 	x_stop_listen(xp);
 	ev_timer_stop(l, &x->defer_w);
 	if (x->ch) {
