@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../loop/channel.h"
 #include "mc.h"
 
 #define GRH_LEN 40
@@ -65,6 +66,7 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents);
 static int r_engine_init(struct evr_mcast *m)
 {
 	struct reng *e = calloc(1, sizeof(*e));
+	int ret;
 
 	if (!e) {
 		EVR__MC_FAIL(m, .status = 1, .code = -ENOMEM,
@@ -73,20 +75,18 @@ static int r_engine_init(struct evr_mcast *m)
 	}
 	m->xp = e;
 	e->m = m;
-	e->ch = rdma_create_event_channel();
-	if (!e->ch) {
+	ret = evr__cm_channel_open(&e->ch);
+	if (ret) {
 		/* upstream: both messages, then exit 1 */
-		if (errno == ENODEV)
+		if (ret == -ENODEV)
 			EVR__MC_FAIL(m, .status = 1, .code = -EVR_E_NODEV,
 				     .msg = "No RDMA devices were detected");
 		else
 			EVR__MC_FAIL(m, .status = 1,
 				     .msg = "failed to create RDMA CM event channel",
-				     .sys_errno = errno);
+				     .sys_errno = -ret);
 		return -1;
 	}
-	evr__fd_set_nonblock(e->ch->fd, 1);
-	evr__fd_set_cloexec(e->ch->fd);
 	ev_io_init(&e->cm_w, cm_cb, e->ch->fd, EV_READ);
 	ev_io_start(m->loop->ev, &e->cm_w);
 	e->sender_base = evr__mc_sender_base();
@@ -242,8 +242,7 @@ static int r_setup(struct evr_mc_node *n)
 		r->slots = (unsigned)da.max_qp_wr;
 	/* Unlike upstream, the CQ has a completion channel, so the loop
 	 * sleeps until a completion comes instead of polling. */
-	r->cch = ibv_create_comp_channel(r->id->verbs);
-	if (r->cch)
+	if (!evr__comp_channel_open(r->id->verbs, &r->cch))
 		r->cq = ibv_create_cq(r->id->verbs, (int)r->slots * 2, n,
 				      r->cch, 0);
 	if (!r->cq) {
@@ -251,8 +250,6 @@ static int r_setup(struct evr_mc_node *n)
 			     .msg = "mckey: unable to create CQ");
 		return -1;
 	}
-	evr__fd_set_nonblock(r->cch->fd, 1);
-	evr__fd_set_cloexec(r->cch->fd);
 	ev_io_init(&r->cq_w, cq_cb, r->cch->fd, EV_READ);
 	ev_io_start(m->loop->ev, &r->cq_w);
 	if (ibv_req_notify_cq(r->cq, 0)) {
@@ -431,8 +428,7 @@ static void r_node_fini(struct evr_mc_node *n)
 	if (r->id && r->id->qp)
 		rdma_destroy_qp(r->id);
 	if (r->cq) {
-		if (r->cq_unacked)
-			ibv_ack_cq_events(r->cq, r->cq_unacked);
+		evr__cq_ack(r->cq, &r->cq_unacked);
 		ibv_destroy_cq(r->cq);
 	}
 	if (r->cch)
@@ -487,19 +483,12 @@ static void cq_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct rnode *r = evr__container_of(w, struct rnode, cq_w);
 	struct evr_mc_node *n = r->n;
-	struct ibv_cq *cq;
 	struct ibv_wc wc[16];
-	void *ctx;
 	int i, k;
 
-	/* get the event, ack it, re-arm, then poll until empty: a
-	 * completion that lands after the poll raises a new event */
-	while (!ibv_get_cq_event(r->cch, &cq, &ctx)) {
-		if (++r->cq_unacked >= 64) {
-			ibv_ack_cq_events(r->cq, r->cq_unacked);
-			r->cq_unacked = 0;
-		}
-	}
+	/* take the events, re-arm, then poll until empty: a completion
+	 * that lands after the poll raises a new event */
+	evr__cq_drain(r->cch, r->cq, &r->cq_unacked);
 	ibv_req_notify_cq(r->cq, 0);
 	for (;;) {
 		k = ibv_poll_cq(r->cq, 16, wc);

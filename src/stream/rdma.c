@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../loop/channel.h"
 #include "rclose.h"
 #include "rdma.h"
 #include "rsproto.h"
@@ -60,7 +61,6 @@
 #define PEER_DISC_GRACE_MS 1000   /* the peer's DREQ after its DISCONNECT */
 #define LISTEN_BACKLOG 1024
 #define CQ_BATCH 16
-#define ACK_BATCH 64
 #define PDATA_MAX 256
 
 /* wr_id: receives have bit 63; sends carry their kind and length. */
@@ -276,23 +276,15 @@ static int waits_on_fd(const struct rconn *rc)
 
 static void ack_events(struct rconn *rc)
 {
-	if (rc->cq_unacked) {
-		ibv_ack_cq_events(rc->cq, rc->cq_unacked);
-		rc->cq_unacked = 0;
-	}
+	evr__cq_ack(rc->cq, &rc->cq_unacked);
 }
 
-/* Take every pending completion event off the channel (non-blocking). */
+/* Take every pending completion event off the channel (non-blocking):
+ * each one disarmed the CQ. */
 static void drain_events(struct rconn *rc)
 {
-	struct ibv_cq *cq;
-	void *ctx;
-
-	while (!ibv_get_cq_event(rc->cch, &cq, &ctx)) {
+	if (evr__cq_drain(rc->cch, rc->cq, &rc->cq_unacked))
 		rc->armed = 0;
-		if (++rc->cq_unacked >= ACK_BATCH)
-			ack_events(rc);
-	}
 }
 
 static int arm(struct rconn *rc)
@@ -1053,11 +1045,9 @@ static int create_ep(struct rconn *rc, const char **what)
 	rc->rq_post = rc->rq_size + RQ_EXTRA;
 
 	*what = "ibv_create_comp_channel";
-	rc->cch = ibv_create_comp_channel(id->verbs);
-	if (!rc->cch)
-		return -errno ? -errno : -ENOMEM;
-	evr__fd_set_nonblock(rc->cch->fd, 1);
-	evr__fd_set_cloexec(rc->cch->fd);
+	ret = evr__comp_channel_open(id->verbs, &rc->cch);
+	if (ret)
+		return ret;
 	ev_io_set(&rc->own_w, rc->cch->fd, EV_READ);
 	*what = "ibv_create_cq";
 	rc->cq = ibv_create_cq(id->verbs, (int)(rc->sq_size + rc->rq_post),
@@ -1577,6 +1567,7 @@ int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
 			struct evr_failure *f)
 {
 	struct rdma_xport *x = calloc(1, sizeof(*x));
+	int ret;
 
 	if (!x) {
 		f->err = -ENOMEM;
@@ -1588,15 +1579,13 @@ int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
 	x->base.o = o;
 	x->base.cbs = cbs;
 	x->base.ud = ud;
-	x->ch = rdma_create_event_channel();
-	if (!x->ch) {
-		f->err = errno == ENODEV ? -EVR_E_NODEV : -errno;
+	ret = evr__cm_channel_open(&x->ch);
+	if (ret) {
+		f->err = ret == -ENODEV ? -EVR_E_NODEV : ret;
 		f->where = "rdma_create_event_channel";
 		free(x);
 		return f->err;
 	}
-	evr__fd_set_nonblock(x->ch->fd, 1);
-	evr__fd_set_cloexec(x->ch->fd);
 	ev_io_init(&x->cm_w, cm_cb, x->ch->fd, EV_READ);
 	ev_io_start(loop->ev, &x->cm_w);
 	ev_init(&x->defer_w, defer_cb);
