@@ -12,7 +12,6 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include <sys/socket.h>
 
 #include "evrdma/error.h"
 #include "evrdma/loop.h"

@@ -8,10 +8,10 @@
  *
  * To add a record type: a builder jo_<type>() that starts with
  * jo_record("<type>"), then jo_emit() it from the program; document it in
- * the man page's JSON OUTPUT.  Planned: per-connection rows of -c N are
- * "result" records already (they carry "conn"); an aggregate row would be
- * its own type ("aggregate"), and interval progress a "progress" record
- * (conn, test, elapsed_s, bytes so far, ...).
+ * the man page's JSON OUTPUT and in doc/<tool>.schema.json (schema.sh
+ * checks every record against it).  -c N's rows are "result" records
+ * with "conn" and "conn_index"; its aggregate is a "result" with
+ * "connections"; --interval's lines are "progress" records.
  */
 #ifndef EVR_CLI_JSONOUT_H
 #define EVR_CLI_JSONOUT_H
