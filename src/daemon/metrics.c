@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,24 +56,9 @@ static void dbl(FILE *f, const char *name, const struct probe *p,
 	fprintf(f, " %.15g\n", v);
 }
 
-#define EACH(cond) for (i = 0; i < n; i++) if ((p = probes[i]) && (cond))
-
-int metrics_render(char **buf, size_t *len, struct probe *const *probes,
-		   size_t n, const struct metrics_daemon *d)
+/* The daemon's own series. */
+static void render_daemon(FILE *f, size_t n, const struct metrics_daemon *d)
 {
-	static const char *const q[] = { "0.5", "0.9", "0.99", "0.999" };
-	const struct probe *p;
-	char extra[64];
-	size_t i;
-	int r, b;
-	FILE *f;
-
-	*buf = NULL;
-	*len = 0;
-	f = open_memstream(buf, len);
-	if (!f)
-		return -ENOMEM;
-
 	family(f, "evrdma_probed_build_info", "gauge",
 	       "evrdma-probed's version, as a label; always 1.");
 	fprintf(f, "evrdma_probed_build_info{version=\"");
@@ -96,124 +82,190 @@ int metrics_render(char **buf, size_t *len, struct probe *const *probes,
 	family(f, "evrdma_probed_probes", "gauge",
 	       "Probes in the running configuration.");
 	fprintf(f, "evrdma_probed_probes %zu\n", n);
+}
 
-	/* every probe */
-	family(f, "evrdma_probe_runs_total", "counter",
-	       "Probe runs finished, successful or not.");
-	EACH(1) u64(f, "evrdma_probe_runs_total", p, NULL, p->st.runs);
-	family(f, "evrdma_probe_failures_total", "counter",
-	       "Probe runs that failed, by reason.");
-	EACH(1) for (r = 0; r < R_MAX; r++) {
+/* ---- the probes' series: a row each ---- */
+
+enum who { ANY, RSTREAM, MCKEY, MC_SENDER, MC_RECEIVER };
+/* a field of struct probe_stats (U64, DBL, INT), or a family of its own */
+enum kind { U64, DBL, INT, FAILURES, LAT_HIST, RTT };
+
+struct metric {
+	const char *name, *type, *help;
+	enum who who;
+	enum kind kind;
+	size_t off;
+};
+
+#define STAT(field) offsetof(struct probe_stats, field)
+
+static const struct metric metrics[] = {
+	{ "evrdma_probe_runs_total", "counter",
+	  "Probe runs finished, successful or not.", ANY, U64, STAT(runs) },
+	{ "evrdma_probe_failures_total", "counter",
+	  "Probe runs that failed, by reason.", ANY, FAILURES, 0 },
+	{ "evrdma_probe_up", "gauge",
+	  "1 if the probe's last run succeeded, else 0.", ANY, INT, STAT(up) },
+	{ "evrdma_probe_last_success_timestamp_seconds", "gauge",
+	  "End of the last successful run, seconds since the epoch "
+	  "(0: never).", ANY, DBL, STAT(last_success_ts) },
+	{ "evrdma_probe_duration_seconds", "gauge",
+	  "How long the last finished run took, start to end.", ANY, DBL,
+	  STAT(last_duration_s) },
+	{ "evrdma_rstream_latency_seconds", "histogram",
+	  "Mean round trip per iteration of each successful run "
+	  "(elapsed / iterations), one observation per run.", RSTREAM,
+	  LAT_HIST, 0 },
+	{ "evrdma_rstream_rtt_seconds", "summary",
+	  "Round trip of each iteration: quantiles of the last "
+	  "successful run; sum and count over all runs.", RSTREAM, RTT, 0 },
+	{ "evrdma_rstream_throughput_bits_per_second", "gauge",
+	  "Bytes moved in both directions, times 8, over the elapsed "
+	  "time of the last successful run (rstream's Gb/sec).", RSTREAM,
+	  DBL, STAT(throughput_bps) },
+	{ "evrdma_mckey_sent_total", "counter",
+	  "Multicast messages sent by sender probes.", MC_SENDER, U64,
+	  STAT(mc_sent) },
+	{ "evrdma_mckey_received_total", "counter",
+	  "Multicast messages received by receiver probes.", MC_RECEIVER,
+	  U64, STAT(mc_received) },
+	{ "evrdma_mckey_lost_total", "counter",
+	  "Messages lost on the way to receiver probes: the gaps in "
+	  "each sender's sequence below the highest received, on QPs "
+	  "that joined.", MC_RECEIVER, U64, STAT(mc_lost) },
+	{ "evrdma_mckey_shortfall_total", "counter",
+	  "Messages a receiver probe expected in a run (its count) and "
+	  "did not receive, on QPs that joined: lost, never sent, or "
+	  "not yet arrived when the run ended.", MC_RECEIVER, U64,
+	  STAT(mc_shortfall) },
+	{ "evrdma_mckey_bad_headers_total", "counter",
+	  "Messages with a malformed or out-of-range evrdma header "
+	  "received by receiver probes.", MC_RECEIVER, U64, STAT(mc_bad) },
+	{ "evrdma_mckey_untracked_total", "counter",
+	  "Messages receiver probes did not track: from senders beyond "
+	  "the limit, or outside a sender's window.", MC_RECEIVER, U64,
+	  STAT(mc_untracked) },
+	{ "evrdma_mckey_join_latency_seconds", "gauge",
+	  "Join call to MULTICAST_JOIN in the last run (-1: no join).",
+	  MCKEY, DBL, STAT(mc_join_s) },
+};
+
+static int applies(enum who w, const struct probe *p)
+{
+	switch (w) {
+	case ANY:
+		return 1;
+	case RSTREAM:
+		return p->cfg->type == PROBE_RSTREAM;
+	case MCKEY:
+		return p->cfg->type == PROBE_MCKEY;
+	case MC_SENDER:
+		return p->cfg->type == PROBE_MCKEY && p->cfg->sender;
+	case MC_RECEIVER:
+		return p->cfg->type == PROBE_MCKEY && !p->cfg->sender;
+	}
+	return 0;
+}
+
+static void render_failures(FILE *f, const struct metric *m,
+			    const struct probe *p)
+{
+	char extra[64];
+	int r;
+
+	for (r = 0; r < R_MAX; r++) {
 		if (!probe_reason_applies(p->cfg->type, r))
 			continue;
 		snprintf(extra, sizeof(extra), "reason=\"%s\"",
 			 probe_reason_names[r]);
-		u64(f, "evrdma_probe_failures_total", p, extra,
-		    p->st.failures[r]);
+		u64(f, m->name, p, extra, p->st.failures[r]);
 	}
-	family(f, "evrdma_probe_up", "gauge",
-	       "1 if the probe's last run succeeded, else 0.");
-	EACH(1) u64(f, "evrdma_probe_up", p, NULL, (uint64_t)p->st.up);
-	family(f, "evrdma_probe_last_success_timestamp_seconds", "gauge",
-	       "End of the last successful run, seconds since the epoch "
-	       "(0: never).");
-	EACH(1) dbl(f, "evrdma_probe_last_success_timestamp_seconds", p, NULL,
-		    p->st.last_success_ts);
-	family(f, "evrdma_probe_duration_seconds", "gauge",
-	       "How long the last finished run took, start to end.");
-	EACH(1) dbl(f, "evrdma_probe_duration_seconds", p, NULL,
-		    p->st.last_duration_s);
+}
 
-	/* rstream */
-	family(f, "evrdma_rstream_latency_seconds", "histogram",
-	       "Mean round trip per iteration of each successful run "
-	       "(elapsed / iterations), one observation per run.");
-	EACH(p->cfg->type == PROBE_RSTREAM) {
-		uint64_t cum = 0;
+static void render_lat_hist(FILE *f, const struct probe *p)
+{
+	char extra[64];
+	uint64_t cum = 0;
+	int b;
 
-		for (b = 0; b < PROBE_NBUCKETS; b++) {
-			cum += p->st.hist[b];
-			snprintf(extra, sizeof(extra), "le=\"%s\"",
-				 probe_bucket_str[b]);
-			u64(f, "evrdma_rstream_latency_seconds_bucket", p,
-			    extra, cum);
+	for (b = 0; b < PROBE_NBUCKETS; b++) {
+		cum += p->st.hist[b];
+		snprintf(extra, sizeof(extra), "le=\"%s\"",
+			 probe_bucket_str[b]);
+		u64(f, "evrdma_rstream_latency_seconds_bucket", p, extra, cum);
+	}
+	cum += p->st.hist[PROBE_NBUCKETS];
+	u64(f, "evrdma_rstream_latency_seconds_bucket", p, "le=\"+Inf\"",
+	    cum);
+	dbl(f, "evrdma_rstream_latency_seconds_sum", p, NULL, p->st.hist_sum);
+	u64(f, "evrdma_rstream_latency_seconds_count", p, NULL,
+	    p->st.hist_count);
+}
+
+static void render_rtt(FILE *f, const struct probe *p)
+{
+	static const char *const q[] = { "0.5", "0.9", "0.99", "0.999" };
+	const struct evr_lat_stats *l = &p->st.last_lat;
+	const uint64_t v[] = { l->p50_ns, l->p90_ns, l->p99_ns, l->p999_ns };
+	char extra[64];
+	int b;
+
+	if (p->st.have_lat)
+		for (b = 0; b < 4; b++) {
+			snprintf(extra, sizeof(extra), "quantile=\"%s\"", q[b]);
+			dbl(f, "evrdma_rstream_rtt_seconds", p, extra,
+			    v[b] / 1e9);
 		}
-		cum += p->st.hist[PROBE_NBUCKETS];
-		u64(f, "evrdma_rstream_latency_seconds_bucket", p,
-		    "le=\"+Inf\"", cum);
-		dbl(f, "evrdma_rstream_latency_seconds_sum", p, NULL,
-		    p->st.hist_sum);
-		u64(f, "evrdma_rstream_latency_seconds_count", p, NULL,
-		    p->st.hist_count);
+	dbl(f, "evrdma_rstream_rtt_seconds_sum", p, NULL, p->st.rtt_sum);
+	u64(f, "evrdma_rstream_rtt_seconds_count", p, NULL, p->st.rtt_count);
+}
+
+static void render_metric(FILE *f, const struct metric *m,
+			  const struct probe *p)
+{
+	const char *st = (const char *)&p->st;
+
+	switch (m->kind) {
+	case U64:
+		u64(f, m->name, p, NULL, *(const uint64_t *)(st + m->off));
+		break;
+	case DBL:
+		dbl(f, m->name, p, NULL, *(const double *)(st + m->off));
+		break;
+	case INT:
+		u64(f, m->name, p, NULL,
+		    (uint64_t)*(const int *)(st + m->off));
+		break;
+	case FAILURES:
+		render_failures(f, m, p);
+		break;
+	case LAT_HIST:
+		render_lat_hist(f, p);
+		break;
+	case RTT:
+		render_rtt(f, p);
+		break;
 	}
-	family(f, "evrdma_rstream_rtt_seconds", "summary",
-	       "Round trip of each iteration: quantiles of the last "
-	       "successful run; sum and count over all runs.");
-	EACH(p->cfg->type == PROBE_RSTREAM) {
-		const struct evr_lat_stats *l = &p->st.last_lat;
-		const uint64_t v[] = { l->p50_ns, l->p90_ns, l->p99_ns,
-				       l->p999_ns };
+}
 
-		if (p->st.have_lat)
-			for (b = 0; b < 4; b++) {
-				snprintf(extra, sizeof(extra),
-					 "quantile=\"%s\"", q[b]);
-				dbl(f, "evrdma_rstream_rtt_seconds", p, extra,
-				    v[b] / 1e9);
-			}
-		dbl(f, "evrdma_rstream_rtt_seconds_sum", p, NULL,
-		    p->st.rtt_sum);
-		u64(f, "evrdma_rstream_rtt_seconds_count", p, NULL,
-		    p->st.rtt_count);
+int metrics_render(char **buf, size_t *len, struct probe *const *probes,
+		   size_t n, const struct metrics_daemon *d)
+{
+	size_t i, k;
+	FILE *f;
+
+	*buf = NULL;
+	*len = 0;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	render_daemon(f, n, d);
+	for (k = 0; k < sizeof(metrics) / sizeof(metrics[0]); k++) {
+		family(f, metrics[k].name, metrics[k].type, metrics[k].help);
+		for (i = 0; i < n; i++)
+			if (probes[i] && applies(metrics[k].who, probes[i]))
+				render_metric(f, &metrics[k], probes[i]);
 	}
-	family(f, "evrdma_rstream_throughput_bits_per_second", "gauge",
-	       "Bytes moved in both directions, times 8, over the elapsed "
-	       "time of the last successful run (rstream's Gb/sec).");
-	EACH(p->cfg->type == PROBE_RSTREAM)
-		dbl(f, "evrdma_rstream_throughput_bits_per_second", p, NULL,
-		    p->st.throughput_bps);
-
-	/* mckey */
-	family(f, "evrdma_mckey_sent_total", "counter",
-	       "Multicast messages sent by sender probes.");
-	EACH(p->cfg->type == PROBE_MCKEY && p->cfg->sender)
-		u64(f, "evrdma_mckey_sent_total", p, NULL, p->st.mc_sent);
-	family(f, "evrdma_mckey_received_total", "counter",
-	       "Multicast messages received by receiver probes.");
-	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
-		u64(f, "evrdma_mckey_received_total", p, NULL,
-		    p->st.mc_received);
-	family(f, "evrdma_mckey_lost_total", "counter",
-	       "Messages lost on the way to receiver probes: the gaps in "
-	       "each sender's sequence below the highest received, on QPs "
-	       "that joined.");
-	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
-		u64(f, "evrdma_mckey_lost_total", p, NULL, p->st.mc_lost);
-	family(f, "evrdma_mckey_shortfall_total", "counter",
-	       "Messages a receiver probe expected in a run (its count) and "
-	       "did not receive, on QPs that joined: lost, never sent, or "
-	       "not yet arrived when the run ended.");
-	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
-		u64(f, "evrdma_mckey_shortfall_total", p, NULL,
-		    p->st.mc_shortfall);
-	family(f, "evrdma_mckey_bad_headers_total", "counter",
-	       "Messages with a malformed or out-of-range evrdma header "
-	       "received by receiver probes.");
-	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
-		u64(f, "evrdma_mckey_bad_headers_total", p, NULL,
-		    p->st.mc_bad);
-	family(f, "evrdma_mckey_untracked_total", "counter",
-	       "Messages receiver probes did not track: from senders beyond "
-	       "the limit, or outside a sender's window.");
-	EACH(p->cfg->type == PROBE_MCKEY && !p->cfg->sender)
-		u64(f, "evrdma_mckey_untracked_total", p, NULL,
-		    p->st.mc_untracked);
-	family(f, "evrdma_mckey_join_latency_seconds", "gauge",
-	       "Join call to MULTICAST_JOIN in the last run (-1: no join).");
-	EACH(p->cfg->type == PROBE_MCKEY)
-		dbl(f, "evrdma_mckey_join_latency_seconds", p, NULL,
-		    p->st.mc_join_s);
-
 	if (fclose(f) || !*buf) {
 		free(*buf);
 		*buf = NULL;

@@ -14,6 +14,15 @@
 
 #define EVR__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Every state machine lists its states once, as an X-macro of X(NAME):
+ * the enum and the names traced come from that list.
+ *   static const char *const names[] = EVR__STATE_NAMES(EVR_SESS_STATES);
+ *   return EVR__NAME_AT(names, s);     (a name, or "?" outside the list) */
+#define EVR__STATE_NAME_X(s) #s,
+#define EVR__STATE_NAMES(list) { list(EVR__STATE_NAME_X) }
+#define EVR__NAME_AT(names, i) \
+	((unsigned)(i) < EVR__ARRAY_SIZE(names) ? (names)[i] : "?")
+
 struct evr_loop {
 	struct ev_loop *ev;
 	int owned;

@@ -16,15 +16,11 @@
 
 #include "mc.h"
 
-static const char *const state_names[] = {
-#define X(s) #s,
-	EVR_MC_STATES(X)
-#undef X
-};
+static const char *const state_names[] = EVR__STATE_NAMES(EVR_MC_STATES);
 
 const char *evr__mc_state_name(enum evr_mc_state s)
 {
-	return (unsigned)s < EVR_MC__COUNT ? state_names[s] : "?";
+	return EVR__NAME_AT(state_names, s);
 }
 
 static void set_state(struct evr_mc_node *n, enum evr_mc_state st)

@@ -3,27 +3,20 @@
 #include "config.h"
 
 #include "rclose.h"
+#include "../loop/loop.h"
 
-static const char *const state_names[] = {
-#define X(s) #s,
-	EVR_RC_STATES(X)
-#undef X
-};
+static const char *const state_names[] = EVR__STATE_NAMES(EVR_RC_STATES);
 
-static const char *const disc_names[] = {
-#define X(s) #s,
-	EVR_RC_DISCS(X)
-#undef X
-};
+static const char *const disc_names[] = EVR__STATE_NAMES(EVR_RC_DISCS);
 
 const char *evr__rc_state_name(enum evr_rc_state st)
 {
-	return (unsigned)st < EVR_RC__COUNT ? state_names[st] : "?";
+	return EVR__NAME_AT(state_names, st);
 }
 
 const char *evr__rc_disc_name(enum evr_rc_disc d)
 {
-	return (unsigned)d < EVR_RC_DISC__COUNT ? disc_names[d] : "?";
+	return EVR__NAME_AT(disc_names, d);
 }
 
 int evr__rc_setting_up(enum evr_rc_state st)

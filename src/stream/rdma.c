@@ -479,6 +479,19 @@ static int post_ctrl(struct rconn *rc, struct ibv_send_wr *wr)
  * destroys the QP, then hangs in the kernel (__rxe_cleanup): 5 of 600
  * such clients against us, 0 of 600 against upstream's server, which
  * writes later, 0 of 600 with the gate. */
+/* Every rsocket message is an RDMA write with immediate data: the
+ * message in the immediate, the bytes (if any) to raddr/rkey. */
+static void write_imm(struct ibv_send_wr *wr, uint64_t id, uint32_t msg,
+		      uint64_t raddr, uint32_t rkey)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = id;
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->imm_data = evr__rs_imm_encode(msg);
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = rkey;
+}
+
 static void update_credits(struct rconn *rc)
 {
 	while (rc->state == EVR_RC_OPEN && live(rc) && !shut(rc) &&
@@ -495,15 +508,11 @@ static void update_credits(struct rconn *rc)
 			return;
 		limit = evr__rs_rx_update(&rc->rx, k, (uintptr_t)rc->rbuf,
 					  rc->rmr->rkey, &sge, &entry);
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = WR_ID(WK_SGL, 0);
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.imm_data = evr__rs_imm_encode(evr__rs_msg(EVR_RS_OP_SGL,
-							     limit));
 		/* a credits-only write carries no bytes, but still gets a
 		 * valid target: the peer's SGL */
-		wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
-		wr.wr.rdma.rkey = rc->peer.target_sgl.key;
+		write_imm(&wr, WR_ID(WK_SGL, 0),
+			  evr__rs_msg(EVR_RS_OP_SGL, limit),
+			  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 		if (k == EVR_RS_UPD_SGE) {
 			slot = rc->sbuf + rc->sbuf_size +
 			       EVR_RS_SGE_LEN * (rc->tx.ctrl_seqno %
@@ -529,13 +538,9 @@ static void post_disconnect(struct rconn *rc)
 
 	if (rc->disc != EVR_RC_DISC_WANTED || !evr__rs_tx_ctrl_avail(&rc->tx))
 		return;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = WR_ID(WK_DISC, 0);
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.imm_data = evr__rs_imm_encode(evr__rs_msg(EVR_RS_OP_CTRL,
-						     EVR_RS_CTRL_DISCONNECT));
-	wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
-	wr.wr.rdma.rkey = rc->peer.target_sgl.key;
+	write_imm(&wr, WR_ID(WK_DISC, 0),
+		  evr__rs_msg(EVR_RS_OP_CTRL, EVR_RS_CTRL_DISCONNECT),
+		  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 	/* the steps only move rc->disc */
 	close_step(rc, EVR_RC_E_DISC_POSTED, 0);
 	if (post_ctrl(rc, &wr))
@@ -634,13 +639,9 @@ static int post_data(struct rconn *rc, const uint8_t *buf, uint32_t xfer)
 	uint32_t rkey, off, len1;
 
 	evr__rs_tx_commit(&rc->tx, xfer, &raddr, &rkey);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = WR_ID(WK_DATA, xfer);
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	write_imm(&wr, WR_ID(WK_DATA, xfer), evr__rs_msg(EVR_RS_OP_DATA, xfer),
+		  raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.imm_data = evr__rs_imm_encode(evr__rs_msg(EVR_RS_OP_DATA, xfer));
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	wr.sg_list = sg;
 	if (xfer <= rc->max_inline) {
 		sg[0].addr = (uintptr_t)buf;

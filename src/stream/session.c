@@ -12,15 +12,11 @@
 #define SLICE_MSGS 64
 #define SLICE_BYTES (1u << 20)
 
-static const char *const state_names[] = {
-#define X(s) #s,
-	EVR_SESS_STATES(X)
-#undef X
-};
+static const char *const state_names[] = EVR__STATE_NAMES(EVR_SESS_STATES);
 
 const char *evr__sess_state_name(enum evr_sess_state s)
 {
-	return (unsigned)s < EVR_SS__COUNT ? state_names[s] : "?";
+	return EVR__NAME_AT(state_names, s);
 }
 
 static int terminal(const struct evr_sess *s)
