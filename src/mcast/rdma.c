@@ -202,46 +202,36 @@ static int post_recv(struct rnode *r, uint32_t slot)
 	return ibv_post_recv(r->id->qp, &wr, &bad);
 }
 
-static int r_setup(struct evr_mc_node *n)
+/* upstream's verify_test_params: a message must fit the port's MTU */
+static int setup_check_mtu(struct evr_mc_node *n, struct rnode *r)
 {
 	struct evr_mcast *m = n->mc;
-	struct rnode *r = rn(n);
 	struct ibv_port_attr pa;
-	struct ibv_qp_init_attr qa;
-	struct ibv_device_attr da;
-	unsigned i, count = m->o.count;
-	int ret;
+	char d[160];
 
-	/* upstream's verify_test_params */
 	if (ibv_query_port(r->id->verbs, r->id->port_num, &pa)) {
 		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
 			     .msg = "mckey: ibv_query_port",
 			     .sys_errno = errno);
 		return -1;
 	}
-	if (count && m->o.size > (1u << (pa.active_mtu + 7))) {
-		char d[160];
-
+	if (m->o.count && m->o.size > (1u << (pa.active_mtu + 7))) {
 		snprintf(d, sizeof(d),
 			 "mckey: message_size %u is larger than active mtu %u",
 			 m->o.size, 1u << (pa.active_mtu + 7));
 		EVR__MC_FAIL(m, .qp = n->index, .status = -EINVAL, .msg = d);
 		return -1;
 	}
-	r->pd = ibv_alloc_pd(r->id->verbs);
-	if (!r->pd) {
-		EVR__MC_FAIL(m, .qp = n->index, .status = -ENOMEM,
-			     .msg = "mckey: unable to allocate PD");
-		return -1;
-	}
-	r->slots = count ? count : 1;
-	if (r->slots > MAX_SLOTS)
-		r->slots = MAX_SLOTS;
-	if (!ibv_query_device(r->id->verbs, &da) && da.max_qp_wr > 0 &&
-	    r->slots > (unsigned)da.max_qp_wr)
-		r->slots = (unsigned)da.max_qp_wr;
-	/* Unlike upstream, the CQ has a completion channel, so the loop
-	 * sleeps until a completion comes instead of polling. */
+	return 0;
+}
+
+/* A CQ of twice the slots, on a completion channel the loop watches:
+ * unlike upstream, the loop sleeps until a completion comes instead of
+ * polling. */
+static int setup_cq(struct evr_mc_node *n, struct rnode *r)
+{
+	struct evr_mcast *m = n->mc;
+
 	if (!evr__comp_channel_open(r->id->verbs, &r->cch))
 		r->cq = ibv_create_cq(r->id->verbs, (int)r->slots * 2, n,
 				      r->cch, 0);
@@ -258,45 +248,53 @@ static int r_setup(struct evr_mc_node *n)
 			     .sys_errno = errno);
 		return -1;
 	}
+	return 0;
+}
 
-	memset(&qa, 0, sizeof(qa));
-	qa.cap.max_send_wr = r->slots;
-	qa.cap.max_recv_wr = r->slots;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.qp_context = n;
-	qa.sq_sig_all = 0;
-	qa.qp_type = IBV_QPT_UD;
-	qa.send_cq = r->cq;
-	qa.recv_cq = r->cq;
+/* A UD QP of a slot per work request; with -l (no loopback) the device
+ * blocks our own multicast (a create flag). */
+static int setup_qp(struct evr_mc_node *n, struct rnode *r)
+{
+	struct evr_mcast *m = n->mc;
+	struct ibv_qp_init_attr_ex qx;
+	int ret;
+
+	memset(&qx, 0, sizeof(qx));
+	qx.cap.max_send_wr = r->slots;
+	qx.cap.max_recv_wr = r->slots;
+	qx.cap.max_send_sge = 1;
+	qx.cap.max_recv_sge = 1;
+	qx.qp_context = n;
+	qx.qp_type = IBV_QPT_UD;
+	qx.send_cq = r->cq;
+	qx.recv_cq = r->cq;
+	/* what rdma_create_qp() does, plus the flag when asked for */
+	qx.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qx.pd = r->pd;
 	if (m->o.no_loopback) {
-		struct ibv_qp_init_attr_ex qx;
-
-		memset(&qx, 0, sizeof(qx));
-		qx.cap = qa.cap;
-		qx.qp_context = n;
-		qx.qp_type = IBV_QPT_UD;
-		qx.send_cq = r->cq;
-		qx.recv_cq = r->cq;
-		qx.comp_mask = IBV_QP_INIT_ATTR_PD |
-			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
-		qx.pd = r->pd;
+		qx.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
 		qx.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
-		ret = rdma_create_qp_ex(r->id, &qx);
-	} else {
-		ret = rdma_create_qp(r->id, r->pd, &qa);
 	}
+	ret = rdma_create_qp_ex(r->id, &qx);
 	if (ret) {
 		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
 			     .msg = "mckey: unable to create QP",
 			     .sys_errno = errno);
 		return -1;
 	}
+	return 0;
+}
 
-	if (!count)
-		return 0;
-	/* One slot per outstanding message (upstream shares one buffer,
-	 * which is fine when nobody reads the payload; we do). */
+/* One slot per outstanding message (upstream shares one buffer, which is
+ * fine when nobody reads the payload; we do), registered; a sender's are
+ * free, a receiver posts them all before joining, as upstream. */
+static int setup_slots(struct evr_mc_node *n, struct rnode *r)
+{
+	struct evr_mcast *m = n->mc;
+	char d[80];
+	unsigned i;
+	int ret;
+
 	r->slot_size = m->o.size + GRH_LEN;
 	r->mem = calloc(r->slots, r->slot_size);
 	r->free_slots = calloc(r->slots, sizeof(*r->free_slots));
@@ -317,12 +315,9 @@ static int r_setup(struct evr_mc_node *n)
 			r->free_slots[r->nfree++] = r->slots - 1 - i;
 		return 0;
 	}
-	/* The receiver posts its receives before joining, as upstream. */
 	for (i = 0; i < r->slots; i++) {
 		ret = post_recv(r, i);
 		if (ret) {
-			char d[80];
-
 			snprintf(d, sizeof(d), "failed to post receives: %d",
 				 ret);
 			EVR__MC_FAIL(m, .qp = n->index, .status = ret,
@@ -331,6 +326,31 @@ static int r_setup(struct evr_mc_node *n)
 		}
 	}
 	return 0;
+}
+
+static int r_setup(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	struct ibv_device_attr da;
+
+	if (setup_check_mtu(n, r))
+		return -1;
+	r->pd = ibv_alloc_pd(r->id->verbs);
+	if (!r->pd) {
+		EVR__MC_FAIL(m, .qp = n->index, .status = -ENOMEM,
+			     .msg = "mckey: unable to allocate PD");
+		return -1;
+	}
+	r->slots = m->o.count ? m->o.count : 1;
+	if (r->slots > MAX_SLOTS)
+		r->slots = MAX_SLOTS;
+	if (!ibv_query_device(r->id->verbs, &da) && da.max_qp_wr > 0 &&
+	    r->slots > (unsigned)da.max_qp_wr)
+		r->slots = (unsigned)da.max_qp_wr;
+	if (setup_cq(n, r) || setup_qp(n, r))
+		return -1;
+	return m->o.count ? setup_slots(n, r) : 0;
 }
 
 static int r_join(struct evr_mc_node *n)
@@ -503,6 +523,34 @@ static void cq_cb(struct ev_loop *l, ev_io *w, int revents)
 	}
 }
 
+/* The group is joined: report it, then make the address handle the
+ * sends go through. */
+static void on_join(struct evr_mc_node *n, struct rdma_ud_param *ud)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	struct evr_mc_joined j;
+
+	memset(&j, 0, sizeof(j));
+	j.qp = n->index;
+	inet_ntop(AF_INET6, ud->ah_attr.grh.dgid.raw, j.dgid, sizeof(j.dgid));
+	j.mlid = ud->ah_attr.dlid;
+	j.sl = ud->ah_attr.sl;
+	j.join_ns = evr_now_ns() - n->join_t0;
+	snprintf(n->dgid, sizeof(n->dgid), "%s", j.dgid);
+	evr__mc_joined(m, &j);
+	r->remote_qpn = ud->qp_num;
+	r->remote_qkey = ud->qkey;
+	r->ah = ibv_create_ah(r->pd, &ud->ah_attr);
+	if (!r->ah) {
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+			     .msg = "mckey: failure creating address handle");
+		evr__mc_node_event(n, EVR_MCE_JOIN_ERR, -1);
+		return;
+	}
+	evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+}
+
 static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct evr_mcast *m = evr__container_of(w, struct reng, cm_w)->m;
@@ -522,33 +570,10 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 		case RDMA_CM_EVENT_ADDR_RESOLVED:
 			evr__mc_node_event(n, EVR_MCE_RESOLVED, 0);
 			break;
-		case RDMA_CM_EVENT_MULTICAST_JOIN: {
-			struct rnode *r = rn(n);
-			struct evr_mc_joined j;
-
-			if (n->state != EVR_MC_JOINING)
-				break;
-			memset(&j, 0, sizeof(j));
-			j.qp = n->index;
-			inet_ntop(AF_INET6, ud.ah_attr.grh.dgid.raw, j.dgid,
-				  sizeof(j.dgid));
-			j.mlid = ud.ah_attr.dlid;
-			j.sl = ud.ah_attr.sl;
-			j.join_ns = evr_now_ns() - n->join_t0;
-			snprintf(n->dgid, sizeof(n->dgid), "%s", j.dgid);
-			evr__mc_joined(m, &j);
-			r->remote_qpn = ud.qp_num;
-			r->remote_qkey = ud.qkey;
-			r->ah = ibv_create_ah(r->pd, &ud.ah_attr);
-			if (!r->ah) {
-				EVR__MC_FAIL(m, .qp = n->index, .status = -1,
-					     .msg = "mckey: failure creating address handle");
-				evr__mc_node_event(n, EVR_MCE_JOIN_ERR, -1);
-				break;
-			}
-			evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+		case RDMA_CM_EVENT_MULTICAST_JOIN:
+			if (n->state == EVR_MC_JOINING)
+				on_join(n, &ud);
 			break;
-		}
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
 		case RDMA_CM_EVENT_MULTICAST_ERROR:
