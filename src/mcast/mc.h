@@ -51,7 +51,7 @@ struct evr_mc_node;
 struct evr_mc_xport {
 	const char *name;
 	/* Engine-wide resources (the CM event channel).  0 or a failure
-	 * already recorded with evr__mc_fail_engine(). */
+	 * already recorded with EVR__MC_FAIL(). */
 	int (*engine_init)(struct evr_mcast *m);
 	void (*engine_fini)(struct evr_mcast *m);
 	int (*node_init)(struct evr_mc_node *n);
