@@ -368,6 +368,9 @@ const char *evr_err_name(int err);
 /* The stable name of a phase: "negotiate" for EVR_PH_NEGOTIATE
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);
+/* The stable name of a transport: "tcp" for EVR_XPORT_TCP, "rdma" for
+ * EVR_XPORT_RDMA, "unknown" for a value outside the enum (never NULL). */
+const char *evr_xport_name(enum evr_xport_kind kind);
 
 #ifdef __cplusplus
 }
