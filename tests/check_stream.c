@@ -30,6 +30,7 @@ struct rec {
 	char trace[MAXT][64];       /* its lifecycle transitions, in order */
 	unsigned ntrace;
 	unsigned ndone, nresult, ninfo, nlistening, nconn_done;
+	unsigned nagg;              /* results that sum up -c N (nconns N) */
 	int status;
 	int had_f;
 	struct evr_failure f;
@@ -38,6 +39,7 @@ struct rec {
 	int cancel_in_keepalive;    /* evr_stream_cancel() from info(KEEPALIVE) */
 	int cancel_in_conn_done;    /* ... from info(CONN_DONE) */
 	int cancel_in_done;         /* ... from done() */
+	unsigned cancel_at_result;  /* ... from the n-th result(), from 1 */
 	unsigned ntrace_after_cancel; /* ntrace when that cancel returned */
 	unsigned ndone_after_cancel;
 };
@@ -75,19 +77,22 @@ static void on_trace(void *ud, const char *line)
 	snprintf(r->trace[r->ntrace++], sizeof(r->trace[0]), "%s", line + n);
 }
 
-static void on_result(void *ud, const struct evr_result *res)
-{
-	struct rec *r = ud;
-
-	(void)res;
-	r->nresult++;
-}
-
 static void cancel_here(struct rec *r)
 {
 	evr_stream_cancel(r->st);
 	r->ntrace_after_cancel = r->ntrace;
 	r->ndone_after_cancel = r->ndone;
+}
+
+static void on_result(void *ud, const struct evr_result *res)
+{
+	struct rec *r = ud;
+
+	r->nresult++;
+	if (res->nconns)
+		r->nagg++;
+	if (r->nresult == r->cancel_at_result)
+		cancel_here(r);
 }
 
 static void on_info(void *ud, const struct evr_info *i)
@@ -441,6 +446,57 @@ START_TEST(test_client_cancel_in_callback_is_deferred)
 }
 END_TEST
 
+/* -c 2: a cancel from the second connection's own result() (the one
+ * that completes the test) stops the aggregate that would follow it in
+ * the same call: nothing is reported after a cancel.  The run ends
+ * cancelled, or well if both connections closed before the loop ran the
+ * cancel (stream.h: "or with how it ended, had it ended first"). */
+START_TEST(test_client_cancel_in_result_stops_aggregate)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	o.conns = 2;
+	C.cancel_at_result = 2;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_uint_eq(C.nresult, 2);
+	ck_assert_uint_eq(C.nagg, 0);
+	ck_assert_msg(C.status == 0 || C.status == -EVR_E_CANCELLED,
+		      "status %d", C.status);
+	ck_assert_uint_ge(C.ntrace, 3);
+	ck_assert_str_eq(C.trace[0], "IDLE -> RUNNING");
+	ck_assert_str_eq(C.trace[1], "RUNNING -> CANCELLING");
+	ck_assert_str_eq(C.trace[C.ntrace - 1], "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* The same run without the cancel sums the test up: the check above
+ * looks at a result that does come otherwise. */
+START_TEST(test_client_many_aggregate)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	o.conns = 2;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert_uint_eq(C.nresult, 3);
+	ck_assert_uint_eq(C.nagg, 1);
+	ASSERT_TRACE(&C, "IDLE -> RUNNING", "RUNNING -> FINISHING",
+		     "FINISHING -> FINISHED");
+}
+END_TEST
+
 /* A cancel outside callbacks, before the client is even started: done()
  * follows from the loop, cancelled, with nothing to tell. */
 START_TEST(test_client_cancel_idle)
@@ -553,6 +609,8 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_client_run_then_cancel_does_nothing);
 	tcase_add_test(tc, test_client_cancel_in_callback_is_deferred);
 	tcase_add_test(tc, test_client_cancel_idle);
+	tcase_add_test(tc, test_client_many_aggregate);
+	tcase_add_test(tc, test_client_cancel_in_result_stops_aggregate);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("server");
