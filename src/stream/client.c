@@ -195,6 +195,34 @@ static int conn_inline(const struct evr_stream *st,
 	}
 }
 
+/* Connection k of the series, on the plan's connection idx, not yet
+ * open; NULL when out of memory. */
+static struct cli_sess *cli_sess_new(struct stream_client *cl, unsigned idx,
+				     unsigned k)
+{
+	struct evr_stream *st = &cl->st;
+	struct cli_sess *cs = malloc(sizeof(*cs));
+
+	if (!cs)
+		return NULL;
+	if (evr__sess_init(&cs->s, st->loop, 1, &st->plan.conns[idx], idx,
+			   st->plan.nconns, &st->o)) {
+		evr__sess_fini(&cs->s);
+		free(cs);
+		return NULL;
+	}
+	cs->k = k;
+	cs->connecting = 0;
+	if (cl->shared_buf)
+		evr__sess_use_buf(&cs->s, cl->shared_buf, cl->shared_size);
+	cs->s.id = st->next_id++;
+	cs->s.owner = &client_owner;
+	cs->s.owner_ud = st;
+	cs->s.spat = cl->spat;
+	cs->s.rpat = cl->rpat;
+	return cs;
+}
+
 /* Open and start connecting the next connection of the series.  Local
  * failures fail the run (client_fail); the machine reports the rest. */
 static void client_start_one(struct stream_client *cl)
@@ -204,32 +232,16 @@ static void client_start_one(struct stream_client *cl)
 	unsigned k = cl->cs_started++;
 	struct evr_failure f;
 	struct cli_sess *cs;
-	struct evr_sess *s;
 	struct evr_conn *c;
 	int ret, err = 0;
 
 	memset(&f, 0, sizeof(f));
-	cs = malloc(sizeof(*cs));
-	if (!cs || evr__sess_init(&cs->s, st->loop, 1, &st->plan.conns[idx],
-				  idx, st->plan.nconns, &st->o)) {
-		if (cs)
-			evr__sess_fini(&cs->s);
-		free(cs);
+	cs = cli_sess_new(cl, idx, k);
+	if (!cs) {
 		f.err = -ENOMEM;
 		f.where = "malloc";
 		goto fail;
 	}
-	s = &cs->s;
-	cs->k = k;
-	cs->connecting = 0;
-	if (cl->shared_buf)
-		evr__sess_use_buf(s, cl->shared_buf, cl->shared_size);
-	s->id = st->next_id++;
-	s->owner = &client_owner;
-	s->owner_ud = st;
-	s->spat = cl->spat;
-	s->rpat = cl->rpat;
-
 	ret = st->xp->ops->open(st->xp, &cl->dst,
 				conn_inline(st, &st->plan.conns[idx]), &c, &f);
 	if (ret)
@@ -237,7 +249,7 @@ static void client_start_one(struct stream_client *cl)
 	if (st->o.keepalive) {
 		struct evr_info i = {
 			.kind = EVR_INFO_KEEPALIVE,
-			.conn_id = s->id,
+			.conn_id = cs->s.id,
 			.peer = "",
 			.keepalive_on = c->ka_on,
 			.keepalive_idle = c->ka_idle,
@@ -251,20 +263,20 @@ static void client_start_one(struct stream_client *cl)
 		c->ops->close(c);
 		goto fail_sess;
 	}
-	evr__sess_attach(s, c);
+	evr__sess_attach(&cs->s, c);
 	cl->cs[k] = cs;
 	cl->cs_live++;
 	if (ret == EVR_XP_FAILED_NOW) {
 		/* Report through the machine, like a late failure. */
-		evr__sess_drive(s, EVR_SE_CONN_ERROR, err);
+		evr__sess_drive(&cs->s, EVR_SE_CONN_ERROR, err);
 		return;
 	}
 	cs->connecting = 1;
 	cl->cs_connecting++;
-	evr__sess_drive(s, EVR_SE_READY, 0); /* arms the watchdog */
+	evr__sess_drive(&cs->s, EVR_SE_READY, 0); /* arms the watchdog */
 	return;
 fail_sess:
-	evr__sess_fini(s);
+	evr__sess_fini(&cs->s);
 	free(cs);
 fail:
 	client_fail(cl, k, &f);

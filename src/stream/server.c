@@ -427,31 +427,19 @@ static void server_turn_away(struct stream_server *sv, struct evr_conn *c,
 	EVR__STREAM_EMIT(st, conn_failed, &f);
 }
 
-static void server_accepted(void *ud, struct evr_conn *c,
-			    const struct sockaddr *sa)
+/* A session for connection c from sa, on the series of our plan the
+ * peer's history says, linked in; NULL when out of memory. */
+static struct srv_sess *srv_sess_new(struct stream_server *sv,
+				     struct evr_conn *c,
+				     const struct sockaddr *sa)
 {
-	struct stream_server *sv = server_of(ud);
 	struct evr_stream *st = &sv->st;
-	struct srv_sess *ss;
+	struct srv_sess *ss = calloc(1, sizeof(*ss));
 	struct peer_hist *h;
-	struct evr_info i;
 	unsigned idx = 0;
 
-	if (!sv->listening || st->in_child) {
-		c->ops->close(c);
-		return;
-	}
-	/* -T f children serve a connection each: they count too */
-	if (sv->nconns_live + (sv->forked - sv->reaped) >= sv->max_conns) {
-		server_turn_away(sv, c, sa);
-		return;
-	}
-	sv->at_max_conns = 0;
-	ss = calloc(1, sizeof(*ss));
-	if (!ss) {
-		c->ops->close(c);
-		return;
-	}
+	if (!ss)
+		return NULL;
 	ss->sv = sv;
 	memcpy(&ss->peer, sa, sa->sa_family == AF_INET6 ?
 	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
@@ -463,8 +451,7 @@ static void server_accepted(void *ud, struct evr_conn *c,
 			   st->plan.nconns, &st->o)) {
 		evr__sess_fini(&ss->s);
 		free(ss);
-		c->ops->close(c);
-		return;
+		return NULL;
 	}
 	evr__sess_set_budget(&ss->s, &sv->budget);
 	ss->s.id = st->next_id++;
@@ -476,6 +463,32 @@ static void server_accepted(void *ud, struct evr_conn *c,
 		sv->conns->prev = ss;
 	sv->conns = ss;
 	sv->nconns_live++;
+	return ss;
+}
+
+static void server_accepted(void *ud, struct evr_conn *c,
+			    const struct sockaddr *sa)
+{
+	struct stream_server *sv = server_of(ud);
+	struct evr_stream *st = &sv->st;
+	struct srv_sess *ss;
+	struct evr_info i;
+
+	if (!sv->listening || st->in_child) {
+		c->ops->close(c);
+		return;
+	}
+	/* -T f children serve a connection each: they count too */
+	if (sv->nconns_live + (sv->forked - sv->reaped) >= sv->max_conns) {
+		server_turn_away(sv, c, sa);
+		return;
+	}
+	sv->at_max_conns = 0;
+	ss = srv_sess_new(sv, c, sa);
+	if (!ss) {
+		c->ops->close(c);
+		return;
+	}
 	if (st->o.keepalive) {
 		i = (struct evr_info){
 			.kind = EVR_INFO_KEEPALIVE,

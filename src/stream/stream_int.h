@@ -23,11 +23,11 @@
  * evr_stream.state, and traces every transition ("client: RUNNING ->
  * FINISHING").
  *
- *   IDLE ------> RUNNING ----------------------> FINISHING --> FINISHED
- *     |             |   \                         ^  ^
- *     |             |    '--> FAILING ------------'  |
- *     |             v            ^                   |
- *     '-------> CANCELLING ------'-------------------'
+ *   IDLE ---------> RUNNING ---------------------> FINISHING --> FINISHED
+ *     |               |    \                         ^     ^
+ *     |               |     '------> FAILING --------'     |
+ *     |               v                 ^                  |
+ *     '----------> CANCELLING ----------'------------------'
  *
  * A start that fails leaves the engine IDLE (no done() follows).  Only a
  * client fails as a whole (FAILING: its first failed connection ends the

@@ -309,8 +309,8 @@ static void tcp_connect_cb(struct ev_loop *l, ev_io *w, int revents)
 }
 
 static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
-		   int inline_size, struct evr_conn **out,
-		   struct evr_failure *f)
+		  int inline_size, struct evr_conn **out,
+		  struct evr_failure *f)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
 	struct tcp_conn *t;
@@ -344,8 +344,8 @@ static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
 }
 
 static int x_connect(struct evr_xport *xp, struct evr_conn *c,
-		      const struct evr_addr *dst, const struct evr_addr *src,
-		      struct evr_failure *f, int *err)
+		     const struct evr_addr *dst, const struct evr_addr *src,
+		     struct evr_failure *f, int *err)
 {
 	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
 	int ret;
@@ -501,7 +501,7 @@ static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 }
 
 static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
-		     int *ka_idle)
+		    int *ka_idle)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
 
