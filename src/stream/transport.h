@@ -50,6 +50,8 @@ struct evr_conn {
 
 struct evr_xport;
 
+/* Each engine sets the ones of its side: a client's transport only ever
+ * opens and connects, a server's only listens and accepts. */
 struct evr_xport_cbs {
 	/* Client: a connect has finished (err 0, or a negative errno). */
 	void (*connected)(void *ud, struct evr_conn *c, int err);
