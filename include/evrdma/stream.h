@@ -366,6 +366,9 @@ void evr_failure_format(const struct evr_failure *f, const char *reason,
 /* The stable name of a phase: "negotiate" for EVR_PH_NEGOTIATE
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);
+/* The stable name of a transport: "tcp" for EVR_XPORT_TCP, "rdma" for
+ * EVR_XPORT_RDMA, "unknown" for a value outside the enum (never NULL). */
+const char *evr_xport_name(enum evr_xport_kind kind);
 
 /* Upstream rstream's table, for a program that prints its rows (see
  * man 3 evr_size_str): sizes in binary units, one decimal while below

@@ -10,8 +10,9 @@
 
 #include "transport.h"
 
-/* One RDMA CM event channel for the engine.  Returns 0, or a negative
- * errno with f filled (-EVR_E_NODEV when there is no RDMA device). */
+/* One RDMA CM event channel for the engine (evr__xport_new_fn).  Returns
+ * 0, or a negative errno with f filled (-EVR_E_NODEV when there is no
+ * RDMA device). */
 int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
 			const struct evr_stream_opts *o,
 			const struct evr_xport_cbs *cbs, void *ud,

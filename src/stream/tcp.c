@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The kernel TCP transport: non-blocking sockets in the loop.  Its one
+ * entry point is the constructor (tcp.h); everything else is reached
+ * through the ops tables of transport.h.
+ */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -44,8 +49,11 @@ static int setint(int fd, int level, int name, int val)
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
 }
 
-int evr__tcp_set_options(const struct evr_stream_opts *o, int fd,
-			 int *ka_on, int *ka_idle)
+/* rstream's per-socket options on fd (also on accepted sockets): buffer
+ * sizes, TCP_NODELAY, non-blocking, and -k's keepalive, whose effective
+ * setting goes to *ka_on and *ka_idle.  0 or a negative errno. */
+static int set_options(const struct evr_stream_opts *o, int fd, int *ka_on,
+		       int *ka_idle)
 {
 	int bs = o->buffer_size ? o->buffer_size : 1 << 19;
 	int ret;
@@ -75,8 +83,9 @@ int evr__tcp_set_options(const struct evr_stream_opts *o, int fd,
 	return 0;
 }
 
-int evr__tcp_socket(const struct evr_stream_opts *o, int family,
-		    struct evr_failure *f)
+/* A close-on-exec stream socket of family; set_options() does the rest.
+ * Returns the fd, or a negative errno with f filled. */
+static int tcp_socket(int family, struct evr_failure *f)
 {
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -88,8 +97,10 @@ int evr__tcp_socket(const struct evr_stream_opts *o, int family,
 	return fd;
 }
 
-int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
-		    int *ka_on, int *ka_idle)
+/* The listening socket for o's address and port: its fd, or a negative
+ * errno with f filled. */
+static int tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
+		      int *ka_on, int *ka_idle)
 {
 	struct evr_addr a;
 	int fd, ret;
@@ -103,7 +114,7 @@ int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		f->where = NULL;
 		return f->err;
 	}
-	fd = evr__tcp_socket(o, a.family, f);
+	fd = tcp_socket(a.family, f);
 	if (fd < 0)
 		return fd;
 	ret = setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
@@ -113,7 +124,7 @@ int evr__tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 	}
 	/* Options on the listener are inherited by accepted sockets; the
 	 * receive buffer must be set before listen() for window scaling. */
-	ret = evr__tcp_set_options(o, fd, ka_on, ka_idle);
+	ret = set_options(o, fd, ka_on, ka_idle);
 	if (ret) {
 		f->where = "setsockopt";
 		goto fail;
@@ -137,14 +148,16 @@ fail:
 	return ret;
 }
 
-int evr__tcp_connect_start(int fd, const struct sockaddr *sa, socklen_t len)
+/* Start a non-blocking connect: 0 done, -EINPROGRESS, or -errno. */
+static int connect_start(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	if (!connect(fd, sa, len))
 		return 0;
 	return errno == EINPROGRESS ? -EINPROGRESS : -errno;
 }
 
-int evr__tcp_connect_result(int fd)
+/* After writability: 0 connected or -errno. */
+static int connect_result(int fd)
 {
 	int err = 0;
 	socklen_t len = sizeof(err);
@@ -242,7 +255,8 @@ static const struct evr_conn_ops tcp_ops = {
 	.settings = tcp_settings,
 };
 
-struct evr_conn *evr__tcp_conn_new(int fd)
+/* Wrap a (connecting or connected) non-blocking socket. */
+static struct evr_conn *conn_new(int fd)
 {
 	struct tcp_conn *t = calloc(1, sizeof(*t));
 	struct sockaddr_storage ss;
@@ -259,7 +273,9 @@ struct evr_conn *evr__tcp_conn_new(int fd)
 	return &t->base;
 }
 
-int evr__tcp_conn_block(struct evr_conn *c, unsigned stall_ms)
+/* Switch to blocking calls (-T b), with the stall timeout as SO_RCVTIMEO
+ * and SO_SNDTIMEO so that a blocking call never hangs. */
+static int conn_block(struct evr_conn *c, unsigned stall_ms)
 {
 	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
 	struct timeval tv = {
@@ -284,34 +300,34 @@ static void tcp_connect_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct tcp_conn *t = evr__container_of(w, struct tcp_conn, connect_w);
 	struct tcp_xport *x = t->x;
-	int err = evr__tcp_connect_result(t->base.fd);
+	int err = connect_result(t->base.fd);
 
 	ev_io_stop(l, w);
 	if (!err && x->base.o->io == EVR_IO_BLOCK)
-		err = evr__tcp_conn_block(&t->base, x->base.o->stall_ms);
+		err = conn_block(&t->base, x->base.o->stall_ms);
 	x->base.cbs->connected(x->base.ud, &t->base, err);
 }
 
-static int tx_open(struct evr_xport *xp, const struct evr_addr *dst,
-		   int inline_size, struct evr_conn **out,
-		   struct evr_failure *f)
+static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
+		  int inline_size, struct evr_conn **out,
+		  struct evr_failure *f)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
 	struct tcp_conn *t;
 	struct evr_conn *c;
 	int fd, ret, ka_on = 0, ka_idle = 0;
 
-	fd = evr__tcp_socket(xp->o, dst->family, f);
+	fd = tcp_socket(dst->family, f);
 	if (fd < 0)
 		return fd;
-	ret = evr__tcp_set_options(xp->o, fd, &ka_on, &ka_idle);
+	ret = set_options(xp->o, fd, &ka_on, &ka_idle);
 	if (ret) {
 		close(fd);
 		f->err = ret;
 		f->where = "setsockopt";
 		return ret;
 	}
-	c = evr__tcp_conn_new(fd);
+	c = conn_new(fd);
 	if (!c) {
 		close(fd);
 		f->err = -ENOMEM;
@@ -327,9 +343,9 @@ static int tx_open(struct evr_xport *xp, const struct evr_addr *dst,
 	return 0;
 }
 
-static int tx_connect(struct evr_xport *xp, struct evr_conn *c,
-		      const struct evr_addr *dst, const struct evr_addr *src,
-		      struct evr_failure *f, int *err)
+static int x_connect(struct evr_xport *xp, struct evr_conn *c,
+		     const struct evr_addr *dst, const struct evr_addr *src,
+		     struct evr_failure *f, int *err)
 {
 	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
 	int ret;
@@ -342,8 +358,8 @@ static int tx_connect(struct evr_xport *xp, struct evr_conn *c,
 		evr__bind_failed(f, -errno, src, dst);
 		return f->err;
 	}
-	ret = evr__tcp_connect_start(c->fd, (const struct sockaddr *)&dst->ss,
-				     dst->len);
+	ret = connect_start(c->fd, (const struct sockaddr *)&dst->ss,
+			    dst->len);
 	if (ret && ret != -EINPROGRESS) {
 		*err = ret;
 		return EVR_XP_FAILED_NOW;
@@ -384,86 +400,112 @@ static void accept_retry_cb(struct ev_loop *l, ev_timer *w, int revents)
 		ev_io_start(l, &x->accept_w);
 }
 
+/*
+ * Out of file descriptors (EMFILE, ENFILE), accept() cannot take the
+ * pending connection off the queue, and the listener stays readable: the
+ * loop would wake for it again and again, and the peer would wait for
+ * nothing.  So give up the spare descriptor kept for this moment, accept
+ * the connection with it and close it at once (the peer sees the close),
+ * then take the spare back.  libuv's uv__emfile_trick() is the model.
+ * err is accept's error (-EMFILE or -ENFILE).  Returns 0 when it shed a
+ * connection and the listener may be tried again, -EAGAIN when the queue
+ * turned out empty (the fd limit is checked before the queue: an empty
+ * queue says EMFILE too), or err when the listener must rest: no spare,
+ * or none to be had back.
+ */
+static int accept_shed_load(struct tcp_xport *x, int err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd, aerr;
+
+	if (x->reserve_fd < 0) {
+		accept_refused(x, err, NULL);
+		return err;
+	}
+	close(x->reserve_fd);
+	fd = accept4(x->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+	aerr = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	x->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (aerr == EAGAIN || aerr == EWOULDBLOCK)
+		return -EAGAIN;
+	accept_refused(x, err, fd >= 0 ? (struct sockaddr *)&ss : NULL);
+	return fd >= 0 && x->reserve_fd >= 0 ? 0 : err;
+}
+
+/* A connection off the queue: set it up as ours and hand it on. */
+static void accept_one(struct tcp_xport *x, int fd,
+		       const struct sockaddr_storage *ss)
+{
+	const struct evr_stream_opts *o = x->base.o;
+	int ka_on = 0, ka_idle = 0;
+	struct evr_conn *c;
+
+	x->starved = 0;
+	set_options(o, fd, &ka_on, &ka_idle);
+	c = conn_new(fd);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	if (o->io == EVR_IO_BLOCK && conn_block(c, o->stall_ms)) {
+		c->ops->close(c);
+		return;
+	}
+	/* A peer that reset at once is gone before getpeername():
+	 * accept's own address still names it in the drop line. */
+	if (!c->peer[0])
+		evr__sockaddr_str((const struct sockaddr *)ss, c->peer,
+				  sizeof(c->peer));
+	c->ka_on = ka_on;
+	c->ka_idle = ka_idle;
+	x->base.cbs->accepted(x->base.ud, c, (const struct sockaddr *)ss);
+}
+
 static void tcp_accept_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct tcp_xport *x = evr__container_of(w, struct tcp_xport, accept_w);
-	const struct evr_stream_opts *o = x->base.o;
 	unsigned n;
 
+	/* (accepted() may stop the listener: a -T f child, --once) */
 	for (n = 0; n < ACCEPT_BATCH && x->lfd >= 0; n++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		struct evr_conn *c;
-		int ka_on = 0, ka_idle = 0, err, aerr;
-		int fd = accept4(x->lfd, (struct sockaddr *)&ss, &sl,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int err, fd = accept4(x->lfd, (struct sockaddr *)&ss, &sl,
+				      SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0) {
-			err = errno;
-			if (err == EINTR || err == ECONNABORTED)
-				continue;
-			if (err == EAGAIN || err == EWOULDBLOCK)
-				return;
-			if ((err == EMFILE || err == ENFILE) &&
-			    x->reserve_fd >= 0) {
-				/* Out of fds: give the spare one up to take
-				 * the connection off the queue and close it,
-				 * rather than spin on a readable listener. */
-				close(x->reserve_fd);
-				sl = sizeof(ss);
-				fd = accept4(x->lfd, (struct sockaddr *)&ss,
-					     &sl, SOCK_CLOEXEC);
-				aerr = fd < 0 ? errno : 0;
-				if (fd >= 0)
-					close(fd);
-				x->reserve_fd = open("/dev/null",
-						     O_RDONLY | O_CLOEXEC);
-				/* (the fd limit is checked before the queue:
-				 * an empty queue says EMFILE too) */
-				if (aerr == EAGAIN || aerr == EWOULDBLOCK)
-					return;
-				accept_refused(x, -err, fd >= 0 ?
-					       (struct sockaddr *)&ss : NULL);
-				if (fd >= 0 && x->reserve_fd >= 0)
-					continue;
-			} else {
-				accept_refused(x, -err, NULL);
-			}
-			/* No spare fd (or another error): the listener
-			 * would wake the loop at once, again and again. */
+		if (fd >= 0) {
+			accept_one(x, fd, &ss);
+			continue;
+		}
+		err = -errno;
+		if (err == -EINTR || err == -ECONNABORTED)
+			continue;
+		if (err == -EAGAIN || err == -EWOULDBLOCK)
+			return;
+		if (err == -EMFILE || err == -ENFILE)
+			err = accept_shed_load(x, err);
+		else
+			accept_refused(x, err, NULL);
+		if (err == -EAGAIN)
+			return;
+		if (err) {
+			/* the listener would wake the loop at once, again
+			 * and again: rest a while */
 			accept_pause(x);
 			return;
 		}
-		x->starved = 0;
-		evr__tcp_set_options(o, fd, &ka_on, &ka_idle);
-		c = evr__tcp_conn_new(fd);
-		if (c && o->io == EVR_IO_BLOCK &&
-		    evr__tcp_conn_block(c, o->stall_ms)) {
-			c->ops->close(c);
-			continue;
-		}
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		/* A peer that reset at once is gone before getpeername():
-		 * accept's own address still names it in the drop line. */
-		if (!c->peer[0])
-			evr__sockaddr_str((struct sockaddr *)&ss, c->peer,
-					  sizeof(c->peer));
-		c->ka_on = ka_on;
-		c->ka_idle = ka_idle;
-		/* (the callback may stop the listener: -T f child, --once) */
-		x->base.cbs->accepted(x->base.ud, c, (struct sockaddr *)&ss);
 	}
 }
 
-static int tx_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
-		     int *ka_idle)
+static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
+		    int *ka_idle)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
 
-	x->lfd = evr__tcp_listen(xp->o, f, ka_on, ka_idle);
+	x->lfd = tcp_listen(xp->o, f, ka_on, ka_idle);
 	if (x->lfd < 0)
 		return f->err;
 	x->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -473,7 +515,7 @@ static int tx_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 	return 0;
 }
 
-static void tx_stop_listen(struct evr_xport *xp)
+static void x_stop_listen(struct evr_xport *xp)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
 
@@ -489,36 +531,40 @@ static void tx_stop_listen(struct evr_xport *xp)
 	}
 }
 
-static unsigned tx_lingering(struct evr_xport *xp)
+static unsigned x_lingering(struct evr_xport *xp)
 {
 	return 0; /* the kernel finishes a TCP close on its own */
 }
 
-static void tx_free(struct evr_xport *xp)
+static void x_free(struct evr_xport *xp)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
 
-	tx_stop_listen(xp);
+	x_stop_listen(xp);
 	free(x);
 }
 
 static const struct evr_xport_ops tcp_xport_ops = {
-	.listen = tx_listen,
-	.stop_listen = tx_stop_listen,
-	.open = tx_open,
-	.connect = tx_connect,
-	.lingering = tx_lingering,
-	.free = tx_free,
+	.listen = x_listen,
+	.stop_listen = x_stop_listen,
+	.open = x_open,
+	.connect = x_connect,
+	.lingering = x_lingering,
+	.free = x_free,
 };
 
 int evr__tcp_xport_new(struct evr_xport **out, struct evr_loop *loop,
 		       const struct evr_stream_opts *o,
-		       const struct evr_xport_cbs *cbs, void *ud)
+		       const struct evr_xport_cbs *cbs, void *ud,
+		       struct evr_failure *f)
 {
 	struct tcp_xport *x = calloc(1, sizeof(*x));
 
-	if (!x)
-		return -ENOMEM;
+	if (!x) {
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
 	x->base.ops = &tcp_xport_ops;
 	x->base.loop = loop;
 	x->base.o = o;

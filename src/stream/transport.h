@@ -50,6 +50,8 @@ struct evr_conn {
 
 struct evr_xport;
 
+/* Each engine sets the ones of its side: a client's transport only ever
+ * opens and connects, a server's only listens and accepts. */
 struct evr_xport_cbs {
 	/* Client: a connect has finished (err 0, or a negative errno). */
 	void (*connected)(void *ud, struct evr_conn *c, int err);
@@ -103,5 +105,15 @@ struct evr_xport {
 	const struct evr_xport_cbs *cbs;
 	void *ud;
 };
+
+/* A transport's constructor: one row of the engine's table of transports
+ * (stream.c), so that a transport is its own file plus that row.  It
+ * makes the engine's side of the transport (listen/accept, open/connect)
+ * on loop, keeping o and cbs by reference (they outlive it) and passing
+ * ud to every callback.  Returns 0, or a negative code with f filled. */
+typedef int evr__xport_new_fn(struct evr_xport **out, struct evr_loop *loop,
+			      const struct evr_stream_opts *o,
+			      const struct evr_xport_cbs *cbs, void *ud,
+			      struct evr_failure *f);
 
 #endif

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The client engine: runs its plan's series one after another, each as N
+ * connections side by side (-c N, at most max_connecting of them
+ * connecting at a time), and sums each test up over the N once all have
+ * reported it (agg.h).  The first connection to fail ends the run: the
+ * client goes FAILING and cancels the others.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg.h"
+#include "stream_int.h"
+
+/* A client connection: the k-th (0..N-1) of its series with -c N. */
+struct cli_sess {
+	struct evr_sess s;
+	unsigned k;
+	int connecting;           /* counted in cs_connecting */
+};
+
+struct stream_client {
+	struct evr_stream st;     /* first: evr_stream_free() frees it */
+	/* the N connections of the current series, started in order */
+	struct cli_sess **cs;
+	unsigned nconn, max_connecting;
+	unsigned cs_started, cs_live, cs_connecting;
+	unsigned conn_next;       /* the next series of the plan */
+	int progressing, progress_again; /* client_progress() re-entered */
+	struct evr_failure first_fail; /* FAILING: what the run ends with */
+	struct evr_agg agg[EVR_PLAN_MAX_TESTS];
+	uint8_t *shared_buf;      /* -c N without -T v: one for all */
+	size_t shared_size;
+	struct evr_addr dst, src;
+	struct evr_pattern spat, rpat;
+};
+
+_Static_assert(offsetof(struct stream_client, st) == 0,
+	       "evr_stream_free() frees the engine through its st");
+
+static struct stream_client *client_of(struct evr_stream *st)
+{
+	return evr__container_of(st, struct stream_client, st);
+}
+
+static struct cli_sess *cli_sess_of(struct evr_sess *s)
+{
+	return evr__container_of(s, struct cli_sess, s);
+}
+
+static void client_progress(struct stream_client *cl);
+
+/* -c N: the connection's own result, then the test's aggregate once all
+ * N connections have reported it (they run the same tests in order, so
+ * aggregates come out in the plan's order). */
+static void client_result_many(struct stream_client *cl, struct evr_sess *s,
+			       struct evr_result *r)
+{
+	struct evr_agg *a = &cl->agg[s->ti < EVR_PLAN_MAX_TESTS ? s->ti : 0];
+
+	r->conn_index = cli_sess_of(s)->k + 1;
+	EVR__STREAM_EMIT(&cl->st, result, r);
+	/* an -ENOMEM leaves the merged percentiles without this
+	 * connection's samples, as a lost sample in evr__lat_add() */
+	(void)evr__agg_add(a, r, s->lat_valid ? &s->lat : NULL);
+	if (a->n < cl->nconn)
+		return;
+	evr__agg_result(a, r);
+	r->conn_index = 0;
+	r->conn_id = 0;
+	EVR__STREAM_EMIT(&cl->st, result, r); /* not if cancelled in the first */
+	/* the merged samples go at once: a plan's later tests do not hold
+	 * this one's */
+	evr__agg_fini(a);
+}
+
+static void client_result(struct evr_sess *s, const struct evr_test *t,
+			  uint64_t ns)
+{
+	struct stream_client *cl = client_of(s->owner_ud);
+	struct evr_result r;
+
+	if (!evr__stream_reporting(&cl->st))
+		return; /* nothing after a cancel, not even into the sums */
+	evr__stream_result_init(&r, s, t, ns);
+	if (cl->nconn > 1)
+		client_result_many(cl, s, &r);
+	else
+		EVR__STREAM_EMIT(&cl->st, result, &r);
+}
+
+/* (progress is not counted in cb_depth: the session calls it last, from
+ * its own timer, and nothing of ours is below it on the stack) */
+static void client_sess_progress(struct evr_sess *s,
+				 const struct evr_progress *p)
+{
+	struct stream_client *cl = client_of(s->owner_ud);
+	struct evr_progress q = *p;
+
+	if (!cl->st.cbs.progress)
+		return;
+	if (cl->nconn > 1) {
+		q.conn_index = cli_sess_of(s)->k + 1;
+		q.conn_total = cl->nconn;
+	}
+	cl->st.cbs.progress(cl->st.ud, &q);
+}
+
+/* Connection k (0-based) failed with f: the first failure is the run's. */
+static void client_fail(struct stream_client *cl, unsigned k,
+			const struct evr_failure *f)
+{
+	if (cl->st.state != EVR_STREAM_RUNNING &&
+	    cl->st.state != EVR_STREAM_CANCELLING)
+		return;
+	cl->first_fail = *f;
+	if (cl->nconn > 1) {
+		cl->first_fail.conn_index = k + 1;
+		cl->first_fail.conn_total = cl->nconn;
+	}
+	evr__stream_set_state(&cl->st, EVR_STREAM_FAILING);
+}
+
+static void client_not_connecting(struct stream_client *cl,
+				  struct cli_sess *cs)
+{
+	if (cs->connecting) {
+		cs->connecting = 0;
+		cl->cs_connecting--;
+	}
+}
+
+static void client_finished(struct evr_sess *s)
+{
+	struct cli_sess *cs = cli_sess_of(s);
+	struct stream_client *cl = client_of(s->owner_ud);
+
+	client_not_connecting(cl, cs);
+	s->fail.conn_id = s->id;
+	if (s->state == EVR_SS_FAILED)
+		client_fail(cl, cs->k, &s->fail);
+	/* verification's counters go on on the next series' connections */
+	cl->spat = s->spat;
+	cl->rpat = s->rpat;
+	cl->cs[cs->k] = NULL;
+	cl->cs_live--;
+	evr__sess_fini(s);
+	free(cs);
+	client_progress(cl);
+}
+
+static const struct evr_sess_owner client_owner = {
+	.result = client_result,
+	.finished = client_finished,
+	.progress = client_sess_progress,
+};
+
+static void client_connected(void *ud, struct evr_conn *c, int err)
+{
+	struct stream_client *cl = client_of(ud);
+	struct evr_sess *s;
+	struct cli_sess *cs;
+
+	if (!c->wake)
+		return; /* its session has let go of it */
+	s = c->wake_ud;
+	cs = cli_sess_of(s);
+	if (s->conn != c)
+		return;
+	/* one connect fewer in flight: the next may start */
+	client_not_connecting(cl, cs);
+	if (!err) /* (a cancel in its info() is deferred) */
+		evr__stream_settings(&cl->st, s->id, c);
+	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
+	client_progress(cl);
+}
+
+/* The rsocket inline size of a connection, as upstream's set_options():
+ * the latency series inlines -i bytes, the bandwidth series nothing, and
+ * a custom test keeps the transport's default. */
+static int conn_inline(const struct evr_stream *st,
+		       const struct evr_conn_plan *cp)
+{
+	switch (cp->opt) {
+	case EVR_OPT_LATENCY:
+		return st->o.inline_size;
+	case EVR_OPT_BANDWIDTH:
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Connection k of the series, on the plan's connection idx, not yet
+ * open; NULL when out of memory. */
+static struct cli_sess *cli_sess_new(struct stream_client *cl, unsigned idx,
+				     unsigned k)
+{
+	struct evr_stream *st = &cl->st;
+	struct cli_sess *cs = malloc(sizeof(*cs));
+
+	if (!cs)
+		return NULL;
+	if (evr__sess_init(&cs->s, st->loop, 1, &st->plan.conns[idx], idx,
+			   st->plan.nconns, &st->o)) {
+		evr__sess_fini(&cs->s);
+		free(cs);
+		return NULL;
+	}
+	cs->k = k;
+	cs->connecting = 0;
+	if (cl->shared_buf)
+		evr__sess_use_buf(&cs->s, cl->shared_buf, cl->shared_size);
+	cs->s.id = st->next_id++;
+	cs->s.owner = &client_owner;
+	cs->s.owner_ud = st;
+	cs->s.spat = cl->spat;
+	cs->s.rpat = cl->rpat;
+	return cs;
+}
+
+/* Open and start connecting the next connection of the series.  Local
+ * failures fail the run (client_fail); the machine reports the rest. */
+static void client_start_one(struct stream_client *cl)
+{
+	struct evr_stream *st = &cl->st;
+	unsigned idx = cl->conn_next - 1;
+	unsigned k = cl->cs_started++;
+	struct evr_failure f;
+	struct cli_sess *cs;
+	struct evr_conn *c;
+	int ret, err = 0;
+
+	memset(&f, 0, sizeof(f));
+	cs = cli_sess_new(cl, idx, k);
+	if (!cs) {
+		f.err = -ENOMEM;
+		f.where = "malloc";
+		goto fail;
+	}
+	ret = st->xp->ops->open(st->xp, &cl->dst,
+				conn_inline(st, &st->plan.conns[idx]), &c, &f);
+	if (ret)
+		goto fail_sess;
+	if (st->o.keepalive) {
+		struct evr_info i = {
+			.kind = EVR_INFO_KEEPALIVE,
+			.conn_id = cs->s.id,
+			.peer = "",
+			.keepalive_on = c->ka_on,
+			.keepalive_idle = c->ka_idle,
+		};
+
+		EVR__STREAM_EMIT(st, info, &i);
+	}
+	ret = st->xp->ops->connect(st->xp, c, &cl->dst,
+				   cl->src.valid ? &cl->src : NULL, &f, &err);
+	if (ret < 0) {
+		c->ops->close(c);
+		goto fail_sess;
+	}
+	evr__sess_attach(&cs->s, c);
+	cl->cs[k] = cs;
+	cl->cs_live++;
+	if (ret == EVR_XP_FAILED_NOW) {
+		/* Report through the machine, like a late failure. */
+		evr__sess_drive(&cs->s, EVR_SE_CONN_ERROR, err);
+		return;
+	}
+	cs->connecting = 1;
+	cl->cs_connecting++;
+	evr__sess_drive(&cs->s, EVR_SE_READY, 0); /* arms the watchdog */
+	return;
+fail_sess:
+	evr__sess_fini(&cs->s);
+	free(cs);
+fail:
+	client_fail(cl, k, &f);
+}
+
+static void client_cancel_live(struct stream_client *cl)
+{
+	unsigned k;
+
+	for (k = 0; k < cl->cs_started && cl->cs_live; k++)
+		if (cl->cs[k])
+			evr__sess_drive(&cl->cs[k]->s, EVR_SE_CANCEL, 0);
+}
+
+/* Decide what comes next; safe to call from any callback (a call made
+ * while it runs only makes it look again).  A client that is CANCELLING
+ * goes on as RUNNING until a connection fails (the one its cancel hits
+ * first, from the loop): a run may still end well meanwhile. */
+static void client_progress(struct stream_client *cl)
+{
+	struct evr_stream *st = &cl->st;
+	unsigned i;
+
+	if (cl->progressing) {
+		cl->progress_again = 1;
+		return;
+	}
+	cl->progressing = 1;
+	do {
+		cl->progress_again = 0;
+		if (evr__stream_ending(st))
+			break;
+		if (st->state == EVR_STREAM_FAILING) {
+			client_cancel_live(cl);
+			if (!cl->cs_live)
+				evr__stream_finish(st, cl->first_fail.err,
+						   &cl->first_fail);
+			continue;
+		}
+		while (st->state != EVR_STREAM_FAILING &&
+		       cl->cs_started < cl->nconn &&
+		       cl->cs_connecting < cl->max_connecting)
+			client_start_one(cl);
+		if (st->state == EVR_STREAM_FAILING) {
+			cl->progress_again = 1;
+			continue;
+		}
+		if (cl->cs_started < cl->nconn || cl->cs_live)
+			continue;
+		if (cl->conn_next < st->plan.nconns) {
+			/* the next series, N connections again */
+			cl->conn_next++;
+			cl->cs_started = 0;
+			for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
+				evr__agg_fini(&cl->agg[i]);
+			cl->progress_again = 1;
+			continue;
+		}
+		evr__stream_finish(st, 0, NULL);
+	} while (cl->progress_again);
+	cl->progressing = 0;
+}
+
+static int client_start(struct evr_stream *st, struct evr_failure *f)
+{
+	struct stream_client *cl = client_of(st);
+	unsigned i;
+	int ret;
+
+	if (!st->host) {
+		f->err = -EINVAL;
+		f->where = "no server address";
+		return f->err;
+	}
+	ret = evr__resolve(&st->o, st->host, st->port, 0, &cl->dst, f);
+	if (ret)
+		return ret;
+	if (st->bind_addr) {
+		/* Upstream binds the source to the server's port, which
+		 * clashes on one host; an ephemeral port does not. */
+		ret = evr__resolve(&st->o, st->bind_addr, "0", 1, &cl->src, f);
+		if (ret)
+			return ret;
+	}
+	if (!cl->cs) /* (kept from a failed start) */
+		cl->cs = calloc(cl->nconn, sizeof(*cl->cs));
+	if (!cl->cs)
+		goto nomem;
+	if (cl->nconn > 1 && !st->o.verify && !st->o.duration_ms &&
+	    !cl->shared_buf) {
+		/* Nobody looks at the bytes: one buffer serves all.  Not in
+		 * duration mode, whose first byte of an iteration is a mark
+		 * that each connection writes for itself. */
+		for (i = 0; i < st->plan.nconns; i++)
+			if (evr__conn_plan_max_size(&st->plan.conns[i]) >
+			    cl->shared_size)
+				cl->shared_size = evr__conn_plan_max_size(
+					&st->plan.conns[i]);
+		cl->shared_buf = calloc(1, cl->shared_size);
+		if (!cl->shared_buf)
+			goto nomem;
+	}
+	for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
+		evr__agg_init(&cl->agg[i]);
+	cl->conn_next = 1;
+	evr__stream_set_state(st, EVR_STREAM_RUNNING);
+	client_progress(cl);
+	return 0;
+nomem:
+	f->err = -ENOMEM;
+	f->where = "malloc";
+	return f->err;
+}
+
+/* The first connection cancelled is the failure reported (FAILING); the
+ * rest follow it.  With none, the run ends here. */
+static void client_cancel(struct evr_stream *st)
+{
+	struct stream_client *cl = client_of(st);
+	unsigned k;
+
+	for (k = 0; cl->cs && k < cl->cs_started; k++) {
+		if (cl->cs[k]) {
+			evr__sess_drive(&cl->cs[k]->s, EVR_SE_CANCEL, 0);
+			return;
+		}
+	}
+	evr__stream_finish(st, -EVR_E_CANCELLED, NULL);
+}
+
+static void client_release(struct evr_stream *st)
+{
+	struct stream_client *cl = client_of(st);
+	unsigned i, k;
+
+	if (cl->cs) {
+		for (k = 0; k < cl->nconn; k++) {
+			struct cli_sess *cs = cl->cs[k];
+
+			if (!cs)
+				continue;
+			evr__sess_stop_watchers(&cs->s);
+			evr__sess_fini(&cs->s);
+			free(cs);
+		}
+		free(cl->cs);
+	}
+	for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
+		evr__agg_fini(&cl->agg[i]);
+	free(cl->shared_buf);
+}
+
+static const struct evr_xport_cbs client_xport_cbs = {
+	.connected = client_connected,
+	.drained = evr__stream_drained,
+};
+
+static const struct evr__stream_engine client_engine = {
+	.name = "client",
+	.xcbs = &client_xport_cbs,
+	.start = client_start,
+	.cancel = client_cancel,
+	.release = client_release,
+};
+
+struct evr_stream *evr__client_new(const struct evr_stream_opts *o)
+{
+	struct stream_client *cl = calloc(1, sizeof(*cl));
+
+	if (!cl)
+		return NULL;
+	cl->st.eng = &client_engine;
+	cl->nconn = o->conns ? o->conns : 1;
+	cl->max_connecting = o->max_connecting ? o->max_connecting :
+			     EVR_DEFAULT_MAX_CONNECTING;
+	return &cl->st;
+}

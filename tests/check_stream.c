@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The stream engines' lifecycle (src/stream/stream_int.h), seen from
+ * outside as an embedding host sees it: evr_stream_new/start/cancel/free
+ * over loopback TCP (127.0.0.1, ephemeral ports), the transitions read
+ * back through the trace hook (evr_loop_set_trace), done() counted.  And
+ * the table of transports through evr_xport_name().
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "evrdma/loop.h"
+#include "evrdma/stream.h"
+
+#define MAXT 32
+
+/* What one engine told its host. */
+struct rec {
+	const char *who;            /* "client" or "server": its trace lines */
+	char trace[MAXT][64];       /* its lifecycle transitions, in order */
+	unsigned ntrace;
+	unsigned ndone, nresult, ninfo, nlistening, nconn_done;
+	unsigned nagg;              /* results that sum up -c N (nconns N) */
+	int status;
+	int had_f;
+	struct evr_failure f;
+	struct evr_stream *st;
+	/* what to do from a callback */
+	int cancel_in_keepalive;    /* evr_stream_cancel() from info(KEEPALIVE) */
+	int cancel_in_conn_done;    /* ... from info(CONN_DONE) */
+	int cancel_in_done;         /* ... from done() */
+	unsigned cancel_at_result;  /* ... from the n-th result(), from 1 */
+	unsigned ntrace_after_cancel; /* ntrace when that cancel returned */
+	unsigned ndone_after_cancel;
+};
+
+static struct evr_loop *L;
+static ev_timer guard_w;        /* bounds each loop pass: see RUN_UNTIL */
+static struct rec C, S;         /* the client's and the server's */
+static unsigned nother;         /* trace lines of the sessions */
+
+static void rec_init(struct rec *r, const char *who)
+{
+	memset(r, 0, sizeof(*r));
+	r->who = who;
+	r->status = 12345;
+}
+
+/* The engine's lines read "client: RUNNING -> FINISHING"; the sessions'
+ * "conn 1: ...", which only count. */
+static void on_trace(void *ud, const char *line)
+{
+	struct rec *r = NULL;
+	size_t n;
+
+	(void)ud;
+	if (!strncmp(line, "client: ", 8))
+		r = &C;
+	else if (!strncmp(line, "server: ", 8))
+		r = &S;
+	if (!r) {
+		nother++;
+		return;
+	}
+	n = strlen(r->who) + 2;
+	ck_assert_uint_lt(r->ntrace, MAXT);
+	snprintf(r->trace[r->ntrace++], sizeof(r->trace[0]), "%s", line + n);
+}
+
+static void cancel_here(struct rec *r)
+{
+	evr_stream_cancel(r->st);
+	r->ntrace_after_cancel = r->ntrace;
+	r->ndone_after_cancel = r->ndone;
+}
+
+static void on_result(void *ud, const struct evr_result *res)
+{
+	struct rec *r = ud;
+
+	r->nresult++;
+	if (res->nconns)
+		r->nagg++;
+	if (r->nresult == r->cancel_at_result)
+		cancel_here(r);
+}
+
+static void on_info(void *ud, const struct evr_info *i)
+{
+	struct rec *r = ud;
+
+	r->ninfo++;
+	if (i->kind == EVR_INFO_LISTENING)
+		r->nlistening++;
+	if (i->kind == EVR_INFO_CONN_DONE)
+		r->nconn_done++;
+	if (i->kind == EVR_INFO_KEEPALIVE && r->cancel_in_keepalive) {
+		r->cancel_in_keepalive = 0;
+		cancel_here(r);
+	}
+	if (i->kind == EVR_INFO_CONN_DONE && r->cancel_in_conn_done) {
+		r->cancel_in_conn_done = 0;
+		cancel_here(r);
+	}
+}
+
+static void on_done(void *ud, int status, const struct evr_failure *f,
+		    int in_child)
+{
+	struct rec *r = ud;
+
+	ck_assert_int_eq(in_child, 0);
+	r->ndone++;
+	r->status = status;
+	r->had_f = f != NULL;
+	if (f)
+		r->f = *f;
+	if (r->cancel_in_done) {
+		unsigned before = r->ntrace;
+
+		/* finished: a cancel is no transition, and no second done() */
+		evr_stream_cancel(r->st);
+		ck_assert_uint_eq(r->ntrace, before);
+	}
+}
+
+static const struct evr_stream_cbs cbs = {
+	.result = on_result,
+	.info = on_info,
+	.done = on_done,
+};
+
+static void guard_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)l;
+	(void)w;
+	(void)revents;
+}
+
+static void setup(void)
+{
+	ck_assert_int_eq(evr_loop_new(&L, NULL), 0);
+	evr_loop_set_trace(L, on_trace, NULL);
+	ev_timer_init(&guard_w, guard_cb, 0.002, 0.002);
+	ev_timer_start(evr_loop_ev(L), &guard_w);
+	rec_init(&C, "client");
+	rec_init(&S, "server");
+	nother = 0;
+}
+
+static void teardown(void)
+{
+	evr_stream_free(C.st);
+	evr_stream_free(S.st);
+	C.st = S.st = NULL;
+	ev_timer_stop(evr_loop_ev(L), &guard_w);
+	evr_loop_free(L);
+	L = NULL;
+}
+
+/* Run the loop until cond holds, for at most ms milliseconds (guard_w
+ * wakes each pass within 2 ms). */
+#define RUN_UNTIL(cond, ms) do { \
+	uint64_t e_ = evr_now_ns() + (uint64_t)(ms) * 1000000u; \
+	while (!(cond) && evr_now_ns() < e_) \
+		ev_run(evr_loop_ev(L), EVRUN_ONCE); \
+	ck_assert_msg((cond), "timed out waiting for %s", #cond); \
+} while (0)
+
+/* Run the loop for ms milliseconds whatever happens (a second done()
+ * would come within it). */
+static void run_ms(unsigned ms)
+{
+	uint64_t end = evr_now_ns() + (uint64_t)ms * 1000000u;
+
+	while (evr_now_ns() < end)
+		ev_run(evr_loop_ev(L), EVRUN_ONCE);
+}
+
+/* A loopback port nothing listens on (the kernel's pick, let go of). */
+static char *free_port(char *buf, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	snprintf(buf, len, "%u", ntohs(sa.sin_port));
+	return buf;
+}
+
+/* connect() to 127.0.0.1:port: 0, or -errno. */
+static int try_connect(const char *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret = 0;
+
+	ck_assert_int_ge(fd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)atoi(port));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void opts_client(struct evr_stream_opts *o, const char *port)
+{
+	memset(o, 0, sizeof(*o));
+	o->host = "127.0.0.1";
+	o->port = port;
+	o->xport = EVR_XPORT_TCP;
+	o->io = EVR_IO_ASYNC;
+	o->stall_ms = 5000;
+	/* one small test: 100-byte transfers, 2 per iteration, 3 times */
+	o->custom = 1;
+	o->size = 100;
+	o->count = 2;
+	o->iters = 3;
+}
+
+static void opts_server(struct evr_stream_opts *o, const char *port)
+{
+	memset(o, 0, sizeof(*o));
+	o->server = 1;
+	o->bind_addr = "127.0.0.1";
+	o->port = port;
+	o->xport = EVR_XPORT_TCP;
+	o->io = EVR_IO_ASYNC;
+	o->stall_ms = 5000;
+	o->custom = 1;
+	o->size = 100;
+	o->count = 2;
+	o->iters = 3;
+}
+
+/* A server listening on a free loopback port (a few tries: another
+ * program may take the port between our pick and the bind). */
+static void server_up(const struct evr_stream_opts *extra, char *port,
+		      size_t len)
+{
+	struct evr_stream_opts o;
+	struct evr_failure f;
+	int tries, ret = -1;
+
+	for (tries = 0; tries < 5 && ret; tries++) {
+		opts_server(&o, free_port(port, len));
+		if (extra)
+			o.once = extra->once;
+		ck_assert_int_eq(evr_stream_new(&S.st, L, &o, &cbs, &S), 0);
+		ret = evr_stream_start(S.st, &f);
+		if (ret) {
+			ck_assert_int_eq(ret, -EADDRINUSE);
+			evr_stream_free(S.st);
+			S.st = NULL;
+			S.ntrace = 0;
+		}
+	}
+	ck_assert_int_eq(ret, 0);
+}
+
+/* The transitions r saw, exactly these in this order. */
+static void assert_trace(const struct rec *r, const char *const *want,
+			 unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n && i < r->ntrace; i++)
+		ck_assert_msg(!strcmp(r->trace[i], want[i]),
+			      "%s transition %u: \"%s\", expected \"%s\"",
+			      r->who, i, r->trace[i], want[i]);
+	ck_assert_msg(r->ntrace == n, "%s: %u transitions, expected %u "
+		      "(the last: \"%s\")", r->who, r->ntrace, n,
+		      r->ntrace ? r->trace[r->ntrace - 1] : "");
+}
+
+#define ASSERT_TRACE(r, ...) do { \
+	static const char *const w_[] = { __VA_ARGS__ }; \
+	assert_trace((r), w_, sizeof(w_) / sizeof(w_[0])); \
+} while (0)
+
+/* ---- the table of transports ---- */
+
+START_TEST(test_xport_name)
+{
+	ck_assert_str_eq(evr_xport_name(EVR_XPORT_TCP), "tcp");
+	ck_assert_str_eq(evr_xport_name(EVR_XPORT_RDMA), "rdma");
+	ck_assert_str_eq(evr_xport_name((enum evr_xport_kind)2), "unknown");
+	ck_assert_str_eq(evr_xport_name((enum evr_xport_kind)-1), "unknown");
+}
+END_TEST
+
+/* A kind outside the table is refused at start, before any socket, and
+ * leaves the engine IDLE; so is a GID address over a transport without
+ * GIDs (TCP). */
+START_TEST(test_start_refuses_unknown_xport_and_gid_tcp)
+{
+	struct evr_stream_opts o;
+	struct evr_failure f;
+	char port[16];
+
+	opts_client(&o, free_port(port, sizeof(port)));
+	o.xport = (enum evr_xport_kind)7;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, &f), -EINVAL);
+	ck_assert_int_eq(f.err, -EINVAL);
+	ck_assert_str_eq(f.where, "transport");
+	evr_stream_free(C.st);
+	C.st = NULL;
+
+	opts_client(&o, port);
+	o.addr_fmt = EVR_ADDR_GID;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, &f), -EVR_E_NOTSUP);
+	ck_assert_int_eq(f.detail, EVR_NOTSUP_GID_TCP);
+	run_ms(20);
+	ck_assert_uint_eq(C.ntrace, 0); /* still IDLE */
+	ck_assert_uint_eq(C.ndone, 0);
+}
+END_TEST
+
+/* ---- the client ---- */
+
+/* Connection refused: the run fails as a whole, and done() comes once,
+ * from the loop, never from inside evr_stream_start(). */
+START_TEST(test_client_closed_port)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	opts_client(&o, free_port(port, sizeof(port)));
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_uint_eq(C.ntrace, 0); /* IDLE until started */
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	ck_assert_uint_eq(C.ndone, 0);
+	RUN_UNTIL(C.ndone, 10000);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_int_eq(C.status, -ECONNREFUSED);
+	ck_assert(C.had_f);
+	ck_assert_int_eq(C.f.err, -ECONNREFUSED);
+	ck_assert_int_eq(C.f.phase, EVR_PH_CONNECT);
+	ck_assert_uint_eq(C.nresult, 0);
+	ASSERT_TRACE(&C, "IDLE -> RUNNING", "RUNNING -> FAILING",
+		     "FAILING -> FINISHING", "FINISHING -> FINISHED");
+	/* a second start is refused: once */
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), -EALREADY);
+}
+END_TEST
+
+/* -c 3 to a closed port: one failure ends the run, the first; the other
+ * connections follow it without a second FAILING or done(). */
+START_TEST(test_client_many_one_failure)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	opts_client(&o, free_port(port, sizeof(port)));
+	o.conns = 3;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_int_eq(C.status, -ECONNREFUSED);
+	ck_assert_uint_eq(C.f.conn_total, 3);
+	ck_assert_uint_ge(C.f.conn_index, 1);
+	ck_assert_uint_le(C.f.conn_index, 3);
+	ASSERT_TRACE(&C, "IDLE -> RUNNING", "RUNNING -> FAILING",
+		     "FAILING -> FINISHING", "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* A run that ends well, against a server engine on the same loop; a
+ * cancel after it (here from done() itself, and after) changes nothing. */
+START_TEST(test_client_run_then_cancel_does_nothing)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	C.cancel_in_done = 1;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert(!C.had_f);
+	ck_assert_uint_eq(C.nresult, 1);
+	evr_stream_cancel(C.st);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_int_eq(C.status, 0);
+	ASSERT_TRACE(&C, "IDLE -> RUNNING", "RUNNING -> FINISHING",
+		     "FINISHING -> FINISHED");
+	/* the server serves on */
+	RUN_UNTIL(S.nconn_done == 1, 5000);
+	ASSERT_TRACE(&S, "IDLE -> RUNNING");
+	ck_assert_uint_eq(S.ndone, 0);
+}
+END_TEST
+
+/* A cancel from inside the engine's own callback (the keepalive info
+ * that evr_stream_start() itself delivers) takes effect from the loop:
+ * when evr_stream_cancel() returns the engine is CANCELLING and nothing
+ * more; the connection is cancelled from the loop, no result follows,
+ * and done() says cancelled, once. */
+START_TEST(test_client_cancel_in_callback_is_deferred)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	o.keepalive = 1;
+	C.cancel_in_keepalive = 1;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	ck_assert_int_eq(C.cancel_in_keepalive, 0); /* it was called */
+	ck_assert_uint_eq(C.ntrace_after_cancel, 2);
+	ck_assert_str_eq(C.trace[1], "RUNNING -> CANCELLING");
+	ck_assert_uint_eq(C.ndone_after_cancel, 0);
+	ck_assert_uint_eq(C.ndone, 0);
+	RUN_UNTIL(C.ndone, 10000);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_int_eq(C.status, -EVR_E_CANCELLED);
+	ck_assert_uint_eq(C.nresult, 0);
+	ASSERT_TRACE(&C, "IDLE -> RUNNING", "RUNNING -> CANCELLING",
+		     "CANCELLING -> FAILING", "FAILING -> FINISHING",
+		     "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* -c 2: a cancel from the second connection's own result() (the one
+ * that completes the test) stops the aggregate that would follow it in
+ * the same call: nothing is reported after a cancel.  The run ends
+ * cancelled, or well if both connections closed before the loop ran the
+ * cancel (stream.h: "or with how it ended, had it ended first"). */
+START_TEST(test_client_cancel_in_result_stops_aggregate)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	o.conns = 2;
+	C.cancel_at_result = 2;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_uint_eq(C.nresult, 2);
+	ck_assert_uint_eq(C.nagg, 0);
+	ck_assert_msg(C.status == 0 || C.status == -EVR_E_CANCELLED,
+		      "status %d", C.status);
+	ck_assert_uint_ge(C.ntrace, 3);
+	ck_assert_str_eq(C.trace[0], "IDLE -> RUNNING");
+	ck_assert_str_eq(C.trace[1], "RUNNING -> CANCELLING");
+	ck_assert_str_eq(C.trace[C.ntrace - 1], "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* The same run without the cancel sums the test up: the check above
+ * looks at a result that does come otherwise. */
+START_TEST(test_client_many_aggregate)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	o.conns = 2;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert_uint_eq(C.nresult, 3);
+	ck_assert_uint_eq(C.nagg, 1);
+	ASSERT_TRACE(&C, "IDLE -> RUNNING", "RUNNING -> FINISHING",
+		     "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* A cancel outside callbacks, before the client is even started: done()
+ * follows from the loop, cancelled, with nothing to tell. */
+START_TEST(test_client_cancel_idle)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	opts_client(&o, free_port(port, sizeof(port)));
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	evr_stream_cancel(C.st);
+	ck_assert_uint_eq(C.ndone, 0);
+	RUN_UNTIL(C.ndone, 5000);
+	run_ms(20);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_int_eq(C.status, -EVR_E_CANCELLED);
+	ck_assert(!C.had_f);
+	ASSERT_TRACE(&C, "IDLE -> CANCELLING", "CANCELLING -> FINISHING",
+		     "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* ---- the server ---- */
+
+/* Cancelled, a server stops listening at once and finishes with 0. */
+START_TEST(test_server_cancel_stops_listening)
+{
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	ck_assert_uint_eq(S.nlistening, 1);
+	ASSERT_TRACE(&S, "IDLE -> RUNNING");
+	ck_assert_int_eq(try_connect(port), 0);
+	run_ms(20);
+	evr_stream_cancel(S.st);
+	ck_assert_int_eq(try_connect(port), -ECONNREFUSED);
+	ck_assert_uint_eq(S.ndone, 0);
+	RUN_UNTIL(S.ndone, 5000);
+	run_ms(20);
+	ck_assert_uint_eq(S.ndone, 1);
+	ck_assert_int_eq(S.status, 0);
+	ck_assert(!S.had_f);
+	ASSERT_TRACE(&S, "IDLE -> RUNNING", "RUNNING -> CANCELLING",
+		     "CANCELLING -> FINISHING", "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* A server cancelled from its own info(CONN_DONE) callback: deferred to
+ * the loop as well; then it stops listening. */
+START_TEST(test_server_cancel_in_callback_is_deferred)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	S.cancel_in_conn_done = 1;
+	opts_client(&o, port);
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(S.ndone && C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert_uint_eq(S.nconn_done, 1);
+	/* when evr_stream_cancel() returned: CANCELLING, nothing more */
+	ck_assert_uint_eq(S.ntrace_after_cancel, 2);
+	ck_assert_uint_eq(S.ndone_after_cancel, 0);
+	run_ms(20);
+	ck_assert_uint_eq(S.ndone, 1);
+	ck_assert_int_eq(S.status, 0);
+	ASSERT_TRACE(&S, "IDLE -> RUNNING", "RUNNING -> CANCELLING",
+		     "CANCELLING -> FINISHING", "FINISHING -> FINISHED");
+	ck_assert_int_eq(try_connect(port), -ECONNREFUSED);
+}
+END_TEST
+
+/* --once: the server finishes by itself after one client's run. */
+START_TEST(test_server_once_finishes)
+{
+	struct evr_stream_opts o, so = { .once = 1 };
+	char port[16];
+
+	server_up(&so, port, sizeof(port));
+	opts_client(&o, port);
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(S.ndone && C.ndone, 10000);
+	run_ms(20);
+	ck_assert_uint_eq(S.ndone, 1);
+	ck_assert_int_eq(S.status, 0);
+	ck_assert_int_eq(C.status, 0);
+	ASSERT_TRACE(&S, "IDLE -> RUNNING", "RUNNING -> FINISHING",
+		     "FINISHING -> FINISHED");
+	ck_assert_uint_gt(nother, 0); /* the sessions traced too */
+}
+END_TEST
+
+static Suite *stream_suite(void)
+{
+	Suite *su = suite_create("stream");
+	TCase *tc;
+
+	tc = tcase_create("xport");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_xport_name);
+	tcase_add_test(tc, test_start_refuses_unknown_xport_and_gid_tcp);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("client");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_client_closed_port);
+	tcase_add_test(tc, test_client_many_one_failure);
+	tcase_add_test(tc, test_client_run_then_cancel_does_nothing);
+	tcase_add_test(tc, test_client_cancel_in_callback_is_deferred);
+	tcase_add_test(tc, test_client_cancel_idle);
+	tcase_add_test(tc, test_client_many_aggregate);
+	tcase_add_test(tc, test_client_cancel_in_result_stops_aggregate);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("server");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_server_cancel_stops_listening);
+	tcase_add_test(tc, test_server_cancel_in_callback_is_deferred);
+	tcase_add_test(tc, test_server_once_finishes);
+	suite_add_tcase(su, tc);
+	return su;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(stream_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
