@@ -59,7 +59,7 @@ struct evr_stream_opts {
 				     * forks the host, and relies on the
 				     * SIGCHLD handling libev's default loop
 				     * installs (see man 3 evr_stream_new) */
-	int buffer_size;            /* -B; 0 = 512 KiB */
+	int buffer_size;            /* -B; 0 = EVR_DEFAULT_BUFFER_SIZE */
 	int inline_size;            /* -i; RDMA only */
 	int keepalive;              /* -k seconds; 0 = off */
 	int custom;                 /* -I, -C or a numeric -S was given */
@@ -99,6 +99,7 @@ struct evr_stream_opts {
 };
 
 #define EVR_DEFAULT_PORT "7471"
+#define EVR_DEFAULT_BUFFER_SIZE (1 << 19) /* upstream's 512 KiB */
 #define EVR_DEFAULT_STALL_MS 10000u
 #define EVR_DEFAULT_MAX_CONNECTING 256u
 #define EVR_MAX_CONNS 100000u

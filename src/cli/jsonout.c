@@ -149,7 +149,7 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 		set_int(opt, "iters", o->iters);
 	}
 	set_int(opt, "buffer_bytes", o->buffer_size ? o->buffer_size :
-				     1 << 19);
+				     EVR_DEFAULT_BUFFER_SIZE);
 	set_int(opt, "inline_bytes", o->inline_size);
 	set_int(opt, "keepalive_s", o->keepalive);
 	set_bool(opt, "verify", o->verify);

@@ -52,7 +52,6 @@
  * receive queue, whose RNR NAK would cost 655 ms each. */
 #define RQ_EXTRA (4 * EVR_RS_CTRL_SIZE)
 #define DEFAULT_INLINE 64
-#define DEFAULT_SOCKBUF (1 << 19) /* rstream's SO_SNDBUF/SO_RCVBUF */
 #define MIN_BUF 4096
 #define RESOLVE_MS 2000
 #define RESOLVE_RETRIES 3
@@ -1024,7 +1023,7 @@ static int create_ep(struct rconn *rc, const char **what)
 	struct ibv_device_attr da;
 	struct ibv_qp_init_attr qa;
 	uint32_t bs = o->buffer_size ? (uint32_t)o->buffer_size :
-		      DEFAULT_SOCKBUF;
+		      EVR_DEFAULT_BUFFER_SIZE;
 	uint32_t maxwr = EVR_RS_QP_MAX;
 	int ret;
 

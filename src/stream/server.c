@@ -404,7 +404,6 @@ static void server_turn_away(struct stream_server *sv, struct evr_conn *c,
 	struct evr_stream *st = &sv->st;
 	uint8_t hello[EVR_SYNC_LEN];
 	struct evr_failure f;
-	char where[160];
 
 	/* Read what the client sent first, so that the close is a FIN
 	 * behind our message rather than a reset that may overtake it;
@@ -419,10 +418,8 @@ static void server_turn_away(struct stream_server *sv, struct evr_conn *c,
 	memset(&f, 0, sizeof(f));
 	f.err = -ECONNREFUSED;
 	f.phase = EVR_PH_SETUP;
-	snprintf(where, sizeof(where), "accept (at the --max-conns limit "
-		 "of %u connections: new ones are turned away until some "
-		 "close)", sv->max_conns);
-	f.where = where;
+	f.where = "accept";
+	f.detail = EVR_REJECT_CONNS;    /* the limit it met, a fact */
 	evr__sockaddr_str(sa, f.peer, sizeof(f.peer));
 	EVR__STREAM_EMIT(st, conn_failed, &f);
 }

@@ -74,11 +74,6 @@ static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
 /* Local to the stream engine for now: the multicast engine has its own
  * copy, and both may move to src/loop. */
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 		   const struct evr_stream_opts *opts,
 		   const struct evr_stream_cbs *cbs, void *ud)
@@ -91,8 +86,8 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	st->state = EVR_STREAM_IDLE;
 	st->loop = loop;
 	st->o = *opts;
-	st->host = dup_or_null(opts->host);
-	st->bind_addr = dup_or_null(opts->bind_addr);
+	st->host = evr__strdup_or_null(opts->host);
+	st->bind_addr = evr__strdup_or_null(opts->bind_addr);
 	st->port = strdup(opts->port ? opts->port : EVR_DEFAULT_PORT);
 	if ((opts->host && !st->host) ||
 	    (opts->bind_addr && !st->bind_addr) || !st->port) {

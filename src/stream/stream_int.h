@@ -124,11 +124,9 @@ static inline int evr__stream_ending(const struct evr_stream *st)
  */
 #define EVR__STREAM_EMIT(st, cb, ...) \
 	do { \
-		if ((st)->cbs.cb && evr__stream_reporting(st)) { \
-			(st)->cb_depth++; \
-			(st)->cbs.cb((st)->ud, __VA_ARGS__); \
-			(st)->cb_depth--; \
-		} \
+		if (evr__stream_reporting(st)) \
+			EVR__UPCALL((st)->cb_depth, (st)->cbs.cb, (st)->ud, \
+				    __VA_ARGS__); \
 	} while (0)
 
 /* The run's outcome: FINISHING, then FINISHED (done() from the loop) once

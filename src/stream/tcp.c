@@ -44,33 +44,29 @@ struct tcp_conn {
 	ev_io connect_w;
 };
 
-static int setint(int fd, int level, int name, int val)
-{
-	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
-}
-
 /* rstream's per-socket options on fd (also on accepted sockets): buffer
  * sizes, TCP_NODELAY, non-blocking, and -k's keepalive, whose effective
  * setting goes to *ka_on and *ka_idle.  0 or a negative errno. */
 static int set_options(const struct evr_stream_opts *o, int fd, int *ka_on,
 		       int *ka_idle)
 {
-	int bs = o->buffer_size ? o->buffer_size : 1 << 19;
+	int bs = o->buffer_size ? o->buffer_size : EVR_DEFAULT_BUFFER_SIZE;
 	int ret;
 
 	/* Like upstream, buffer sizes and NODELAY are best effort. */
-	setint(fd, SOL_SOCKET, SO_SNDBUF, bs);
-	setint(fd, SOL_SOCKET, SO_RCVBUF, bs);
-	setint(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	(void)evr__setsockopt_int(fd, SOL_SOCKET, SO_SNDBUF, bs);
+	(void)evr__setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, bs);
+	(void)evr__setsockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
 	ret = evr__fd_set_nonblock(fd, 1);
 	if (ret)
 		return ret;
 	if (o->keepalive) {
 		socklen_t len = sizeof(int);
 
-		ret = setint(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+		ret = evr__setsockopt_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
 		if (!ret)
-			ret = setint(fd, IPPROTO_TCP, TCP_KEEPIDLE, o->keepalive);
+			ret = evr__setsockopt_int(fd, IPPROTO_TCP,
+						  TCP_KEEPIDLE, o->keepalive);
 		if (ret)
 			return ret;
 		if (ka_on && getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, ka_on, &len))
@@ -117,7 +113,7 @@ static int tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 	fd = tcp_socket(a.family, f);
 	if (fd < 0)
 		return fd;
-	ret = setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	ret = evr__setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 	if (ret) {
 		f->where = "setsockopt SO_REUSEADDR";
 		goto fail;
