@@ -457,10 +457,10 @@ END_TEST
 
 START_TEST(test_fds_needed)
 {
-	ck_assert_uint_eq(rstream_fds_needed(1, 0), 17);
-	ck_assert_uint_eq(rstream_fds_needed(1000, 0), 1016);
-	ck_assert_uint_eq(rstream_fds_needed(100000, 0), 100016);
-	ck_assert_uint_eq(rstream_fds_needed(1000, 1), 1032);
+	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 1), 17);
+	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 1000), 1016);
+	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 100000), 100016);
+	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_RDMA, 1000), 1032);
 }
 END_TEST
 

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <infiniband/verbs.h>
 #include <check.h>
 #include <errno.h>
 #include <ev.h>
@@ -299,8 +300,30 @@ START_TEST(test_xport_name)
 {
 	ck_assert_str_eq(evr_xport_name(EVR_XPORT_TCP), "tcp");
 	ck_assert_str_eq(evr_xport_name(EVR_XPORT_RDMA), "rdma");
-	ck_assert_str_eq(evr_xport_name((enum evr_xport_kind)2), "unknown");
-	ck_assert_str_eq(evr_xport_name((enum evr_xport_kind)-1), "unknown");
+	ck_assert_ptr_null(evr_xport_name((enum evr_xport_kind)2));
+	ck_assert_ptr_null(evr_xport_name((enum evr_xport_kind)-1));
+}
+END_TEST
+
+/* What a transport needs of the host: TCP nothing, RDMA a device (as
+ * many as libibverbs lists here), an unknown kind is refused. */
+START_TEST(test_xport_check)
+{
+	struct ibv_device **l;
+	int n = 0;
+
+	l = ibv_get_device_list(&n);
+	if (l)
+		ibv_free_device_list(l);
+	ck_assert_int_eq(evr_xport_check(EVR_XPORT_TCP), 0);
+	ck_assert_int_eq(evr_xport_check(EVR_XPORT_RDMA),
+			 n > 0 ? 0 : -EVR_E_NODEV);
+	ck_assert_int_eq(evr_xport_check((enum evr_xport_kind)2), -EINVAL);
+	/* one a connection more than the transport's own */
+	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 10) + 1,
+			  evr_xport_fds(EVR_XPORT_TCP, 11));
+	ck_assert_uint_gt(evr_xport_fds(EVR_XPORT_RDMA, 0),
+			  evr_xport_fds(EVR_XPORT_TCP, 0));
 }
 END_TEST
 
@@ -599,6 +622,7 @@ static Suite *stream_suite(void)
 	tc = tcase_create("xport");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_xport_name);
+	tcase_add_test(tc, test_xport_check);
 	tcase_add_test(tc, test_start_refuses_unknown_xport_and_gid_tcp);
 	suite_add_tcase(su, tc);
 

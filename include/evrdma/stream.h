@@ -368,8 +368,16 @@ void evr_failure_format(const struct evr_failure *f, const char *reason,
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);
 /* The stable name of a transport: "tcp" for EVR_XPORT_TCP, "rdma" for
- * EVR_XPORT_RDMA, "unknown" for a value outside the enum (never NULL). */
+ * EVR_XPORT_RDMA; NULL for a kind no transport has (the kinds are 0, 1,
+ * ...: a program lists the transports by asking from 0 until NULL). */
 const char *evr_xport_name(enum evr_xport_kind kind);
+/* Whether this host can run a transport: 0, -EVR_E_NODEV when it needs
+ * an RDMA device and there is none, -EINVAL for an unknown kind. */
+int evr_xport_check(enum evr_xport_kind kind);
+/* The file descriptors a program needs for conns connections of a
+ * transport, the engine's own and a margin included: what to raise
+ * RLIMIT_NOFILE to before a client of many connections starts. */
+unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns);
 
 /* Upstream rstream's table, for a program that prints its rows (see
  * man 3 evr_size_str): sizes in binary units, one decimal while below

@@ -76,11 +76,6 @@ static void set_bool(json_t *o, const char *k, int v)
 /* ------------------------------------------------------------------ */
 /* rstream                                                             */
 
-static const char *xport_name(enum evr_xport_kind k)
-{
-	return k == EVR_XPORT_TCP ? "tcp" : "rdma";
-}
-
 static const char *io_name(enum evr_io_mode m)
 {
 	switch (m) {
@@ -125,7 +120,7 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 	const struct evr_stream_opts *o = &cli->o;
 	json_t *r = start_record("rstream", version,
 				 o->server ? "server" : "client",
-				 xport_name(o->xport));
+				 evr_xport_name(o->xport));
 	json_t *opt = json_object();
 
 	set_str(r, "io", io_name(o->io));
@@ -271,7 +266,7 @@ json_t *jo_settings(unsigned conn, const char *peer,
 	set_int(o, "conn", conn);
 	set_str(o, "peer", s->peer[0] ? s->peer : peer);
 	set_str(o, "local", s->local);
-	set_str(o, "transport", xport_name(s->xport));
+	set_str(o, "transport", evr_xport_name(s->xport));
 	if (s->xport == EVR_XPORT_TCP) {
 		set_int(o, "sndbuf_bytes", s->tcp_sndbuf);
 		set_int(o, "rcvbuf_bytes", s->tcp_rcvbuf);

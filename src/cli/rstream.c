@@ -265,16 +265,6 @@ static void on_signal(void *ud)
 }
 
 /* Upstream's check and message when rsockets find no device. */
-static int have_rdma_device(void)
-{
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-
-	if (l)
-		ibv_free_device_list(l);
-	return n > 0;
-}
-
 /* The program's last word: with --json, a summary record. */
 static int finish(struct app *a, int status)
 {
@@ -358,17 +348,14 @@ static int run(int argc, char **argv, struct cli_out *out)
 			a.tot = m; /* else the summary counts the parent's */
 	}
 
-	if (a.cli.o.xport == EVR_XPORT_RDMA) {
-		if (!have_rdma_device())
-			return fail_early(&a, "", "No RDMA devices were detected",
-					  RSTREAM_EXIT_NODEV);
-	}
+	if (evr_xport_check(a.cli.o.xport) == -EVR_E_NODEV)
+		return fail_early(&a, "", "No RDMA devices were detected",
+				  RSTREAM_EXIT_NODEV);
 
 	/* Room for every connection, checked before any is made. */
 	if (!a.cli.o.server) {
 		unsigned n = a.cli.o.conns ? a.cli.o.conns : 1;
-		unsigned long need = rstream_fds_needed(n,
-				a.cli.o.xport == EVR_XPORT_RDMA);
+		unsigned long need = evr_xport_fds(a.cli.o.xport, n);
 		unsigned long lim;
 
 		if (fdlimit_raise(need, &lim)) {

@@ -134,11 +134,6 @@ int rstream_test_opt(struct rstream_cli *cli, const char *arg)
  * signal and async fds, the listener and its spare, RDMA CM's event
  * channel and the devices' verbs contexts.  A little slack for the C
  * library (resolver, /proc). */
-unsigned long rstream_fds_needed(unsigned n, int rdma)
-{
-	return (unsigned long)n + (rdma ? 32 : 16);
-}
-
 /* ---- the values that are more than a number ---- */
 
 static int set_addr_fmt(void *obj, const char *arg)

@@ -48,8 +48,5 @@ struct rstream_exclusion {
 /* The table rstream_parse() checks, in its order (for the tests). */
 const struct rstream_exclusion *rstream_exclusions(size_t *n);
 
-/* File descriptors a process needs for n connections of this transport,
- * and for what it always holds (stdio, the loop, a listener...). */
-unsigned long rstream_fds_needed(unsigned n, int rdma);
 
 #endif

@@ -212,13 +212,14 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 		"bind", "transport", "kind", "size", "count", "iters", "verify",
 		"negotiate", NULL,
 	};
-	static const char *const xports[] = { "tcp", "rdma", NULL };
 	static const char *const kinds[] = { "latency", "bandwidth", NULL };
+	const char *xports[MAX_WORDS];
 	unsigned long long size, count, iters;
 	unsigned port;
 	char pbuf[8];
 	int x, kind;
 
+	ENUM_WORDS(xports, evr_xport_name);
 	if (check_keys(c, o, keys))
 		return -1;
 	if (!json_object_get(o, "host"))
@@ -226,7 +227,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	if (get_str(c, o, "host", NULL, &p->host) ||
 	    get_str(c, o, "bind", NULL, &p->bind) ||
 	    get_port(c, o, "port", 7471, &port) ||
-	    get_enum(c, o, "transport", xports, 1, &x) || /* rstream's */
+	    get_enum(c, o, "transport", xports, EVR_XPORT_RDMA, &x) ||
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
 	    get_bool(c, o, "verify", 0, &p->verify) ||
 	    get_bool(c, o, "negotiate", 1, &p->negotiate))
@@ -240,7 +241,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	snprintf(pbuf, sizeof(pbuf), "%u", port);
 	if (!(p->port = strdup(pbuf)))
 		return fail(c, "out of memory");
-	p->xport = x ? EVR_XPORT_RDMA : EVR_XPORT_TCP;
+	p->xport = (enum evr_xport_kind)x;
 	p->size = (uint32_t)size;
 	p->count = (uint32_t)count;
 	p->iters = (uint32_t)iters;

@@ -8,6 +8,8 @@
  */
 #include "config.h"
 
+#include <infiniband/verbs.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +26,14 @@ static const struct xport_type {
 	enum evr_xport_kind kind;
 	const char *name;           /* evr_xport_name(): stable */
 	int gid;                    /* takes GID addresses (EVR_ADDR_GID) */
+	int rdma_device;            /* needs one (evr_xport_check()) */
+	unsigned fds_base;          /* evr_xport_fds(): beyond one a conn */
 	evr__xport_new_fn *create;
 } xports[] = {
-	{ .kind = EVR_XPORT_TCP, .name = "tcp",
+	{ .kind = EVR_XPORT_TCP, .name = "tcp", .fds_base = 16,
 	  .create = evr__tcp_xport_new },
-	{ .kind = EVR_XPORT_RDMA, .name = "rdma", .gid = 1,
-	  .create = evr__rdma_xport_new },
+	{ .kind = EVR_XPORT_RDMA, .name = "rdma", .gid = 1, .rdma_device = 1,
+	  .fds_base = 32, .create = evr__rdma_xport_new },
 };
 
 static const struct xport_type *xport_find(enum evr_xport_kind kind)
@@ -46,18 +50,39 @@ const char *evr_xport_name(enum evr_xport_kind kind)
 {
 	const struct xport_type *t = xport_find(kind);
 
-	return t ? t->name : "unknown";
+	return t ? t->name : NULL;
 }
 
-static const char *const state_names[] = {
-#define X(s) #s,
-	EVR_STREAM_STATES(X)
-#undef X
-};
+int evr_xport_check(enum evr_xport_kind kind)
+{
+	const struct xport_type *t = xport_find(kind);
+	struct ibv_device **l;
+	int n = 0;
+
+	if (!t)
+		return -EINVAL;
+	if (!t->rdma_device)
+		return 0;
+	l = ibv_get_device_list(&n);
+	if (l)
+		ibv_free_device_list(l);
+	return n > 0 ? 0 : -EVR_E_NODEV;
+}
+
+unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns)
+{
+	const struct xport_type *t = xport_find(kind);
+
+	/* the loop's, the libraries' (verbs contexts, CM channel) and
+	 * stdio: a margin, not a count */
+	return (unsigned long)conns + (t ? t->fds_base : 32);
+}
+
+static const char *const state_names[] = EVR__STATE_NAMES(EVR_STREAM_STATES);
 
 const char *evr__stream_state_name(enum evr_stream_state s)
 {
-	return (unsigned)s < EVR_STREAM__COUNT ? state_names[s] : "?";
+	return EVR__NAME_AT(state_names, s);
 }
 
 void evr__stream_set_state(struct evr_stream *st, enum evr_stream_state to)
