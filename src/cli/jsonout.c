@@ -267,12 +267,15 @@ json_t *jo_settings(unsigned conn, const char *peer,
 	set_str(o, "peer", s->peer[0] ? s->peer : peer);
 	set_str(o, "local", s->local);
 	set_str(o, "transport", evr_xport_name(s->xport));
-	if (s->xport == EVR_XPORT_TCP) {
+	/* each transport's own settings (a new one: -Wswitch says so) */
+	switch (s->xport) {
+	case EVR_XPORT_TCP:
 		set_int(o, "sndbuf_bytes", s->tcp_sndbuf);
 		set_int(o, "rcvbuf_bytes", s->tcp_rcvbuf);
 		set_bool(o, "nodelay", s->tcp_nodelay);
 		set_int(o, "mss_bytes", s->tcp_mss);
-	} else {
+		break;
+	case EVR_XPORT_RDMA:
 		set_int(o, "sbuf_bytes", s->rdma_sbuf_bytes);
 		set_int(o, "rbuf_bytes", s->rdma_rbuf_bytes);
 		set_int(o, "inline_bytes", s->rdma_inline_bytes);
@@ -282,6 +285,7 @@ json_t *jo_settings(unsigned conn, const char *peer,
 		set_int(o, "credits_peer", s->rdma_credits_peer);
 		set_int(o, "peer_target_sgl_entries", s->rdma_peer_target_sgl);
 		set_int(o, "peer_rbuf_bytes", s->rdma_peer_rbuf_bytes);
+		break;
 	}
 	set_bool(o, "keepalive", s->keepalive_on);
 	if (s->keepalive_on) {

@@ -69,11 +69,14 @@ void rstream_format_settings(char *buf, size_t len, unsigned conn,
 		     s->peer[0] ? s->peer : peer && peer[0] ? peer : "-");
 	if (n < 0 || (size_t)n >= len)
 		return;
-	if (s->xport == EVR_XPORT_TCP)
+	/* each transport's own settings (a new one: -Wswitch says so) */
+	switch (s->xport) {
+	case EVR_XPORT_TCP:
 		snprintf(buf + n, len - n, "tcp sndbuf %d rcvbuf %d nodelay %d "
 			 "mss %d %s\n", s->tcp_sndbuf, s->tcp_rcvbuf,
 			 s->tcp_nodelay, s->tcp_mss, ka);
-	else
+		break;
+	case EVR_XPORT_RDMA:
 		snprintf(buf + n, len - n, "rdma sbuf %u rbuf %u inline %u "
 			 "sq %u rq %u credits %u peer_credits %u "
 			 "peer_rbuf %u peer_sgl %u %s\n", s->rdma_sbuf_bytes,
@@ -81,6 +84,8 @@ void rstream_format_settings(char *buf, size_t len, unsigned conn,
 			 s->rdma_sq_depth, s->rdma_rq_depth,
 			 s->rdma_credits_granted, s->rdma_credits_peer,
 			 s->rdma_peer_rbuf_bytes, s->rdma_peer_target_sgl, ka);
+		break;
+	}
 }
 
 /* What the engine refuses in terms of its settings, in the words of the
