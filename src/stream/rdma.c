@@ -1561,9 +1561,7 @@ static const struct evr_xport_ops rdma_xport_ops = {
 	.free = x_free,
 };
 
-int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
-			const struct evr_stream_opts *o,
-			const struct evr_xport_cbs *cbs, void *ud,
+int evr__rdma_xport_new(struct evr_xport **out, const struct evr_xport *base,
 			struct evr_failure *f)
 {
 	struct rdma_xport *x = calloc(1, sizeof(*x));
@@ -1574,11 +1572,8 @@ int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
 		f->where = "malloc";
 		return f->err;
 	}
+	x->base = *base;
 	x->base.ops = &rdma_xport_ops;
-	x->base.loop = loop;
-	x->base.o = o;
-	x->base.cbs = cbs;
-	x->base.ud = ud;
 	ret = evr__cm_channel_open(&x->ch);
 	if (ret) {
 		f->err = ret == -ENODEV ? -EVR_E_NODEV : ret;
@@ -1587,7 +1582,7 @@ int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
 		return f->err;
 	}
 	ev_io_init(&x->cm_w, cm_cb, x->ch->fd, EV_READ);
-	ev_io_start(loop->ev, &x->cm_w);
+	ev_io_start(base->loop->ev, &x->cm_w);
 	ev_init(&x->defer_w, defer_cb);
 	*out = &x->base;
 	return 0;

@@ -13,9 +13,6 @@
 /* One RDMA CM event channel for the engine (evr__xport_new_fn).  Returns
  * 0, or a negative errno with f filled (-EVR_E_NODEV when there is no
  * RDMA device). */
-int evr__rdma_xport_new(struct evr_xport **out, struct evr_loop *loop,
-			const struct evr_stream_opts *o,
-			const struct evr_xport_cbs *cbs, void *ud,
-			struct evr_failure *f);
+evr__xport_new_fn evr__rdma_xport_new;
 
 #endif

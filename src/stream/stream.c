@@ -263,8 +263,12 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 		return f->err;
 	}
 	if (!st->xp) {
-		ret = t->create(&st->xp, st->loop, &st->o, st->eng->xcbs, st,
-				f);
+		const struct evr_xport base = {
+			.loop = st->loop, .o = &st->o, .cbs = st->eng->xcbs,
+			.ud = st,
+		};
+
+		ret = t->create(&st->xp, &base, f);
 		if (ret)
 			return ret;
 	}

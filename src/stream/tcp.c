@@ -549,9 +549,7 @@ static const struct evr_xport_ops tcp_xport_ops = {
 	.free = x_free,
 };
 
-int evr__tcp_xport_new(struct evr_xport **out, struct evr_loop *loop,
-		       const struct evr_stream_opts *o,
-		       const struct evr_xport_cbs *cbs, void *ud,
+int evr__tcp_xport_new(struct evr_xport **out, const struct evr_xport *base,
 		       struct evr_failure *f)
 {
 	struct tcp_xport *x = calloc(1, sizeof(*x));
@@ -561,11 +559,8 @@ int evr__tcp_xport_new(struct evr_xport **out, struct evr_loop *loop,
 		f->where = "malloc";
 		return f->err;
 	}
+	x->base = *base;
 	x->base.ops = &tcp_xport_ops;
-	x->base.loop = loop;
-	x->base.o = o;
-	x->base.cbs = cbs;
-	x->base.ud = ud;
 	x->lfd = -1;
 	x->reserve_fd = -1;
 	*out = &x->base;

@@ -109,11 +109,11 @@ struct evr_xport {
 /* A transport's constructor: one row of the engine's table of transports
  * (stream.c), so that a transport is its own file plus that row.  It
  * makes the engine's side of the transport (listen/accept, open/connect)
- * on loop, keeping o and cbs by reference (they outlive it) and passing
- * ud to every callback.  Returns 0, or a negative code with f filled. */
-typedef int evr__xport_new_fn(struct evr_xport **out, struct evr_loop *loop,
-			      const struct evr_stream_opts *o,
-			      const struct evr_xport_cbs *cbs, void *ud,
+ * whose base is a copy of base (loop, o and cbs kept by reference: they
+ * outlive it; ud passed to every callback) with its own ops.  Returns 0,
+ * or a negative code with f filled. */
+typedef int evr__xport_new_fn(struct evr_xport **out,
+			      const struct evr_xport *base,
 			      struct evr_failure *f);
 
 #endif
