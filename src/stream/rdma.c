@@ -628,6 +628,18 @@ static uint64_t block_deadline(const struct rconn *rc)
 	return evr_now_ns() + (uint64_t)rc->x->base.o->stall_ms * 1000000u;
 }
 
+/* Nothing moved: a blocking connection waits, up to its deadline (set on
+ * the first wait of a call); the others try again only while completions
+ * still make progress.  1: try again, 0: -EAGAIN. */
+static int wait_more(struct rconn *rc, uint64_t *deadline)
+{
+	if (io_mode(rc) != EVR_IO_BLOCK)
+		return no_progress(rc);
+	if (!*deadline)
+		*deadline = block_deadline(rc);
+	return block_wait(rc, *deadline);
+}
+
 /* ---- the data path ---- */
 
 static int post_data(struct rconn *rc, const uint8_t *buf, uint32_t xfer)
@@ -702,14 +714,8 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len)
 			return (ssize_t)sent;
 		if (rc->err)
 			return rc->err;
-		if (io_mode(rc) == EVR_IO_BLOCK) {
-			if (!deadline)
-				deadline = block_deadline(rc);
-			if (!block_wait(rc, deadline))
-				return -EAGAIN;
-		} else if (!no_progress(rc)) {
+		if (!wait_more(rc, &deadline))
 			return -EAGAIN;
-		}
 	}
 }
 
@@ -744,14 +750,8 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 			return rc->err;
 		if (rc->state != EVR_RC_OPEN)
 			return shut(rc) ? 0 : -EAGAIN;
-		if (io_mode(rc) == EVR_IO_BLOCK) {
-			if (!deadline)
-				deadline = block_deadline(rc);
-			if (!block_wait(rc, deadline))
-				return -EAGAIN;
-		} else if (!no_progress(rc)) {
+		if (!wait_more(rc, &deadline))
 			return -EAGAIN;
-		}
 	}
 }
 
