@@ -239,7 +239,9 @@ static void shutdown_all(struct probed *d)
 	pconf_free(d->conf);
 }
 
-int main(int argc, char **argv)
+/* The command line: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct probed *d, int *check,
+		      int *use_syslog)
 {
 	enum { OPT_SYSLOG = 256, OPT_CHECK };
 	static const struct option longopts[] = {
@@ -252,19 +254,13 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct probed d;
-	struct pconf *conf;
-	char err[512];
-	int op, check = 0, use_syslog = 0, ret;
-	struct timespec ts;
+	int op;
 
-	memset(&d, 0, sizeof(d));
-	d.conf_file = DEFAULT_CONF;
 	opterr = 0;
 	while ((op = getopt_long(argc, argv, ":c:fvhV", longopts, NULL)) != -1) {
 		switch (op) {
 		case 'c':
-			d.conf_file = optarg;
+			d->conf_file = optarg;
 			break;
 		case 'f':
 			break; /* always in the foreground */
@@ -272,10 +268,10 @@ int main(int argc, char **argv)
 			plog_verbose(1);
 			break;
 		case OPT_SYSLOG:
-			use_syslog = 1;
+			*use_syslog = 1;
 			break;
 		case OPT_CHECK:
-			check = 1;
+			*check = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -298,6 +294,22 @@ int main(int argc, char **argv)
 			"(see --help)\n", argv[optind]);
 		return EXIT_CONFIG;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct probed d;
+	struct pconf *conf;
+	char err[512];
+	int check = 0, use_syslog = 0, ret;
+	struct timespec ts;
+
+	memset(&d, 0, sizeof(d));
+	d.conf_file = DEFAULT_CONF;
+	ret = parse_args(argc, argv, &d, &check, &use_syslog);
+	if (ret >= 0)
+		return ret;
 	if (pconf_load(&conf, d.conf_file, err, sizeof(err))) {
 		fprintf(stderr, "evrdma-probed: %s\n", err);
 		return EXIT_CONFIG;
