@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/mckey_opts.h"
 #include "cli/parse.h"
 #include "cli/report.h"
 #include "cli/rstream_opts.h"
@@ -1474,6 +1475,43 @@ START_TEST(test_rule_order)
 }
 END_TEST
 
+/* --help is written by hand (upstream's usage first, then ours, in an
+ * order for people), so nothing ties it to the option tables but this:
+ * every option a table takes is in its tool's --help. */
+static void assert_help_lists(const struct cli_opt *t, size_t n,
+			      void (*usage)(FILE *, const char *))
+{
+	char *buf = NULL, want[64];
+	size_t len = 0, i;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	usage(f, "tool");
+	fclose(f);
+	for (i = 0; i < n; i++) {
+		if (t[i].lname)
+			snprintf(want, sizeof(want), "--%s", t[i].lname);
+		else
+			snprintf(want, sizeof(want), "-%c", t[i].val);
+		ck_assert_msg(strstr(buf, want), "%s is not in --help", want);
+	}
+	free(buf);
+}
+
+START_TEST(test_help_lists_every_option)
+{
+	const struct cli_opt *t;
+	size_t n;
+
+	t = rstream_options(&n);
+	ck_assert_uint_gt(n, 20);
+	assert_help_lists(t, n, rstream_help);
+	t = mckey_options(&n);
+	ck_assert_uint_gt(n, 10);
+	assert_help_lists(t, n, mckey_help);
+}
+END_TEST
+
 /* getopt_long names an ambiguous prefix's candidates on stderr in the
  * order of the table it is given: the order rstream has always had. */
 START_TEST(test_ambiguous_prefixes)
@@ -1559,6 +1597,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_exclusion_each);
 	tcase_add_test(tc, test_rule_order);
 	tcase_add_test(tc, test_ambiguous_prefixes);
+	tcase_add_test(tc, test_help_lists_every_option);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("report");

@@ -140,6 +140,12 @@ static const struct cli_opt options[] = {
 	  .what = "must be 1 to 4096" },
 };
 
+const struct cli_opt *mckey_options(size_t *n)
+{
+	*n = CLI_ARRAY_SIZE(options);
+	return options;
+}
+
 #undef O
 #undef C
 #undef NUM

@@ -25,6 +25,9 @@ enum {
 
 int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err);
 void mckey_usage(FILE *out, const char *prog);
+/* The option table, in its order (for the tests). */
+struct cli_opt;
+const struct cli_opt *mckey_options(size_t *n);
 void mckey_help(FILE *out, const char *prog);
 
 #endif

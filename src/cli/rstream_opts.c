@@ -329,6 +329,12 @@ static const struct rstream_exclusion exclusions[] = {
 	  "-T a or -T n" },
 };
 
+const struct cli_opt *rstream_options(size_t *n)
+{
+	*n = CLI_ARRAY_SIZE(options);
+	return options;
+}
+
 const struct rstream_exclusion *rstream_exclusions(size_t *n)
 {
 	*n = CLI_ARRAY_SIZE(exclusions);

@@ -47,6 +47,9 @@ struct rstream_exclusion {
 };
 /* The table rstream_parse() checks, in its order (for the tests). */
 const struct rstream_exclusion *rstream_exclusions(size_t *n);
+/* The option table, in its order (for the tests). */
+struct cli_opt;
+const struct cli_opt *rstream_options(size_t *n);
 
 
 #endif
