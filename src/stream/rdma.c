@@ -587,6 +587,8 @@ static int no_progress(struct rconn *rc)
 {
 	if (!waits_on_fd(rc))
 		return 0;
+	if (rc->base.polling)   /* the owner polls: arm only before it sleeps */
+		return poll_cq(rc) > 0;
 	if (arm(rc) < 0) {
 		set_err(rc, -EIO, "ibv_req_notify_cq");
 		return 1;

@@ -704,8 +704,12 @@ void evr__sess_attach(struct evr_sess *s, struct evr_conn *c)
 	}
 }
 
+static void set_hot(struct evr_sess *s, int hot);
+
 void evr__sess_fini(struct evr_sess *s)
 {
+	if (s->loop)
+		set_hot(s, 0);
 	if (s->conn) {
 		s->conn->wake = NULL;
 		s->conn->ops->close(s->conn);
@@ -813,6 +817,7 @@ void evr__sess_stop_watchers(struct evr_sess *s)
 
 	ev_io_stop(l, &s->io_w);
 	idle_off(s);
+	set_hot(s, 0);
 	ev_timer_stop(l, &s->wd_w);
 	if (s->wd_state)
 		ev_timer_stop(l, &s->prog_w);
@@ -892,9 +897,19 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * loop on.  A longer budget bought nothing measurable on Soft-RoCE (the
  * commit that set it has the figures).
  *
- * Async mode polls briefly before it sleeps, as rsockets' rpoll does
- * (its polling_time, 10 us by default): a completion that is about to
- * arrive (the send's, typically) then costs no sleep and wake-up. */
+ * Async mode polls before it sleeps, as rsockets' rpoll (polling_time)
+ * and Linux busy polling do, for a budget that adapts: twice what the
+ * session's waits for its peer lately took (an average of the time from
+ * "would block" to bytes moving, sleep and wake-up included), at most
+ * EVR_POLL_MAX_NS.  A connection in a fast exchange (ping-pong, a stream
+ * whose window refills) finds its data while polling and never pays a
+ * sleep and a wake-up; one whose waits take longer than the most it
+ * would poll sleeps at once, and costs nothing (an idle server, a slow
+ * peer, a thousand quiet connections).  A session with a budget counts as
+ * hot on the loop: while another one is hot too, each polls only a few
+ * tries and hands the loop on, so neither timers nor other connections
+ * wait on a spinning one.  A completion channel is not armed while the
+ * session polls, only once before it sleeps (evr_conn.polling). */
 #ifndef SPIN_TRIES
 #define SPIN_TRIES 64
 #endif
@@ -902,11 +917,91 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 #define SPIN_BUDGET_NS 200000u
 #endif
 #define POLL_TRIES 4
-#define POLL_BUDGET_NS 10000u
 
 static int waiting(enum evr_sess_want w)
 {
 	return w == EVR_WANT_READ || w == EVR_WANT_WRITE;
+}
+
+static void set_hot(struct evr_sess *s, int hot)
+{
+	if (s->hot == hot)
+		return;
+	s->hot = hot;
+	if (hot)
+		evr__loop_spin_enter(s->loop);
+	else
+		evr__loop_spin_leave(s->loop);
+}
+
+uint64_t evr__poll_budget(const struct evr_pollest *p)
+{
+	uint64_t e = p->ewma_ns ? p->ewma_ns : EVR_POLL_INIT_NS;
+
+	if (e > EVR_POLL_MAX_NS)
+		return 0;
+	return 2 * e < EVR_POLL_MAX_NS ? 2 * e : EVR_POLL_MAX_NS;
+}
+
+void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
+{
+	uint64_t d;
+
+	if (!p->ewma_ns)
+		p->ewma_ns = EVR_POLL_INIT_NS;
+	if (p->t0 && bytes == p->bytes)
+		return;             /* the wait in hand goes on */
+	if (p->t0) {
+		d = now - p->t0;
+		if (d > 1000000000u)
+			d = 1000000000u;
+		/* a quarter of each new wait: a few waits move it */
+		p->ewma_ns = p->ewma_ns - p->ewma_ns / 4 + d / 4;
+	}
+	p->bytes = bytes;
+	p->t0 = now;
+}
+
+/* -T a: poll for the budget, then arm and sleep (see above). */
+static enum evr_sess_want poll_async(struct evr_sess *s,
+				     enum evr_sess_want w)
+{
+	uint64_t now = evr_now_ns(), start = now, budget;
+	unsigned n;
+
+	if (!waiting(w)) {
+		s->pe.t0 = 0;
+		set_hot(s, 0);
+		return w;
+	}
+	evr__poll_mark(&s->pe, s->bytes, now);
+	budget = evr__poll_budget(&s->pe);
+	set_hot(s, budget > 0);
+	s->conn->polling = budget > 0;
+	while (budget) {
+		for (n = 0; n < POLL_TRIES && waiting(w); n++)
+			w = evr__sess_event(s, EVR_SE_READY, 0);
+		now = evr_now_ns();
+		if (s->bytes != s->pe.bytes) {
+			evr__poll_mark(&s->pe, s->bytes, now);
+			start = now;
+			budget = evr__poll_budget(&s->pe);
+		}
+		if (!waiting(w) || evr__loop_spin_shared(s->loop) ||
+		    now - start >= budget)
+			break;
+	}
+	if (s->conn)
+		s->conn->polling = 0;
+	/* once more, not polling: a completion channel is armed now */
+	if (waiting(w))
+		w = evr__sess_event(s, EVR_SE_READY, 0);
+	if (waiting(w))
+		evr__poll_mark(&s->pe, s->bytes, evr_now_ns());
+	else
+		s->pe.t0 = 0;
+	set_hot(s, waiting(w) && evr__poll_budget(&s->pe) > 0);
+	return w;
 }
 
 static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
@@ -914,15 +1009,12 @@ static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 	uint64_t t0 = 0, now, budget;
 	unsigned n, tries;
 
-	if (s->io == EVR_IO_NONBLOCK) {
-		tries = SPIN_TRIES;
-		budget = SPIN_BUDGET_NS;
-	} else if (s->io == EVR_IO_ASYNC) {
-		tries = POLL_TRIES;
-		budget = POLL_BUDGET_NS;
-	} else {
+	if (s->io == EVR_IO_ASYNC)
+		return poll_async(s, w);
+	if (s->io != EVR_IO_NONBLOCK)
 		return w;
-	}
+	tries = SPIN_TRIES;
+	budget = SPIN_BUDGET_NS;
 	for (;;) {
 		for (n = 0; n < tries && waiting(w); n++)
 			w = evr__sess_event(s, EVR_SE_READY, 0);

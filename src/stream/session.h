@@ -63,6 +63,24 @@ enum evr_sess_want {
 
 struct evr_sess;
 
+/* -T a polls before it sleeps for a budget learnt from the session's
+ * waits for its peer (session.c explains why): ewma_ns, an average of
+ * how long they took, sleep and wake-up included; t0 and bytes, when the
+ * wait in hand began and how many bytes had moved then (0: none). */
+struct evr_pollest {
+	uint64_t ewma_ns, t0, bytes;
+};
+
+#define EVR_POLL_INIT_NS 10000u     /* a new session's guess: rpoll's */
+#define EVR_POLL_MAX_NS 50000u      /* the most a session polls */
+
+/* bytes is the session's count so far: when it moved since the wait in
+ * hand began, that wait ended now and a new one begins. */
+void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
+/* Twice the average wait, at most EVR_POLL_MAX_NS; 0 (sleep at once)
+ * when the waits take longer than that. */
+uint64_t evr__poll_budget(const struct evr_pollest *p);
+
 /* What a server's connections may hold in data buffers together (its
  * --max-memory): each machine charges its own buffer here before it
  * grows it, and gives it back when it lets it go. */
@@ -132,6 +150,9 @@ struct evr_sess {
 	ev_tstamp wd_last;
 	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
 	int wd_state;
+	/* -T a's adaptive polling (session.c, poll_async()) */
+	struct evr_pollest pe;
+	int hot;                    /* counted on the loop as polling */
 	/* duration mode (-D): the client marks each iteration's first
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
 	int dur_mode;

@@ -37,6 +37,10 @@ struct evr_conn {
 	/* The fd only ever becomes readable (an RDMA completion channel):
 	 * wait for EV_READ on it whichever way the data goes. */
 	int rd_only;
+	/* Set by the owner while it polls (-T a's budget): a completion
+	 * channel transport then polls without arming the channel; the
+	 * owner clears it and calls once more before it sleeps. */
+	int polling;
 	char peer[64];
 	int ka_on, ka_idle; /* -k: keepalive as set on this connection */
 	/* Set by the owner: the transport calls it from the loop (never from
