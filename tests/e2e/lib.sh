@@ -649,8 +649,8 @@ cpu_percent() { # PID [SECS]
 # A scripted peer in Python, for the cases no real rstream produces.
 # Clients connect to 127.0.0.1:PORT; servers listen there.  Every mode
 # ends by itself (at the latest after HOLD seconds).
-#   client modes: silent, garbage, close, hello-close, hello-badplan,
-#                 hello-reject, complete-hold, extra
+#   client modes: silent, silent-many N, garbage, close, hello-close,
+#                 hello-badplan, hello-reject, complete-hold, extra
 #   server modes: accept-close, accept-silent, sync-then-silent,
 #                 ack-then-silent, reject, verify-bad SIZE COUNT ITERS BADAT
 cat >"$E2E_TMP/fake.py" <<'PYEOF'
@@ -692,6 +692,13 @@ def plan(ntests=1, size=4096, count=1, iters=1, kind=0):
     return hdr.ljust(16, b"\0") + ent.ljust(16, b"\0") * ntests
 
 def client():
+    if mode == "silent-many":
+        # N connections that never say a word, held open
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=HOLD)
+                 for _ in range(int(args[0]))]
+        print("connected %d" % len(socks), flush=True)
+        time.sleep(HOLD)
+        return
     s = socket.create_connection(("127.0.0.1", port), timeout=HOLD)
     print("connected", flush=True)
     if mode == "silent":
@@ -804,7 +811,7 @@ def server():
     s.close()
 
 try:
-    if mode in ("silent", "garbage", "close", "hello-close",
+    if mode in ("silent", "silent-many", "garbage", "close", "hello-close",
                 "hello-badplan", "hello-reject", "complete-hold", "extra"):
         client()
     else:

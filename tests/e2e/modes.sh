@@ -232,6 +232,31 @@ for m in a n; do
 	bg_stop "quiet_$m" 5
 done
 
+# -T a polls only while a connection is in a fast exchange: 500 clients
+# that say nothing cost nothing, a busy one among them gets its run, and
+# the silent ones cost nothing again after it
+P=$(e2e_port)
+if start_server many_quiet "$P" "$R" -T s -T a -p "$P"; then
+	FAKE_HOLD=$(tscale 30) fake_start quiet500 60 silent-many "$P" 500
+	if wait_match "$T/quiet500.out" 'connected 500' "$(tscale 10)"; then
+		sleep 0.3
+		pct=$(cpu_percent "$(bg_child_pid many_quiet)" 1)
+		say "our -T a server with 500 silent clients: ${pct:-?}% CPU"
+		assert_le "our -T a server with 500 silent clients uses < 5% CPU" "${pct:-100}" 4
+		run_cmd hot500 60 "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 5000
+		assert_exit "-T a: a busy client among 500 silent ones runs to its end" 0 "$RC" "$T/hot500.err"
+		say "its row: $(grep -E '^custom' "$T/hot500.out" || true)"
+		sleep 0.3
+		pct=$(cpu_percent "$(bg_child_pid many_quiet)" 1)
+		say "... after it: ${pct:-?}% CPU"
+		assert_le "... and after it, the 500 silent ones cost < 5% CPU again" "${pct:-100}" 4
+	else
+		not_ok "500 silent clients connected to a -T a server"
+	fi
+	bg_kill quiet500
+	bg_stop many_quiet 5
+fi
+
 # ... and stays idle after serving a client
 P=$(e2e_port)
 if start_server idle_after "$P" "$R" -T s -p "$P"; then
