@@ -2856,57 +2856,57 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
-/* -T a's poll budget: learnt from the waits for the peer.  A new session
- * polls 20 us (twice rpoll's 10); fast waits bring the budget down to
- * twice their length, slow ones (longer than the most it polls) to 0,
- * sleep at once; a few fast waits bring it back; it never exceeds
- * EVR_POLL_MAX_NS. */
+/* -T a polls while the session's waits for its peer are short on
+ * average (an active exchange), sleeps at once while they are long (an
+ * idle peer); one long pause makes it cold for a wait or two, not for
+ * long. */
 START_TEST(test_poll_budget)
 {
 	struct evr_pollest p = { 0 };
 	uint64_t now = 1000000, bytes = 0, e0;
 	int i;
 
-	ck_assert_uint_eq(evr__poll_budget(&p), 2 * EVR_POLL_INIT_NS);
+	/* a new session polls */
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
 	/* a wait begins; no byte moved: the same wait goes on */
 	evr__poll_mark(&p, bytes, now);
 	ck_assert_uint_eq(p.t0, now);
 	evr__poll_mark(&p, bytes, now + 5000);
 	ck_assert_uint_eq(p.t0, now);
-	ck_assert_uint_eq(p.ewma_ns, EVR_POLL_INIT_NS);
-	/* ping-pong: each wait 4 us */
+	ck_assert_uint_eq(p.ewma_ns, 0);
+	/* ping-pong: each wait 4 us; the average comes to it */
 	for (i = 0; i < 40; i++) {
 		now += 4000;
 		bytes += 64;
 		evr__poll_mark(&p, bytes, now);
 	}
-	ck_assert_uint_le(p.ewma_ns, 4100);
-	ck_assert_uint_ge(p.ewma_ns, 4000);
-	ck_assert_uint_eq(evr__poll_budget(&p), 2 * p.ewma_ns);
-	/* one wait for an idle peer (2 s, counted as 1 s): sleep at once */
+	ck_assert_uint_ge(p.ewma_ns, 3990);
+	ck_assert_uint_le(p.ewma_ns, 4000);
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	/* one pause of 2 s counts as 4 x the cold mark, and rises by a
+	 * quarter: cold, sleep at once */
 	e0 = p.ewma_ns;
 	now += 2000000000ull;
 	bytes += 64;
 	evr__poll_mark(&p, bytes, now);
-	ck_assert_uint_eq(p.ewma_ns, e0 - e0 / 4 + 1000000000 / 4);
+	ck_assert_uint_eq(p.ewma_ns, e0 + (4 * EVR_POLL_COLD_NS - e0) / 4);
 	ck_assert_uint_eq(evr__poll_budget(&p), 0);
-	/* waits of 30 us (a sleep and a wake-up each): hot again, once the
-	 * average is under the most it would poll */
-	for (i = 0; i < 100 && !evr__poll_budget(&p); i++) {
-		now += 30000;
+	/* the exchange goes on, each wait now with a sleep and a wake-up
+	 * (100 us): active again at the next wait */
+	now += 100000;
+	bytes += 64;
+	evr__poll_mark(&p, bytes, now);
+	ck_assert_uint_le(p.ewma_ns, EVR_POLL_COLD_NS);
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	/* an idle peer (a wait of seconds each time): cold, and stays so */
+	for (i = 0; i < 10; i++) {
+		now += 3000000000ull;
 		bytes += 64;
 		evr__poll_mark(&p, bytes, now);
+		if (i >= 1)
+			ck_assert_uint_eq(evr__poll_budget(&p), 0);
 	}
-	ck_assert_int_lt(i, 40);
-	ck_assert_uint_le(p.ewma_ns, EVR_POLL_MAX_NS);
-	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_MAX_NS);
-	/* the budget is twice the average, capped */
-	p.ewma_ns = EVR_POLL_MAX_NS / 2 + 1;
-	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_MAX_NS);
-	p.ewma_ns = 7000;
-	ck_assert_uint_eq(evr__poll_budget(&p), 14000);
-	p.ewma_ns = EVR_POLL_MAX_NS + 1;
-	ck_assert_uint_eq(evr__poll_budget(&p), 0);
+	ck_assert_uint_gt(p.ewma_ns, 3 * EVR_POLL_COLD_NS);
 }
 END_TEST
 

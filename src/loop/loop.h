@@ -61,6 +61,12 @@ static inline int evr__loop_spin_shared(const struct evr_loop *l)
 	return l->spinning > 1;
 }
 
+/* Whether someone else spins, self being whether the caller counts. */
+static inline int evr__loop_spin_others(const struct evr_loop *l, int self)
+{
+	return l->spinning > (self ? 1u : 0u);
+}
+
 /* Small services the engines share.  strdup(s), or NULL for NULL. */
 char *evr__strdup_or_null(const char *s);
 /* "IPv4", "IPv6", "AF_IB" or "another family", for messages. */

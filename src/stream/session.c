@@ -898,18 +898,25 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * commit that set it has the figures).
  *
  * Async mode polls before it sleeps, as rsockets' rpoll (polling_time)
- * and Linux busy polling do, for a budget that adapts: twice what the
- * session's waits for its peer lately took (an average of the time from
- * "would block" to bytes moving, sleep and wake-up included), at most
- * EVR_POLL_MAX_NS.  A connection in a fast exchange (ping-pong, a stream
- * whose window refills) finds its data while polling and never pays a
- * sleep and a wake-up; one whose waits take longer than the most it
- * would poll sleeps at once, and costs nothing (an idle server, a slow
- * peer, a thousand quiet connections).  A session with a budget counts as
- * hot on the loop: while another one is hot too, each polls only a few
- * tries and hands the loop on, so neither timers nor other connections
- * wait on a spinning one.  A completion channel is not armed while the
- * session polls, only once before it sleeps (evr_conn.polling). */
+ * and Linux busy polling do, while the session is in an active exchange:
+ * for EVR_POLL_NS, as long as its waits for the peer (the time from
+ * "would block" to bytes moving, sleep and wake-up included) average at
+ * most EVR_POLL_COLD_NS.  A connection in a fast exchange (ping-pong, a
+ * stream whose window refills) finds its data while polling and never
+ * pays a sleep and a wake-up, which on a quiet virtual machine costs more
+ * than the round trip itself (a halted vCPU takes tens of microseconds to
+ * wake); one whose waits are long sleeps at once and costs nothing (an
+ * idle server, a quiet client, a thousand silent connections).  The
+ * budget is not learnt from the waits: a wait that ended in a sleep
+ * includes the wake-up, so a budget sized on it shrinks below the round
+ * trip and the session never polls again.
+ *
+ * A session whose data came while it polled counts as hot on the loop
+ * until a poll finds nothing; while another session of the loop is hot,
+ * each polls only a few tries and hands the loop on, so neither timers
+ * nor other connections wait on a spinning one.  A completion channel is
+ * not armed while the session polls, only once before it sleeps
+ * (evr_conn.polling). */
 #ifndef SPIN_TRIES
 #define SPIN_TRIES 64
 #endif
@@ -936,27 +943,27 @@ static void set_hot(struct evr_sess *s, int hot)
 
 uint64_t evr__poll_budget(const struct evr_pollest *p)
 {
-	uint64_t e = p->ewma_ns ? p->ewma_ns : EVR_POLL_INIT_NS;
-
-	if (e > EVR_POLL_MAX_NS)
-		return 0;
-	return 2 * e < EVR_POLL_MAX_NS ? 2 * e : EVR_POLL_MAX_NS;
+	return p->ewma_ns <= EVR_POLL_COLD_NS ? EVR_POLL_NS : 0;
 }
 
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 {
 	uint64_t d;
 
-	if (!p->ewma_ns)
-		p->ewma_ns = EVR_POLL_INIT_NS;
 	if (p->t0 && bytes == p->bytes)
 		return;             /* the wait in hand goes on */
 	if (p->t0) {
+		/* one long pause (between tests, a slow peer) makes the
+		 * session cold for a few waits, not for long: a wait counts
+		 * for at most 4 x the cold mark; the average falls by half
+		 * of the difference and rises by a quarter */
 		d = now - p->t0;
-		if (d > 1000000000u)
-			d = 1000000000u;
-		/* a quarter of each new wait: a few waits move it */
-		p->ewma_ns = p->ewma_ns - p->ewma_ns / 4 + d / 4;
+		if (d > 4 * (uint64_t)EVR_POLL_COLD_NS)
+			d = 4 * (uint64_t)EVR_POLL_COLD_NS;
+		if (d < p->ewma_ns)
+			p->ewma_ns -= (p->ewma_ns - d) / 2;
+		else
+			p->ewma_ns += (d - p->ewma_ns) / 4;
 	}
 	p->bytes = bytes;
 	p->t0 = now;
@@ -971,25 +978,28 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 
 	if (!waiting(w)) {
 		s->pe.t0 = 0;
-		set_hot(s, 0);
 		return w;
 	}
 	evr__poll_mark(&s->pe, s->bytes, now);
 	budget = evr__poll_budget(&s->pe);
-	set_hot(s, budget > 0);
 	s->conn->polling = budget > 0;
 	while (budget) {
 		for (n = 0; n < POLL_TRIES && waiting(w); n++)
 			w = evr__sess_event(s, EVR_SE_READY, 0);
 		now = evr_now_ns();
 		if (s->bytes != s->pe.bytes) {
+			/* found while polling: hot */
 			evr__poll_mark(&s->pe, s->bytes, now);
 			start = now;
 			budget = evr__poll_budget(&s->pe);
+			set_hot(s, 1);
 		}
-		if (!waiting(w) || evr__loop_spin_shared(s->loop) ||
-		    now - start >= budget)
+		if (!waiting(w) || evr__loop_spin_others(s->loop, s->hot))
 			break;
+		if (now - start >= budget) {
+			set_hot(s, 0);      /* nothing came: it sleeps */
+			break;
+		}
 	}
 	if (s->conn)
 		s->conn->polling = 0;
@@ -1000,7 +1010,6 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 		evr__poll_mark(&s->pe, s->bytes, evr_now_ns());
 	else
 		s->pe.t0 = 0;
-	set_hot(s, waiting(w) && evr__poll_budget(&s->pe) > 0);
 	return w;
 }
 

@@ -63,22 +63,23 @@ enum evr_sess_want {
 
 struct evr_sess;
 
-/* -T a polls before it sleeps for a budget learnt from the session's
- * waits for its peer (session.c explains why): ewma_ns, an average of
- * how long they took, sleep and wake-up included; t0 and bytes, when the
- * wait in hand began and how many bytes had moved then (0: none). */
+/* -T a polls before it sleeps while the session is in an active exchange
+ * (session.c explains why): ewma_ns, an average of how long its waits for
+ * the peer took, sleep and wake-up included; t0 and bytes, when the wait
+ * in hand began and how many bytes had moved then. */
 struct evr_pollest {
 	uint64_t ewma_ns, t0, bytes;
 };
 
-#define EVR_POLL_INIT_NS 10000u     /* a new session's guess: rpoll's */
-#define EVR_POLL_MAX_NS 50000u      /* the most a session polls */
+#define EVR_POLL_NS 200000u         /* how long an active session polls */
+#define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average:
+				     * the session sleeps at once */
 
 /* bytes is the session's count so far: when it moved since the wait in
  * hand began, that wait ended now and a new one begins. */
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
-/* Twice the average wait, at most EVR_POLL_MAX_NS; 0 (sleep at once)
- * when the waits take longer than that. */
+/* EVR_POLL_NS while the waits average at most EVR_POLL_COLD_NS, else 0
+ * (sleep at once). */
 uint64_t evr__poll_budget(const struct evr_pollest *p);
 
 /* What a server's connections may hold in data buffers together (its
