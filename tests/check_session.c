@@ -2910,6 +2910,34 @@ START_TEST(test_poll_budget)
 }
 END_TEST
 
+/* -T a backs off a poll that keeps finding nothing: after two misses in
+ * a row it sleeps through 1, 2, 4 ... 64 waits; a find resets it. */
+START_TEST(test_poll_backoff)
+{
+	struct evr_pollest p = { 0 };
+	unsigned expect[] = { 0, 1, 2, 4, 8, 16, 32, 64, 64, 64 };
+	unsigned i;
+
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	for (i = 0; i < 10; i++) {
+		evr__poll_result(&p, 0);
+		ck_assert_uint_eq(p.skip, expect[i]);
+		ck_assert_uint_eq(evr__poll_budget(&p),
+				  expect[i] ? 0 : EVR_POLL_NS);
+	}
+	/* the waits slept through count the skip down (poll_async does) */
+	while (p.skip)
+		p.skip--;
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	/* a poll that finds data: no back-off at all */
+	evr__poll_result(&p, 1);
+	ck_assert_uint_eq(p.misses, 0);
+	evr__poll_result(&p, 0);
+	ck_assert_uint_eq(p.skip, 0);
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+}
+END_TEST
+
 static Suite *session_suite(void)
 {
 	Suite *su = suite_create("session");
@@ -3008,6 +3036,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_driver_block_eagain_is_stall);
 	tcase_add_test(tc, test_driver_cancel);
 	tcase_add_test(tc, test_poll_budget);
+	tcase_add_test(tc, test_poll_backoff);
 	suite_add_tcase(su, tc);
 	return su;
 }

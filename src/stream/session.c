@@ -909,7 +909,11 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * idle server, a quiet client, a thousand silent connections).  The
  * budget is not learnt from the waits: a wait that ended in a sleep
  * includes the wake-up, so a budget sized on it shrinks below the round
- * trip and the session never polls again.
+ * trip and the session never polls again.  What adapts instead is how
+ * often it polls: after two polls in a row that found nothing (a peer
+ * slower than the poll, or a host too loaded for two pollers), it sleeps
+ * through 1, 2, 4 ... 64 waits before it polls again; a poll that finds
+ * data resets that.
  *
  * A session whose data came while it polled counts as hot on the loop
  * until a poll finds nothing; while another session of the loop is hot,
@@ -943,7 +947,20 @@ static void set_hot(struct evr_sess *s, int hot)
 
 uint64_t evr__poll_budget(const struct evr_pollest *p)
 {
-	return p->ewma_ns <= EVR_POLL_COLD_NS ? EVR_POLL_NS : 0;
+	return p->ewma_ns <= EVR_POLL_COLD_NS && !p->skip ? EVR_POLL_NS : 0;
+}
+
+void evr__poll_result(struct evr_pollest *p, int found)
+{
+	if (found) {
+		p->misses = 0;
+		p->skip = 0;
+		return;
+	}
+	if (p->misses < 16)
+		p->misses++;
+	if (p->misses >= 2)
+		p->skip = p->misses - 2 < 6 ? 1u << (p->misses - 2) : 64;
 }
 
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
@@ -982,6 +999,8 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 	}
 	evr__poll_mark(&s->pe, s->bytes, now);
 	budget = evr__poll_budget(&s->pe);
+	if (!budget && s->pe.skip)
+		s->pe.skip--;       /* backing off: this wait sleeps */
 	s->conn->polling = budget > 0;
 	while (budget) {
 		for (n = 0; n < POLL_TRIES && waiting(w); n++)
@@ -991,13 +1010,17 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			/* found while polling: hot */
 			evr__poll_mark(&s->pe, s->bytes, now);
 			start = now;
+			evr__poll_result(&s->pe, 1);
 			budget = evr__poll_budget(&s->pe);
 			set_hot(s, 1);
 		}
 		if (!waiting(w) || evr__loop_spin_others(s->loop, s->hot))
 			break;
 		if (now - start >= budget) {
-			set_hot(s, 0);      /* nothing came: it sleeps */
+			/* nothing came: it sleeps, and backs off if that
+			 * keeps happening */
+			evr__poll_result(&s->pe, 0);
+			set_hot(s, 0);
 			break;
 		}
 	}

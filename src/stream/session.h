@@ -69,6 +69,11 @@ struct evr_sess;
  * in hand began and how many bytes had moved then. */
 struct evr_pollest {
 	uint64_t ewma_ns, t0, bytes;
+	unsigned misses;            /* polls in a row that found nothing */
+	unsigned skip;              /* waits to sleep through before the next
+				     * poll: 1, 2, 4 ... 64 after 2, 3, 4 ...
+				     * misses (a peer slower than the poll, or
+				     * a host too loaded for it) */
 };
 
 #define EVR_POLL_NS 200000u         /* how long an active session polls */
@@ -78,9 +83,12 @@ struct evr_pollest {
 /* bytes is the session's count so far: when it moved since the wait in
  * hand began, that wait ended now and a new one begins. */
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
-/* EVR_POLL_NS while the waits average at most EVR_POLL_COLD_NS, else 0
- * (sleep at once). */
+/* EVR_POLL_NS while the waits average at most EVR_POLL_COLD_NS and no
+ * back-off is due, else 0 (sleep at once). */
 uint64_t evr__poll_budget(const struct evr_pollest *p);
+/* A poll ended: found (data came while polling) or not (its budget ran
+ * out). */
+void evr__poll_result(struct evr_pollest *p, int found);
 
 /* What a server's connections may hold in data buffers together (its
  * --max-memory): each machine charges its own buffer here before it
