@@ -992,6 +992,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 {
 	uint64_t now = evr_now_ns(), start = now, budget;
 	unsigned n;
+	int polled;
 
 	if (!waiting(w)) {
 		s->pe.t0 = 0;
@@ -1001,7 +1002,8 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 	budget = evr__poll_budget(&s->pe);
 	if (!budget && s->pe.skip)
 		s->pe.skip--;       /* backing off: this wait sleeps */
-	s->conn->polling = budget > 0;
+	polled = budget > 0;
+	s->conn->polling = polled;
 	while (budget) {
 		for (n = 0; n < POLL_TRIES && waiting(w); n++)
 			w = evr__sess_event(s, EVR_SE_READY, 0);
@@ -1024,11 +1026,13 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			break;
 		}
 	}
-	if (s->conn)
+	/* once more, not polling: a completion channel is armed now (a
+	 * session that did not poll armed it in the call before) */
+	if (polled) {
 		s->conn->polling = 0;
-	/* once more, not polling: a completion channel is armed now */
-	if (waiting(w))
-		w = evr__sess_event(s, EVR_SE_READY, 0);
+		if (waiting(w))
+			w = evr__sess_event(s, EVR_SE_READY, 0);
+	}
 	if (waiting(w))
 		evr__poll_mark(&s->pe, s->bytes, evr_now_ns());
 	else
