@@ -8,7 +8,10 @@
 # under qemu TCG here: absolute figures say little about real hardware;
 # the ratios compare the two implementations' protocol and CPU costs.
 #
-#   bench/rstream-rxe.sh [-r rounds] [-d default-run-rounds] [-o out.md]
+#   bench/rstream-rxe.sh [-r rounds] [-d default-run-rounds] [-c "cases"]
+#                        [-o out.md]
+#       -c: only these cases (names as bench/rxe-guest.sh gives them,
+#           e.g. -c "64B-pingpong 64B-pingpong-async")
 #   bench/rstream-rxe.sh --conns     how many RDMA connections one
 #                                    rstream -c N gets on Soft-RoCE here
 set -euo pipefail
@@ -18,13 +21,15 @@ rounds=5
 drounds=5
 out=
 conns=
+cases=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--conns) conns=1; shift ;;
 	-r) rounds=$2; shift 2 ;;
 	-d) drounds=$2; shift 2 ;;
+	-c) cases=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
-	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-o out.md]" >&2; exit 1 ;;
+	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-c \"cases\"] [-o out.md]" >&2; exit 1 ;;
 	esac
 done
 [ -x "$build/rstream" ] || { echo "bench: build first ($build/rstream missing)" >&2; exit 1; }
@@ -46,7 +51,7 @@ echo "bench: booting the guest; progress below" >&2
 "$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-5400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$top/tests/rxe=/opt/evr/tests" \
-	"$top/bench/rxe-guest.sh" "$rounds" "$drounds" 2>&1 |
+	"$top/bench/rxe-guest.sh" "$rounds" "$drounds" "$cases" 2>&1 |
 	grep --line-buffered -a '^bench:' >&2 || true
 
 # split the console log into CASE/WHO.ROUND files

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "evrdma/loop.h"
@@ -614,6 +615,88 @@ START_TEST(test_server_once_finishes)
 }
 END_TEST
 
+/* ---- -T a's poll: a hot session hands the loop on ---- */
+
+static ev_tstamp tick_last, tick_gap;   /* the longest gap seen */
+static unsigned ticks;
+
+static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	ev_tstamp now;
+
+	(void)w;
+	(void)revents;
+	ev_now_update(l);
+	now = ev_now(l);
+	if (ticks++ && now - tick_last > tick_gap)
+		tick_gap = now - tick_last;
+	tick_last = now;
+}
+
+/* A 64-byte ping-pong in async mode against a server in another process
+ * keeps finding its data while it polls (it is hot all the way): the
+ * host's 1 ms timer still fires every few milliseconds while it runs.
+ * Polling that kept the loop as long as data came held it for the whole
+ * run (the timer's gap was the run's length). */
+START_TEST(test_async_hot_poll_yields_to_timers)
+{
+	struct evr_stream_opts o;
+	ev_timer tick_w;
+	char port[16], c;
+	int p[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	free_port(port, sizeof(port));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct evr_loop *l2;
+		struct evr_stream *srv;
+
+		close(p[0]);
+		opts_server(&o, port);
+		o.once = 1;
+		o.size = 64;
+		o.count = 1;
+		o.iters = 20000;
+		if (evr_loop_new(&l2, NULL) ||
+		    evr_stream_new(&srv, l2, &o, &cbs, &S) ||
+		    evr_stream_start(srv, NULL))
+			_exit(2);
+		if (write(p[1], "r", 1) != 1)
+			_exit(3);
+		/* ends by itself after one run; alarm() bounds it */
+		alarm(60);
+		ev_run(evr_loop_ev(l2), 0);
+		_exit(S.status == 0 ? 0 : 4);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+	opts_client(&o, port);
+	o.size = 64;
+	o.count = 1;
+	o.iters = 20000;
+	ticks = 0;
+	tick_gap = 0;
+	ev_timer_init(&tick_w, tick_cb, 0.001, 0.001);
+	ev_timer_start(evr_loop_ev(L), &tick_w);
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 60000);
+	ev_timer_stop(evr_loop_ev(L), &tick_w);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_uint_eq(C.nresult, 1);
+	ck_assert_uint_ge(ticks, 10);
+	ck_assert_msg(tick_gap < 0.050, "the host's 1 ms timer waited %.1f ms "
+		      "while a hot session polled (%u ticks)",
+		      tick_gap * 1000.0, ticks);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
 	Suite *su = suite_create("stream");
@@ -642,6 +725,12 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_server_cancel_stops_listening);
 	tcase_add_test(tc, test_server_cancel_in_callback_is_deferred);
 	tcase_add_test(tc, test_server_once_finishes);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("async");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, test_async_hot_poll_yields_to_timers);
 	suite_add_tcase(su, tc);
 	return su;
 }

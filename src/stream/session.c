@@ -735,10 +735,16 @@ static void io_cb(struct ev_loop *l, ev_io *w, int revents)
 	apply(s, spin(s, evr__sess_event(s, EVR_SE_READY, 0)));
 }
 
+static void idle_off(struct evr_sess *s);
+
 static void idle_cb(struct ev_loop *l, ev_idle *w, int revents)
 {
 	struct evr_sess *s = evr__container_of(w, struct evr_sess, idle_w);
 
+	/* an async session's turn after a yield: it counts on the loop as
+	 * hot or not, not as an idle spinner (apply() turns it back on) */
+	if (s->io == EVR_IO_ASYNC)
+		idle_off(s);
 	apply(s, spin(s, evr__sess_event(s, EVR_SE_READY, 0)));
 }
 
@@ -918,7 +924,11 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * A session whose data came while it polled counts as hot on the loop
  * until a poll finds nothing; while another session of the loop is hot,
  * each polls only a few tries and hands the loop on, so neither timers
- * nor other connections wait on a spinning one.  A completion channel is
+ * nor other connections wait on a spinning one.  A session that stays
+ * hot (a ping-pong finds every reply while it polls) gives the loop a
+ * turn every EVR_POLL_NS all the same (EVR_WANT_YIELD: its idle watcher
+ * brings it back after one pass, unarmed), or it would keep the loop for
+ * its whole run.  A completion channel is
  * not armed while the session polls, only once before it sleeps
  * (evr_conn.polling). */
 #ifndef SPIN_TRIES
@@ -990,9 +1000,9 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 static enum evr_sess_want poll_async(struct evr_sess *s,
 				     enum evr_sess_want w)
 {
-	uint64_t now = evr_now_ns(), start = now, budget;
+	uint64_t now = evr_now_ns(), start = now, entry = now, budget;
 	unsigned n;
-	int polled;
+	int polled, yield = 0;
 
 	if (!waiting(w)) {
 		s->pe.t0 = 0;
@@ -1015,6 +1025,12 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			evr__poll_result(&s->pe, 1);
 			budget = evr__poll_budget(&s->pe);
 			set_hot(s, 1);
+			/* hot for a whole slice: the loop's turn (timers,
+			 * other fds), then back to polling at once */
+			if (waiting(w) && now - entry >= EVR_POLL_NS) {
+				yield = 1;
+				break;
+			}
 		}
 		if (!waiting(w) || evr__loop_spin_others(s->loop, s->hot))
 			break;
@@ -1028,6 +1044,11 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 	}
 	/* once more, not polling: a completion channel is armed now (a
 	 * session that did not poll armed it in the call before) */
+	if (yield) {
+		/* not armed: the idle watcher brings it back next turn */
+		s->conn->polling = 0;
+		return EVR_WANT_YIELD;
+	}
 	if (polled) {
 		s->conn->polling = 0;
 		if (waiting(w))
