@@ -438,6 +438,32 @@ START_TEST(test_lat_options)
 }
 END_TEST
 
+/* --poll-usec: -T a's poll; 0 (never) is the engine's negative, the
+ * engine's 0 its default */
+START_TEST(test_poll_usec)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-T", "a"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.poll_us, 0);
+	ck_assert_int_eq(PARSE(&c, "-T", "a", "--poll-usec", "0"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_lt(c.o.poll_us, 0);
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--poll-usec=1000", "-T", "a"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.poll_us, 1000);
+	ck_assert_int_eq(PARSE(&c, "-T", "a", "--poll-usec", "100000"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.o.poll_us, EVR_MAX_POLL_US);
+	ASSERT_BAD("-T", "a", "--poll-usec", "100001");
+	ASSERT_BAD("-T", "a", "--poll-usec", "-1");
+	ASSERT_BAD("-T", "a", "--poll-usec", "1k");
+	ASSERT_BAD("-T", "a", "--poll-usec", "");
+	ASSERT_BAD("--poll-usec", "5");              /* not -T a */
+	ASSERT_BAD("-T", "b", "--poll-usec", "5");
+}
+END_TEST
+
 /*
  * A suffix multiplies the number: one that overflows a long long must be
  * refused, not wrapped round into range (2^34 + 1 GiB is 2^64 + 1 GiB).
@@ -1389,6 +1415,10 @@ START_TEST(test_exclusion_each)
 		  "rstream: -c with -T b: blocking calls serve one connection "
 		  "at a time; use -T a or -T n\n",
 		  { "-s", "h", "-c", "2", "-T", "b", "-T", "a" } },
+		{ { "-s", "h", "--poll-usec", "50" },
+		  "rstream: --poll-usec is -T a's poll (-T n always polls, -T b "
+		  "never does): add -T a\n",
+		  { "-s", "h", "--poll-usec", "50", "-T", "a" } },
 	};
 	const struct rstream_exclusion *x;
 	struct rstream_cli c;
@@ -1570,6 +1600,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_size_numeric);
 	tcase_add_test(tc, test_size_bad);
 	tcase_add_test(tc, test_lat_options);
+	tcase_add_test(tc, test_poll_usec);
 	tcase_add_test(tc, test_suffix_overflow);
 	tcase_add_test(tc, test_iters_count);
 	tcase_add_test(tc, test_iters_count_bad);

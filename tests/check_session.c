@@ -2862,7 +2862,7 @@ END_TEST
  * long. */
 START_TEST(test_poll_budget)
 {
-	struct evr_pollest p = { 0 };
+	struct evr_pollest p = { .budget_ns = EVR_POLL_NS };
 	uint64_t now = 1000000, bytes = 0, e0;
 	int i;
 
@@ -2914,7 +2914,7 @@ END_TEST
  * a row it sleeps through 1, 2, 4 ... 64 waits; a find resets it. */
 START_TEST(test_poll_backoff)
 {
-	struct evr_pollest p = { 0 };
+	struct evr_pollest p = { .budget_ns = EVR_POLL_NS };
 	unsigned expect[] = { 0, 1, 2, 4, 8, 16, 32, 64, 64, 64 };
 	unsigned i;
 
@@ -2935,6 +2935,39 @@ START_TEST(test_poll_backoff)
 	evr__poll_result(&p, 0);
 	ck_assert_uint_eq(p.skip, 0);
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+}
+END_TEST
+
+/* The budget is the session's (opts.poll_us, rstream --poll-usec): none
+ * never polls; a long one moves the cold mark to five budgets, so that a
+ * peer whose waits are longer than 1 ms but within it still counts as a
+ * fast exchange. */
+START_TEST(test_poll_budget_set)
+{
+	struct evr_pollest none = { .budget_ns = 0 };
+	struct evr_pollest p = { .budget_ns = 2000000 }; /* 2 ms */
+	struct evr_pollest d = { .budget_ns = EVR_POLL_NS };
+	uint64_t now = 1000, bytes = 0;
+	int i;
+
+	ck_assert_uint_eq(evr__poll_budget(&none), 0);
+	ck_assert_uint_eq(evr__poll_budget(&p), 2000000);
+	/* waits of 3 ms: cold for the default budget, not for 2 ms */
+	for (i = 0; i < 20; i++) {
+		now += 3000000;
+		bytes += 64;
+		evr__poll_mark(&p, bytes, now);
+		evr__poll_mark(&d, bytes, now);
+	}
+	ck_assert_uint_eq(evr__poll_budget(&p), 2000000);
+	ck_assert_uint_eq(evr__poll_budget(&d), 0);
+	/* waits of 12 ms: cold for both */
+	for (i = 0; i < 20; i++) {
+		now += 12000000;
+		bytes += 64;
+		evr__poll_mark(&p, bytes, now);
+	}
+	ck_assert_uint_eq(evr__poll_budget(&p), 0);
 }
 END_TEST
 
@@ -3037,6 +3070,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_driver_cancel);
 	tcase_add_test(tc, test_poll_budget);
 	tcase_add_test(tc, test_poll_backoff);
+	tcase_add_test(tc, test_poll_budget_set);
 	suite_add_tcase(su, tc);
 	return su;
 }

@@ -96,6 +96,11 @@ struct evr_stream_opts {
 	uint32_t chunk_size;
 	unsigned max_conns;
 	uint64_t max_memory;
+	/* EVR_IO_ASYNC: how long, in microseconds, a connection in a fast
+	 * exchange polls before it sleeps (rstream(1), --poll-usec); 0 =
+	 * EVR_DEFAULT_POLL_US, negative: never (sleep at once); at most
+	 * EVR_MAX_POLL_US */
+	int poll_us;
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -106,6 +111,8 @@ struct evr_stream_opts {
 #define EVR_DEFAULT_CHUNK_SIZE (1u << 20)
 #define EVR_DEFAULT_MAX_SERVER_CONNS 16384u
 #define EVR_DEFAULT_MAX_MEMORY (1ull << 30)
+#define EVR_DEFAULT_POLL_US 200
+#define EVR_MAX_POLL_US 100000
 
 /* What an -EVR_E_NOTSUP failure refused, in its detail: X(CODE, text)
  * gives EVR_NOTSUP_CODE and the words evr_failure_str() uses ("... is

@@ -171,6 +171,10 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 		set_bool(opt, "percentiles", o->percentiles);
 	}
 	set_real(opt, "interval_s", o->interval_ms / 1000.0);
+	if (o->io == EVR_IO_ASYNC)
+		set_int(opt, "poll_usec", o->poll_us < 0 ? 0 :
+					  o->poll_us ? o->poll_us :
+					  EVR_DEFAULT_POLL_US);
 	set(r, "options", opt);
 	return r;
 }

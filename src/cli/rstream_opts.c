@@ -58,6 +58,10 @@ static void help_extra(FILE *out)
 		     "the table (see rstream(1))\n");
 	fprintf(out, "\t--settings           report each connection's "
 		     "effective settings\n");
+	fprintf(out, "\t--poll-usec N        -T a: poll up to N usec before "
+		     "sleeping while the\n"
+		     "\t                     exchange is fast (default 200; "
+		     "0 never polls)\n");
 	fprintf(out, "\t-c, --connections N  client: N connections side by "
 		     "side per series (1 to 100000),\n"
 		     "\t                     one aggregate row per test\n");
@@ -206,9 +210,20 @@ static int set_test(void *obj, const char *arg)
 	return rstream_test_opt(obj, arg);
 }
 
+/* --poll-usec: 0 is "never" here, where the engine's 0 is its default */
+static int set_poll(void *obj, const char *arg)
+{
+	long long v;
+
+	if (cli_num(arg, 0, EVR_MAX_POLL_US, 0, &v))
+		return -1;
+	((struct rstream_cli *)obj)->o.poll_us = v ? (int)v : -1;
+	return 0;
+}
+
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
-       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK };
+       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL };
 
 #define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct rstream_cli, m)
@@ -259,6 +274,8 @@ static const struct cli_opt options[] = {
 	  .ret = RSTREAM_PARSE_VERSION },
 	{ OPT_JSON, "json", "--json", CLI_FLAG, C(json) },
 	{ OPT_SETTINGS, "settings", "--settings", CLI_FLAG, O(report_settings) },
+	{ OPT_POLL, "poll-usec", "--poll-usec", CLI_CALL, .set = set_poll,
+	  .what = "must be 0 (never poll) to 100000 microseconds" },
 	{ 'c', "connections", "-c", NUM(1, EVR_MAX_CONNS, 0), O(conns),
 	  .what = "connections must be 1 to 100000", .side = CLI_CLIENT,
 	  .why = "a server serves any number of connections" },
@@ -312,6 +329,11 @@ static int conns_blocking(const struct evr_stream_opts *o)
 	return o->conns > 1 && o->io == EVR_IO_BLOCK;
 }
 
+static int poll_not_async(const struct evr_stream_opts *o)
+{
+	return o->poll_us && o->io != EVR_IO_ASYNC;
+}
+
 /* In the order they are checked: the first that holds is the one line
  * said.  Those before_sides come before the side rule (so a server given
  * both --negotiate and --no-negotiate is told that they exclude each
@@ -327,6 +349,9 @@ static const struct rstream_exclusion exclusions[] = {
 	{ "-c", "-T b", conns_blocking, 0,
 	  "-c with -T b: blocking calls serve one connection at a time; use "
 	  "-T a or -T n" },
+	{ "--poll-usec", "-T a", poll_not_async, 0,
+	  "--poll-usec is -T a's poll (-T n always polls, -T b never does): "
+	  "add -T a" },
 };
 
 const struct cli_opt *rstream_options(size_t *n)

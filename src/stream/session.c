@@ -637,6 +637,9 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->client = client;
 	s->io = o->io;
 	s->stall_ms = o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS;
+	s->pe.budget_ns = o->poll_us < 0 ? 0 :
+			  (uint64_t)(o->poll_us ? o->poll_us :
+				     EVR_DEFAULT_POLL_US) * 1000u;
 	s->allow_negotiate = client && !o->no_negotiate &&
 			     (!o->verify || o->force_negotiate);
 	s->verify = o->verify;
@@ -905,9 +908,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  *
  * Async mode polls before it sleeps, as rsockets' rpoll (polling_time)
  * and Linux busy polling do, while the session is in an active exchange:
- * for EVR_POLL_NS, as long as its waits for the peer (the time from
+ * for its budget (EVR_POLL_NS, 200 usec, unless opts.poll_us says
+ * otherwise), as long as its waits for the peer (the time from
  * "would block" to bytes moving, sleep and wake-up included) average at
- * most EVR_POLL_COLD_NS.  A connection in a fast exchange (ping-pong, a
+ * most EVR_POLL_COLD_NS (1 ms, or five budgets if more).  A connection in a fast exchange (ping-pong, a
  * stream whose window refills) finds its data while polling and never
  * pays a sleep and a wake-up, which on a quiet virtual machine costs more
  * than the round trip itself (a halted vCPU takes tens of microseconds to
@@ -926,11 +930,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * each polls only a few tries and hands the loop on, so neither timers
  * nor other connections wait on a spinning one.  A session that stays
  * hot (a ping-pong finds every reply while it polls) gives the loop a
- * turn every EVR_POLL_NS all the same (EVR_WANT_YIELD: its idle watcher
+ * turn every budget all the same (EVR_WANT_YIELD: its idle watcher
  * brings it back after one pass, unarmed), or it would keep the loop for
- * its whole run.  A completion channel is
- * not armed while the session polls, only once before it sleeps
- * (evr_conn.polling). */
+ * its whole run.  A completion channel is not armed while the session
+ * polls, only once before it sleeps (evr_conn.polling). */
 #ifndef SPIN_TRIES
 #define SPIN_TRIES 64
 #endif
@@ -955,9 +958,17 @@ static void set_hot(struct evr_sess *s, int hot)
 		evr__loop_spin_leave(s->loop);
 }
 
+/* Waits that average more than this are not a fast exchange: 1 ms, or 5
+ * polls' worth for a longer poll (rstream --poll-usec). */
+static uint64_t cold_ns(const struct evr_pollest *p)
+{
+	return p->budget_ns * 5 > EVR_POLL_COLD_NS ? p->budget_ns * 5 :
+						      EVR_POLL_COLD_NS;
+}
+
 uint64_t evr__poll_budget(const struct evr_pollest *p)
 {
-	return p->ewma_ns <= EVR_POLL_COLD_NS && !p->skip ? EVR_POLL_NS : 0;
+	return p->ewma_ns <= cold_ns(p) && !p->skip ? p->budget_ns : 0;
 }
 
 void evr__poll_result(struct evr_pollest *p, int found)
@@ -985,8 +996,8 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 		 * for at most 4 x the cold mark; the average falls by half
 		 * of the difference and rises by a quarter */
 		d = now - p->t0;
-		if (d > 4 * (uint64_t)EVR_POLL_COLD_NS)
-			d = 4 * (uint64_t)EVR_POLL_COLD_NS;
+		if (d > 4 * cold_ns(p))
+			d = 4 * cold_ns(p);
 		if (d < p->ewma_ns)
 			p->ewma_ns -= (p->ewma_ns - d) / 2;
 		else
@@ -1027,7 +1038,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			set_hot(s, 1);
 			/* hot for a whole slice: the loop's turn (timers,
 			 * other fds), then back to polling at once */
-			if (waiting(w) && now - entry >= EVR_POLL_NS) {
+			if (waiting(w) && now - entry >= s->pe.budget_ns) {
 				yield = 1;
 				break;
 			}

@@ -68,6 +68,7 @@ struct evr_sess;
  * the peer took, sleep and wake-up included; t0 and bytes, when the wait
  * in hand began and how many bytes had moved then. */
 struct evr_pollest {
+	uint64_t budget_ns;         /* how long a poll lasts; 0: never poll */
 	uint64_t ewma_ns, t0, bytes;
 	unsigned misses;            /* polls in a row that found nothing */
 	unsigned skip;              /* waits to sleep through before the next
@@ -76,14 +77,15 @@ struct evr_pollest {
 				     * a host too loaded for it) */
 };
 
-#define EVR_POLL_NS 200000u         /* how long an active session polls */
-#define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average:
-				     * the session sleeps at once */
+#define EVR_POLL_NS (EVR_DEFAULT_POLL_US * 1000u) /* the default budget */
+#define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average
+				     * (or 5 x budget_ns, if more): the
+				     * session sleeps at once */
 
 /* bytes is the session's count so far: when it moved since the wait in
  * hand began, that wait ended now and a new one begins. */
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
-/* EVR_POLL_NS while the waits average at most EVR_POLL_COLD_NS and no
+/* budget_ns while the waits average at most the cold mark and no
  * back-off is due, else 0 (sleep at once). */
 uint64_t evr__poll_budget(const struct evr_pollest *p);
 /* A poll ended: found (data came while polling) or not (its budget ran

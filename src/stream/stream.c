@@ -124,7 +124,7 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	st->o.port = st->port;
 	if (!st->o.stall_ms)
 		st->o.stall_ms = EVR_DEFAULT_STALL_MS;
-	if (opts->conns > EVR_MAX_CONNS) {
+	if (opts->conns > EVR_MAX_CONNS || opts->poll_us > EVR_MAX_POLL_US) {
 		evr_stream_free(st);
 		return -EINVAL;
 	}

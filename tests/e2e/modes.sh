@@ -257,6 +257,40 @@ if start_server many_quiet "$P" "$R" -T s -T a -p "$P"; then
 	bg_stop many_quiet 5
 fi
 
+# --poll-usec sets -T a's poll: counted in the client's epoll_wait calls
+# (libev's sleep; strace traces only those, with seccomp-bpf, so the
+# other calls run at full speed).  0 never polls: most waits of a 64-byte
+# ping-pong are a sleep; 100000 (100 ms) finds every reply by polling,
+# both sides: a handful, however loaded the host.
+pp_epoll() { # NAME POLL: EPW = the client's epoll_wait calls over 2000 iterations
+	local p
+	EPW=""
+	p=$(e2e_port)
+	start_server "$1s" "$p" "$R" -T s -T a --poll-usec "$2" --once -p "$p" || return 1
+	run_cmd "$1" 60 strace --seccomp-bpf -f -qq -c -e trace=epoll_wait,epoll_pwait \
+		-o "$T/$1.strace" "$R" -T s -T a --poll-usec "$2" -s $H -p "$p" -S 64 -C 1 -I 2000
+	assert_exit "--poll-usec $2: the ping-pong" 0 "$RC" "$T/$1.err"
+	bg_wait "$1s" 10
+	EPW=$(awk '$NF ~ /^epoll_(p)?wait$/ { n += $(NF - 1) } END { print n + 0 }' "$T/$1.strace")
+}
+if [ "$E2E_VG" = 1 ]; then
+	skip "--poll-usec counted with strace: not under valgrind (it runs every program already; strace cannot trace through it)"
+elif ! command -v strace >/dev/null; then
+	not_ok "--poll-usec: strace is installed (scripts/deps.sh)"
+else
+	if pp_epoll poll0 0; then
+		say "--poll-usec 0: $EPW epoll_wait calls in 2000 ping-pongs"
+		assert_le "--poll-usec 0 never polls: most waits are a sleep (epoll_wait calls)" 1000 "$EPW"
+	fi
+	if pp_epoll pollmax 100000; then
+		say "--poll-usec 100000: $EPW epoll_wait calls in 2000 ping-pongs"
+		assert_le "--poll-usec 100000: every reply found polling (epoll_wait calls)" "$EPW" 100
+	fi
+fi
+run_cmd pollbad 10 "$R" -T s -s $H --poll-usec 50
+assert_exit "--poll-usec without -T a: a usage error" 1 "$RC" "$T/pollbad.err"
+assert_match "... saying so" "^rstream: --poll-usec is -T a's poll" "$T/pollbad.err"
+
 # ... and stays idle after serving a client
 P=$(e2e_port)
 if start_server idle_after "$P" "$R" -T s -p "$P"; then
