@@ -21,7 +21,7 @@ pkgs=(
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	iproute2 procps psmisc    # ip netns, ps, killall used by tests
 	valgrind                  # leak checks (valgrind.sh, make check-valgrind)
-	strace                    # tests/e2e/modes.sh counts -T a's sleeps with it
+	time                      # /usr/bin/time: modes.sh counts -T a's sleeps, bench/ CPU time
 	clang libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh; CI fuzzes each target briefly)
 	libasan8 libubsan1        # the ASan+UBSan build (gcc 12's runtimes; build-essential
 	                          # brings them already, named here for scripts/test.sh)

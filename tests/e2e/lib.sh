@@ -693,7 +693,14 @@ def plan(ntests=1, size=4096, count=1, iters=1, kind=0):
 
 def client():
     if mode == "silent-many":
-        # N connections that never say a word, held open
+        # N connections that never say a word, held open (the soft fd
+        # limit raised for them, within the hard one)
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = int(args[0]) + 64
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE,
+                               (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
         socks = [socket.create_connection(("127.0.0.1", port), timeout=HOLD)
                  for _ in range(int(args[0]))]
         print("connected %d" % len(socks), flush=True)
