@@ -56,7 +56,7 @@ START_TEST(test_defaults)
 	    " { \"name\": \"b\", \"type\": \"rstream\", \"host\": \"h\",\n"
 	    "   \"kind\": \"bandwidth\", \"port\": \"9000\",\n"
 	    "   \"transport\": \"tcp\", \"count\": 7,\n"
-	    "   \"verify\": true, \"negotiate\": false },\n"
+	    "   \"verify\": true, \"negotiate\": false, \"poll_us\": 0 },\n"
 	    " { \"name\": \"c\", \"type\": \"mckey\", \"group\": \"g\",\n"
 	    "   \"role\": \"sender\", \"transport\": \"udp\" } ] }\n");
 	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
@@ -73,6 +73,7 @@ START_TEST(test_defaults)
 	/* a probe sends its plan unless told not to */
 	ck_assert_int_eq(c->probes[0].verify, 0);
 	ck_assert_int_eq(c->probes[0].negotiate, 1);
+	ck_assert_int_eq(c->probes[0].poll_us, EVR_DEFAULT_POLL_US);
 	ck_assert_double_eq(c->probes[0].interval_s, 10);
 	ck_assert_double_eq(c->probes[0].timeout_s, 5);
 	ck_assert_int_eq(c->probes[1].xport, EVR_XPORT_TCP);
@@ -82,6 +83,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->probes[1].iters, 1);
 	ck_assert_int_eq(c->probes[1].verify, 1);
 	ck_assert_int_eq(c->probes[1].negotiate, 0);
+	ck_assert_int_lt(c->probes[1].poll_us, 0);   /* 0: never */
 	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
 	ck_assert_int_eq(c->probes[2].mc_xport, EVR_MC_UDP);
 	ck_assert_int_eq(c->probes[2].sender, 1);
@@ -134,6 +136,9 @@ START_TEST(test_errors)
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"timeout_s\": 0 } ] }",
 	    "probes[0] (\"a\"): \"timeout_s\" is 0, must be 0.1 to 3600");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"poll_us\": 100001 } ] }",
+	    "probes[0] (\"a\"): \"poll_us\" is 100001, must be 0 to 100000");
 	bad("{ \"listen_address\": \"\" }",
 	    "\"listen_address\" must not be empty");
 }

@@ -210,11 +210,11 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	static const char *const keys[] = {
 		"name", "type", "interval_s", "timeout_s", "host", "port",
 		"bind", "transport", "kind", "size", "count", "iters", "verify",
-		"negotiate", NULL,
+		"negotiate", "poll_us", NULL,
 	};
 	static const char *const kinds[] = { "latency", "bandwidth", NULL };
 	const char *xports[MAX_WORDS];
-	unsigned long long size, count, iters;
+	unsigned long long size, count, iters, poll;
 	unsigned port;
 	char pbuf[8];
 	int x, kind;
@@ -236,7 +236,9 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	 * train of transfers in one iteration */
 	if (get_uint(c, o, "size", 1, 64u << 20, kind ? 65536 : 64, &size) ||
 	    get_uint(c, o, "count", 1, 1000000000, kind ? 100 : 1, &count) ||
-	    get_uint(c, o, "iters", 1, 1000000000, kind ? 1 : 100, &iters))
+	    get_uint(c, o, "iters", 1, 1000000000, kind ? 1 : 100, &iters) ||
+	    get_uint(c, o, "poll_us", 0, EVR_MAX_POLL_US, EVR_DEFAULT_POLL_US,
+		     &poll))
 		return -1;
 	snprintf(pbuf, sizeof(pbuf), "%u", port);
 	if (!(p->port = strdup(pbuf)))
@@ -245,6 +247,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	p->size = (uint32_t)size;
 	p->count = (uint32_t)count;
 	p->iters = (uint32_t)iters;
+	p->poll_us = poll ? (int)poll : -1;
 	return 0;
 }
 

@@ -33,6 +33,7 @@ struct probe_cfg {
 	/* send the plan (evrdma servers run it), verify or not; 0: speak
 	 * exactly upstream's wire, for an upstream server */
 	int negotiate;
+	int poll_us;            /* evr_stream_opts.poll_us: -1 never polls */
 	/* mckey */
 	char *group;
 	enum evr_mc_transport mc_xport;

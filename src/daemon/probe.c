@@ -218,7 +218,9 @@ static void start_rstream(struct probe *p)
 	o.bind_addr = c->bind;
 	o.port = c->port;
 	o.xport = c->xport;
-	o.io = EVR_IO_ASYNC;        /* sleep in the loop: never spin */
+	o.io = EVR_IO_ASYNC;        /* sleep in the loop, after a bounded
+				     * poll while the exchange is fast */
+	o.poll_us = c->poll_us;
 	o.inline_size = 64;
 	o.custom = 1;
 	o.size = c->size;
