@@ -20,6 +20,7 @@ pkgs=(
 	python3-jsonschema        # tests/e2e/schema.sh checks --json against doc/*.schema.json
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	iproute2 procps psmisc    # ip netns, ps, killall used by tests
+	systemd util-linux        # systemd-analyze checks the unit; setpriv runs the daemon as nobody
 	valgrind                  # leak checks (valgrind.sh, make check-valgrind)
 	time                      # /usr/bin/time: modes.sh counts -T a's sleeps, bench/ CPU time
 	clang libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh; CI fuzzes each target briefly)

@@ -769,4 +769,74 @@ else
 	skip "mckey UDP probes: needs root to create a network namespace"
 fi
 
+# ------------------------------------------- unprivileged, as the unit runs
+
+# The systemd unit runs the daemon as a dynamic user with what RDMA needs
+# (contrib/evrdma-probed.service.in says what and why): systemd accepts
+# it, and its exposure score is systemd's "OK" (the unit that ran as root
+# scored 8.9, EXPOSED).
+UNIT_IN=${E2E_SRCDIR:-$(dirname "$0")/../..}/contrib/evrdma-probed.service.in
+if command -v systemd-analyze >/dev/null; then
+	mkdir -p "$T/unit/man/man8"
+	cp "${E2E_SRCDIR:-$(dirname "$0")/../..}/man/evrdma-probed.8" "$T/unit/man/man8/"
+	cp "${E2E_SRCDIR:-$(dirname "$0")/../..}/contrib/evrdma-probed.conf" "$T/unit/"
+	# its commands must exist: the build's program, through a path
+	# without the valgrind wrapper's arguments
+	pbin=$(command -v "$PROBED" || echo "$PROBED")
+	sed -e "s|@sbindir@/evrdma-probed|$pbin|g" -e "s|@sysconfdir@|$T/unit|g" \
+		"$UNIT_IN" >"$T/unit/evrdma-probed.service"
+	if MANPATH=$T/unit/man systemd-analyze verify "$T/unit/evrdma-probed.service" \
+		>"$T/unit/verify.out" 2>&1; then
+		assert_empty "the systemd unit: systemd-analyze verify says nothing" "$T/unit/verify.out"
+	else
+		not_ok "the systemd unit: systemd-analyze verify passes" "$(head -5 "$T/unit/verify.out")"
+	fi
+	assert_match "the unit runs as a dynamic user" '^DynamicUser=yes$' "$T/unit/evrdma-probed.service"
+	assert_match "... with RDMA's locked memory" '^LimitMEMLOCK=infinity$' "$T/unit/evrdma-probed.service"
+	systemd-analyze security --offline=true "$T/unit/evrdma-probed.service" \
+		>"$T/unit/security.out" 2>&1 || true
+	score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\) .*/\1/p' "$T/unit/security.out")
+	say "the unit's exposure (systemd-analyze security): ${score:-?}"
+	if [ -n "$score" ] && awk -v s="$score" 'BEGIN { exit !(s <= 5.0) }'; then
+		ok "the unit's exposure is at most 5.0 (systemd's OK): $score"
+	else
+		not_ok "the unit's exposure is at most 5.0 (systemd's OK)" "$(tail -3 "$T/unit/security.out")"
+	fi
+else
+	not_ok "systemd-analyze is installed (scripts/deps.sh: systemd)"
+fi
+
+# ... and the daemon works as an unprivileged user (nobody), as that unit
+# runs it: a TCP probe of a server is up
+port UPS
+port UPH
+if [ "$(id -u)" != 0 ]; then
+	skip "the daemon as nobody: needs root to switch users"
+elif [ "$E2E_VG" = 1 ]; then
+	skip "the daemon as nobody: not under valgrind (its logs go to a directory only root may write)"
+elif start_server upsrv "$UPS" "$R" -T s -T a -p "$UPS"; then
+	ud=$(mktemp -d)
+	chmod 755 "$ud"
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ { "name": "unpriv", "type": "rstream", "host": "%s", "port": %s, "transport": "tcp", "interval_s": 0.3, "timeout_s": %s } ] }\n' \
+		"$H" "$UPH" "$H" "$UPS" "$(tscale 2)" >"$ud/conf.json"
+	chmod 644 "$ud/conf.json"
+	bg_start unpriv 30 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$PROBED" -c "$ud/conf.json"
+	if wait_listen "$UPH" 5 unpriv; then
+		scrape_uph() { scrape "$1" "$UPH"; }
+		until_scraped scrape_uph um 5 'evrdma_probe_runs_total{probe="unpriv"}' 2
+		assert_eq "the daemon as nobody: its probe is up" 1 \
+			"$(val "$T/um.txt" 'evrdma_probe_up{probe="unpriv"}')"
+		assert_eq "... it runs as nobody" 65534 \
+			"$(awk '/^Uid:/ { print $2 }' "/proc/$(bg_child_pid unpriv)/status" 2>/dev/null)"
+	else
+		not_ok "the daemon as nobody listens"
+		dump "$T/unpriv.err"
+	fi
+	bg_stop unpriv 5
+	assert_exit "the daemon as nobody: SIGTERM exits 0" 0 "$RC" "$T/unpriv.err"
+	rm -rf "$ud"
+fi
+bg_kill upsrv
+
 e2e_done
