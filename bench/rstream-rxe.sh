@@ -12,6 +12,7 @@
 #                        [-o out.md]
 #       -c: only these cases (names as bench/rxe-guest.sh gives them,
 #           e.g. -c "64B-pingpong 64B-pingpong-async")
+#       -k DIR: keep each run's output there (CASE/WHO.ROUND)
 #   bench/rstream-rxe.sh --conns     how many RDMA connections one
 #                                    rstream -c N gets on Soft-RoCE here
 set -euo pipefail
@@ -22,12 +23,14 @@ drounds=5
 out=
 conns=
 cases=
+keep=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--conns) conns=1; shift ;;
 	-r) rounds=$2; shift 2 ;;
 	-d) drounds=$2; shift 2 ;;
 	-c) cases=$2; shift 2 ;;
+	-k) keep=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-c \"cases\"] [-o out.md]" >&2; exit 1 ;;
 	esac
@@ -70,3 +73,7 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
 	echo "$rounds rounds ($drounds for the default run), medians and per-round paired ratios; $(date -u +%F)."
 } | tee "${out:-/dev/null}"
+if [ -n "$keep" ]; then
+	mkdir -p "$keep"
+	cp -r "$tmp"/. "$keep"/
+fi

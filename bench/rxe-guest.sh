@@ -19,15 +19,19 @@ T=$(mktemp -d)
 
 # one CASE WHO ROUND OPTIONS...
 one() {
-	local c=$1 who=$2 r=$3 bin srv
+	local c=$1 who=$2 r=$3 bin srv cli=()
 	shift 3
 	# EV_OPTS: options of evrdma's alone (both its sides), e.g. a poll
 	# budget upstream has no option for
-	if [ "$who" = ev ]; then bin=$R; srv=(--once ${EV_OPTS:-}); else bin=$U; srv=(); fi
+	if [ "$who" = ev ]; then
+		bin=$R; srv=(--once ${EV_OPTS:-}); cli=(${EV_OPTS:-})
+	else
+		bin=$U; srv=()
+	fi
 	if ! server "$bin" -b "$A2" "${srv[@]}" "$@"; then
 		echo "bench: $who server did not start ($c)"; return
 	fi
-	timeout 1200 "$bin" -s "$A2" ${EV_OPTS:-} "$@" >"$T/c.out" 2>&1 ||
+	timeout 1200 "$bin" -s "$A2" "${cli[@]}" "$@" >"$T/c.out" 2>&1 ||
 		echo "bench: $who client failed in round $r of $c: $(tail -1 "$T/c.out")"
 	reap "$sp" 20 >/dev/null 2>&1
 	echo "@@ begin $c $who $r"

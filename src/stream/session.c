@@ -731,10 +731,21 @@ void evr__sess_fini(struct evr_sess *s)
 static void apply(struct evr_sess *s, enum evr_sess_want w);
 static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w);
 
+/* -T a: a session that will poll if its call finds nothing makes that
+ * call without arming its completion channel (poll_async() arms it before
+ * it sleeps): an arm is a system call, and the completion it asks for
+ * another (an event to read and acknowledge) on every exchange. */
+static void poll_intent(struct evr_sess *s)
+{
+	if (s->io == EVR_IO_ASYNC && s->conn)
+		s->conn->polling = evr__poll_budget(&s->pe) > 0;
+}
+
 static void io_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct evr_sess *s = evr__container_of(w, struct evr_sess, io_w);
 
+	poll_intent(s);
 	apply(s, spin(s, evr__sess_event(s, EVR_SE_READY, 0)));
 }
 
@@ -748,6 +759,7 @@ static void idle_cb(struct ev_loop *l, ev_idle *w, int revents)
 	 * hot or not, not as an idle spinner (apply() turns it back on) */
 	if (s->io == EVR_IO_ASYNC)
 		idle_off(s);
+	poll_intent(s);
 	apply(s, spin(s, evr__sess_event(s, EVR_SE_READY, 0)));
 }
 
@@ -1013,19 +1025,26 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 {
 	uint64_t now = evr_now_ns(), start = now, entry = now, budget;
 	unsigned n;
-	int polled, yield = 0;
+	int unarmed, yield = 0;
 
 	if (!waiting(w)) {
+		/* done, or its turn again soon: whatever comes next (a close
+		 * that waits for completions) arms as it needs */
+		if (s->conn)
+			s->conn->polling = 0;
 		s->pe.t0 = 0;
 		return w;
 	}
+	/* whether the call that returned w left the channel unarmed
+	 * (poll_intent()) */
+	unarmed = s->conn->polling;
 	evr__poll_mark(&s->pe, s->bytes, now);
 	budget = evr__poll_budget(&s->pe);
 	if (!budget && s->pe.skip)
 		s->pe.skip--;       /* backing off: this wait sleeps */
-	polled = budget > 0;
-	s->conn->polling = polled;
+	s->conn->polling = budget > 0;
 	while (budget) {
+		unarmed = 1;
 		for (n = 0; n < POLL_TRIES && waiting(w); n++)
 			w = evr__sess_event(s, EVR_SE_READY, 0);
 		now = evr_now_ns();
@@ -1053,18 +1072,16 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			break;
 		}
 	}
-	/* once more, not polling: a completion channel is armed now (a
-	 * session that did not poll armed it in the call before) */
 	if (yield) {
 		/* not armed: the idle watcher brings it back next turn */
 		s->conn->polling = 0;
 		return EVR_WANT_YIELD;
 	}
-	if (polled) {
-		s->conn->polling = 0;
-		if (waiting(w))
-			w = evr__sess_event(s, EVR_SE_READY, 0);
-	}
+	/* before it sleeps, a completion channel is armed: once more, not
+	 * polling, unless the last call armed it already */
+	s->conn->polling = 0;
+	if (unarmed && waiting(w))
+		w = evr__sess_event(s, EVR_SE_READY, 0);
 	if (waiting(w))
 		evr__poll_mark(&s->pe, s->bytes, evr_now_ns());
 	else
