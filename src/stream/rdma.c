@@ -1191,6 +1191,7 @@ static int do_connect(struct rconn *rc)
 	ret = create_ep(rc, &what);
 	if (ret) {
 		trace_err(rc, what, ret);
+		rc->base.setup_where = what;
 		return ret;
 	}
 	memset(pd, 0, sizeof(pd));
