@@ -401,6 +401,17 @@ START_TEST(test_nofile)
 	need.fds_raise = 0;
 	run();
 	VERDICT(EVR_HC_NOFILE, EVR_HC_FAIL);
+	/* root raises the hard limit as well, up to fs.nr_open */
+	need.fds = 6000;
+	need.fds_raise = 1;
+	env.uid = 0;
+	put("5999\n", "proc/sys/fs/nr_open");
+	run();
+	VERDICT(EVR_HC_NOFILE, EVR_HC_FAIL);
+	put("6000\n", "proc/sys/fs/nr_open");
+	r = run();
+	VERDICT(EVR_HC_NOFILE, EVR_HC_OK);
+	HAS(r[EVR_HC_NOFILE].fact, "as root it raises both (fs.nr_open 6000)");
 }
 END_TEST
 
