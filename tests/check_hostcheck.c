@@ -377,6 +377,12 @@ START_TEST(test_mtu)
 	need.msg_size = 0;
 	run();
 	VERDICT(EVR_HC_MTU, EVR_HC_SKIP);
+	/* RoCE's headers come off the interface's MTU first */
+	put("1100\n", "sys/class/net/veth0/mtu");
+	need.msg_size = 600;
+	r = run();
+	VERDICT(EVR_HC_MTU, EVR_HC_FAIL);
+	HAS(r[EVR_HC_MTU].fact, "the path MTU 512 (veth0 mtu 1100)");
 }
 END_TEST
 

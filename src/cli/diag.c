@@ -44,13 +44,16 @@ static int say(const char *prog, const struct evr_hc_report *rep,
 }
 
 int diag_preflight(const char *prog, const struct evr_hc_need *need,
-		   char *first, size_t len)
+		   int unowned_ok, char *first, size_t len)
 {
 	struct evr_hc_report rep;
+	unsigned mask = ~0u;
 
 	if (evr_hostcheck_run(NULL, need, &rep))
 		return 0; /* the run will say what is wrong with the address */
-	return say(prog, &rep, ~0u, first, len);
+	if (unowned_ok && need->addr && !rep.ifname[0])
+		mask &= ~(1u << EVR_HC_ADDR_DEV);
+	return say(prog, &rep, mask, first, len);
 }
 
 #define BIT(c) (1u << EVR_HC_##c)

@@ -26,10 +26,12 @@ void diag_memlock_raise(void);
 /*
  * Before an RDMA run: every check that fails is a line on stderr
  * ("<prog>: " first); the first, without the prefix, into first.
- * Returns the number of failed checks (0: go ahead).
+ * Returns the number of failed checks (0: go ahead).  unowned_ok: an
+ * address this host does not have is left to the run (mckey: upstream's
+ * "addr bind failure" and its status).
  */
 int diag_preflight(const char *prog, const struct evr_hc_need *need,
-		   char *first, size_t len);
+		   int unowned_ok, char *first, size_t len);
 
 /*
  * After an RDMA run failed with err (a negative errno) in the call

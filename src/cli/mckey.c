@@ -30,7 +30,8 @@ struct app {
 	uint64_t t0;
 	struct cli_out *out;
 	struct evr_hc_need need;  /* the host checks' view of this run */
-	int diagnosed;            /* a failure the host explains: exit 5 */
+	int diag_said;            /* the diagnosis is out (once a run) */
+	int diagnosed;            /* resources or permissions: exit 5 */
 };
 
 /* After output: a write to stdout that failed stops the run (one line on
@@ -124,19 +125,23 @@ static const struct {
 };
 
 /* After upstream's line: the host's diagnosis when it explains the
- * failure (locked memory, a device node, the address's device). */
+ * failure.  Locked memory and device nodes are a local error (exit 5);
+ * the address's device or port only adds the line (upstream's status
+ * stays, e.g. 255 for "addr bind failure"). */
 static void diagnose(struct app *a, const struct evr_mc_failure *f)
 {
 	int err = f->sys_errno ? -f->sys_errno : f->code;
 	const char *where = NULL;
 	size_t i;
 
-	if (!a->need.rdma || a->diagnosed || err >= 0 || -err >= EVR_E_BASE)
+	if (!a->need.rdma || a->diag_said || err >= 0 || -err >= EVR_E_BASE)
 		return;
 	for (i = 0; i < sizeof(set_up_calls) / sizeof(set_up_calls[0]); i++)
 		if (f->msg && !strcmp(f->msg, set_up_calls[i].msg))
 			where = set_up_calls[i].call;
-	a->diagnosed = diag_failure("mckey", &a->need, err, where, NULL, 0);
+	a->diag_said = diag_failure("mckey", &a->need, err, where, NULL, 0);
+	a->diagnosed = a->diag_said && (err == -ENOMEM || err == -EPERM ||
+					err == -EACCES);
 }
 
 static void on_failure(void *ud, const struct evr_mc_failure *f)
@@ -331,7 +336,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 		struct evr_hc_need pre = a.need;
 
 		pre.msg_size = 0;
-		if (diag_preflight("mckey", &pre, why, sizeof(why))) {
+		if (diag_preflight("mckey", &pre, 1, why, sizeof(why))) {
 			if (a.cli.json)
 				jo_emit(stdout, jo_error(why, DIAG_EXIT));
 			return DIAG_EXIT;

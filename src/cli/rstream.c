@@ -420,7 +420,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 		struct evr_hc_need pre = a.need;
 
 		pre.fds = 0;
-		if (diag_preflight("rstream", &pre, line, sizeof(line))) {
+		if (diag_preflight("rstream", &pre, 0, line, sizeof(line))) {
 			json_error(&a, NULL, line, RSTREAM_EXIT_LOCAL);
 			return finish(&a, RSTREAM_EXIT_LOCAL);
 		}

@@ -301,19 +301,23 @@ static int uverbs_of(const struct hc *h, int i, char *node, size_t len)
 	return found;
 }
 
+/* A check of the devices: skipped (1) for TCP or UDP, or without one. */
+static int skip_no_device(const struct hc *h, struct evr_hc_row *r)
+{
+	if (!h->need->rdma)
+		set(r, EVR_HC_SKIP, NULL, "not an RDMA run");
+	else if (!h->ndevs)
+		set(r, EVR_HC_SKIP, NULL, "no RDMA device");
+	return !h->need->rdma || !h->ndevs;
+}
+
 static void check_verbs(struct hc *h, struct evr_hc_row *r)
 {
 	char node[64];
 	int i;
 
-	if (!h->need->rdma) {
-		set(r, EVR_HC_SKIP, NULL, "not an RDMA run");
+	if (skip_no_device(h, r))
 		return;
-	}
-	if (!h->ndevs) {
-		set(r, EVR_HC_SKIP, NULL, "no RDMA device");
-		return;
-	}
 	/* the address's device, else every one (any may be picked) */
 	for (i = 0; i < h->ndevs; i++) {
 		if (h->dev_idx >= 0 && i != h->dev_idx)
@@ -336,15 +340,8 @@ static void check_verbs(struct hc *h, struct evr_hc_row *r)
 
 static void check_cm(struct hc *h, struct evr_hc_row *r)
 {
-	if (!h->need->rdma) {
-		set(r, EVR_HC_SKIP, NULL, "not an RDMA run");
-		return;
-	}
-	if (!h->ndevs) {
-		set(r, EVR_HC_SKIP, NULL, "no RDMA device");
-		return;
-	}
-	check_node(h, r, "rdma_cm", "rdma_cm", "rdma_ucm");
+	if (!skip_no_device(h, r))
+		check_node(h, r, "rdma_cm", "rdma_cm", "rdma_ucm");
 }
 
 /* The interface that holds addr, by getifaddrs(). */
@@ -466,11 +463,8 @@ static void check_port(struct hc *h, struct evr_hc_row *r)
 	char state[64], phys[64], fix[256];
 	int i, p, any = 0;
 
-	if (!h->need->rdma || !h->ndevs) {
-		set(r, EVR_HC_SKIP, NULL, h->need->rdma ? "no RDMA device" :
-		    "not an RDMA run");
+	if (skip_no_device(h, r))
 		return;
-	}
 	if (h->has_addr && h->dev_idx < 0) {
 		set(r, EVR_HC_SKIP, NULL, "the address has no RDMA device");
 		return;
