@@ -70,6 +70,11 @@ assert_match "an error record" '^\{"type":"error",' "$T/b2.out"
 # ---- the real limits, as an unprivileged user
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --)
+	# nobody runs the programs (under valgrind: its wrappers, and
+	# writes its logs where the script reads them)
+	chmod o+x "$T"
+	[ -d "$T/vgbin" ] && chmod o+rx "$T/vgbin"
+	[ -d "$T/valgrind" ] && chmod 1777 "$T/valgrind"
 	run_cmd n1 20 bash -c 'ulimit -l 64 && exec "$@"' _ "${NOBODY[@]}" "$R" --check
 	assert_exit "as nobody, ulimit -l 64: --check fails" 5 "$RC" "$T/n1.out" "$T/n1.err"
 	assert_match "memlock FAIL: the limit and the need" \
@@ -78,8 +83,9 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 		'^ +fix: raise it: ulimit -l [0-9]+ \(or unlimited; the hard limit is 64 KiB\), /etc/security/limits\.conf "USER - memlock [0-9]+", systemd LimitMEMLOCK=[0-9]+K; or grant CAP_IPC_LOCK$' "$T/n1.out"
 	run_cmd n2 20 bash -c 'ulimit -n 64 && exec "$@"' _ "${NOBODY[@]}" "$R" -T s --check -s $H -c 1000
 	assert_exit "as nobody, ulimit -n 64, -c 1000: --check fails" 5 "$RC" "$T/n2.out" "$T/n2.err"
+	# (64, or less under valgrind, which keeps descriptors of its own)
 	assert_match "nofile FAIL and its fix" \
-		'^nofile          FAIL   RLIMIT_NOFILE 64 \(hard 64\), this run needs about [0-9]+$' "$T/n2.out"
+		'^nofile          FAIL   RLIMIT_NOFILE [0-9]+ \(hard [0-9]+\), this run needs about [0-9]+$' "$T/n2.out"
 	assert_match "nofile's fix" '^ +fix: raise it: ulimit -n [0-9]+ .*LimitNOFILE=[0-9]+$' "$T/n2.out"
 	# a memlock limit stops no TCP run, on either side
 	P=$(e2e_port)
