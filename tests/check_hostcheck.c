@@ -247,8 +247,29 @@ START_TEST(test_verbs_node)
 	env.uid = 0;
 	run();
 	VERDICT(EVR_HC_VERBS_DEV, EVR_HC_OK);
-	/* no node: the module */
+	/* without an address any device the user may open will do; the
+	 * first failure is said when none */
 	env.uid = getuid() + 4242;
+	mode("uverbs0", 0600);
+	put("4: ACTIVE\n", "sys/class/infiniband/rxe1/ports/1/state");
+	put("rxe1\n", "sys/class/infiniband_verbs/uverbs1/ibdev");
+	put("", "dev/infiniband/uverbs1");
+	mode("uverbs1", 0666);
+	need.addr = NULL;
+	r = run();
+	VERDICT(EVR_HC_VERBS_DEV, EVR_HC_OK);
+	HAS(r[EVR_HC_VERBS_DEV].fact, "uverbs1 readable and writable, mode "
+	    "0666 (rxe1)");
+	mode("uverbs1", 0600);
+	r = run();
+	VERDICT(EVR_HC_VERBS_DEV, EVR_HC_FAIL);
+	HAS(r[EVR_HC_VERBS_DEV].fact, "/dev/infiniband/uverbs0: not readable");
+	/* with the address, its device's node alone */
+	mode("uverbs1", 0666);
+	need.addr = "198.18.0.1";
+	run();
+	VERDICT(EVR_HC_VERBS_DEV, EVR_HC_FAIL);
+	/* no node: the module */
 	put("uverbs9\n", "sys/class/infiniband_verbs/uverbs0/ibdev");
 	r = run();
 	VERDICT(EVR_HC_VERBS_DEV, EVR_HC_FAIL);

@@ -313,29 +313,34 @@ static int skip_no_device(const struct hc *h, struct evr_hc_row *r)
 
 static void check_verbs(struct hc *h, struct evr_hc_row *r)
 {
+	struct evr_hc_row first;
 	char node[64];
-	int i;
+	int i, failed = 0;
 
 	if (skip_no_device(h, r))
 		return;
-	/* the address's device, else every one (any may be picked) */
+	/* The address's device; without one, any device that the user
+	 * may open will do (a container may see every device in sysfs and
+	 * have the nodes of some): the first failure is said otherwise. */
 	for (i = 0; i < h->ndevs; i++) {
 		if (h->dev_idx >= 0 && i != h->dev_idx)
 			continue;
-		if (uverbs_of(h, i, node, sizeof(node))) {
+		if (uverbs_of(h, i, node, sizeof(node)))
 			set(r, EVR_HC_FAIL, "load the kernel module: modprobe "
 			    "ib_uverbs", "%s has no verbs device node (no "
 			    "uverbs in /sys/class/infiniband_verbs)",
 			    h->devs[i]);
+		else if (!check_node(h, r, node, "uverbs*", "ib_uverbs")) {
+			snprintf(r->fact + strlen(r->fact),
+				 sizeof(r->fact) - strlen(r->fact), " (%s)",
+				 h->devs[i]);
 			return;
 		}
-		if (check_node(h, r, node, "uverbs*", "ib_uverbs"))
-			return;
-		/* name the device in the fact of the last one checked */
-		snprintf(r->fact + strlen(r->fact),
-			 sizeof(r->fact) - strlen(r->fact), " (%s)",
-			 h->devs[i]);
+		if (!failed++)
+			first = *r;
 	}
+	if (failed)
+		*r = first;
 }
 
 static void check_cm(struct hc *h, struct evr_hc_row *r)
