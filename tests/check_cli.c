@@ -1552,6 +1552,7 @@ START_TEST(test_ambiguous_prefixes)
 		{ "--s", "'--stall-timeout' '--settings'" },
 		{ "--c", "'--connections' '--chunk'" },
 		{ "--max", "'--max-conns' '--max-memory'" },
+		{ "--ch", "'--chunk' '--check'" },
 	};
 	char text[512];
 	struct rstream_cli c;

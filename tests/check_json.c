@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/common.h"
+#include "cli/diag.h"
 #include "cli/jsonout.h"
 #include "cli/mckey_opts.h"
 #include "cli/report.h"
@@ -772,6 +773,86 @@ START_TEST(test_error_table)
 }
 END_TEST
 
+/* --check --json: the hostcheck record, its check names held to
+ * EVR_HOSTCHECKS in order, and to doc/hostcheck.schema.json's enum. */
+START_TEST(test_hostcheck_record)
+{
+	static const char *const names[] = {
+#define ROW(code, name) name,
+		EVR_HOSTCHECKS(ROW)
+#undef ROW
+	};
+	struct evr_hc_need need = { .rdma = 1, .memlock = 4096,
+				    .addr = "198.18.0.1" };
+	struct evr_hc_report rep;
+	json_error_t je;
+	json_t *schema = json_load_file(EVR_SRCDIR "/doc/hostcheck.schema.json",
+					0, &je);
+	json_t *en, *rec, *checks, *c;
+	size_t i;
+
+	ck_assert_msg(schema, "%s", je.text);
+	en = json_object_get(json_object_get(json_object_get(json_object_get(
+		json_object_get(json_object_get(schema, "properties"),
+				"checks"), "items"), "properties"), "check"),
+		"enum");
+	ck_assert_uint_eq(json_array_size(en), EVR_HC_COUNT);
+	ck_assert_uint_eq(EVR__ARRAY_SIZE(names), EVR_HC_COUNT);
+	for (i = 0; i < EVR_HC_COUNT; i++) {
+		ck_assert_str_eq(json_string_value(json_array_get(en, i)),
+				 names[i]);
+		ck_assert_str_eq(evr_hostcheck_name((enum evr_hc_check)i),
+				 names[i]);
+	}
+	json_decref(schema);
+
+	memset(&rep, 0, sizeof(rep));
+	for (i = 0; i < EVR_HC_COUNT; i++) {
+		rep.rows[i].check = (enum evr_hc_check)i;
+		rep.rows[i].verdict = EVR_HC_SKIP;
+		snprintf(rep.rows[i].fact, sizeof(rep.rows[i].fact), "f%zu", i);
+	}
+	rep.rows[EVR_HC_MEMLOCK].verdict = EVR_HC_FAIL;
+	snprintf(rep.rows[EVR_HC_MEMLOCK].fix, sizeof(rep.rows[0].fix),
+		 "ulimit -l 8");
+	rep.rows[EVR_HC_PORT].verdict = EVR_HC_OK;
+	rep.nfail = 1;
+	snprintf(rep.device, sizeof(rep.device), "rxe0");
+	rec = jo_hostcheck("rstream", "9.9", &need, &rep, 5);
+	ck_assert_ptr_nonnull(rec);
+	ck_assert_str_eq(json_string_value(json_object_get(rec, "type")),
+			 "hostcheck");
+	ck_assert_str_eq(json_string_value(json_object_get(rec, "address")),
+			 "198.18.0.1");
+	ck_assert_str_eq(json_string_value(json_object_get(rec, "device")),
+			 "rxe0");
+	ck_assert(json_is_null(json_object_get(rec, "interface")));
+	ck_assert(json_is_true(json_object_get(rec, "rdma")));
+	ck_assert_int_eq(json_integer_value(json_object_get(rec,
+			 "memlock_need_bytes")), 4096);
+	ck_assert_int_eq(json_integer_value(json_object_get(rec, "failed")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(rec,
+			 "exit_status")), 5);
+	checks = json_object_get(rec, "checks");
+	ck_assert_uint_eq(json_array_size(checks), EVR_HC_COUNT);
+	c = json_array_get(checks, EVR_HC_MEMLOCK);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "check")),
+			 "memlock");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "result")),
+			 "fail");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "fix")),
+			 "ulimit -l 8");
+	c = json_array_get(checks, EVR_HC_PORT);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "result")), "ok");
+	ck_assert(json_is_null(json_object_get(c, "fix")));
+	c = json_array_get(checks, EVR_HC_NOFILE);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "result")),
+			 "skip");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "fact")), "f7");
+	json_decref(rec);
+}
+END_TEST
+
 static Suite *json_suite(void)
 {
 	Suite *s = suite_create("json");
@@ -788,6 +869,7 @@ static Suite *json_suite(void)
 	tcase_add_test(tc, test_summary);
 	tcase_add_test(tc, test_rstream_start);
 	tcase_add_test(tc, test_error_table);
+	tcase_add_test(tc, test_hostcheck_record);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mckey");

@@ -2119,6 +2119,17 @@ START_TEST(test_conn_error)
 	ASSERT_AT(EVR_WANT_NONE, ev(EVR_SE_CONN_ERROR, 0), EVR_SS_FAILED);
 	ck_assert_int_lt(s.fail.err, 0);
 	ck_assert_int_eq(s.fail.phase, EVR_PH_CONNECT);
+	reset_fixture();
+
+	/* the transport's own set-up failed (no verbs resources): a local
+	 * error of the setup phase, named by its call, not a connect */
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_CONNECT, ready(), EVR_SS_CONNECTING);
+	m.c.setup_where = "ibv_reg_mr";
+	ASSERT_AT(EVR_WANT_NONE, ev(EVR_SE_CONN_ERROR, -ENOMEM),
+		  EVR_SS_FAILED);
+	assert_failed(-ENOMEM, EVR_PH_SETUP);
+	ck_assert_str_eq(s.fail.where, "ibv_reg_mr");
 }
 END_TEST
 

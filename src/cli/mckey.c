@@ -13,7 +13,9 @@
 
 #include "evrdma/loop.h"
 #include "evrdma/mcast.h"
+#include "evrdma/stream.h"
 #include "common.h"
+#include "diag.h"
 #include "jsonout.h"
 #include "mckey_opts.h"
 
@@ -27,6 +29,9 @@ struct app {
 	unsigned joined;
 	uint64_t t0;
 	struct cli_out *out;
+	struct evr_hc_need need;  /* the host checks' view of this run */
+	int diag_said;            /* the diagnosis is out (once a run) */
+	int diagnosed;            /* resources or permissions: exit 5 */
 };
 
 /* After output: a write to stdout that failed stops the run (one line on
@@ -109,6 +114,36 @@ static void on_cm_event(void *ud, unsigned qp, const char *event, int status,
 	out_check(a);
 }
 
+/* The verbs call behind each of the engine's set-up messages that an
+ * errno can come with (src/mcast/rdma.c). */
+static const struct {
+	const char *msg, *call;
+} set_up_calls[] = {
+	{ "failed to reg MR", "ibv_reg_mr" },
+	{ "mckey: unable to create QP", "rdma_create_qp" },
+	{ "mckey: unable to create CQ", "ibv_create_cq" },
+};
+
+/* After upstream's line: the host's diagnosis when it explains the
+ * failure.  Locked memory and device nodes are a local error (exit 5);
+ * the address's device or port only adds the line (upstream's status
+ * stays, e.g. 255 for "addr bind failure"). */
+static void diagnose(struct app *a, const struct evr_mc_failure *f)
+{
+	int err = f->sys_errno ? -f->sys_errno : f->code;
+	const char *where = NULL;
+	size_t i;
+
+	if (!a->need.rdma || a->diag_said || err >= 0 || -err >= EVR_E_BASE)
+		return;
+	for (i = 0; i < sizeof(set_up_calls) / sizeof(set_up_calls[0]); i++)
+		if (f->msg && !strcmp(f->msg, set_up_calls[i].msg))
+			where = set_up_calls[i].call;
+	a->diag_said = diag_failure("mckey", &a->need, err, where, NULL, 0);
+	a->diagnosed = a->diag_said && (err == -ENOMEM || err == -EPERM ||
+					err == -EACCES);
+}
+
 static void on_failure(void *ud, const struct evr_mc_failure *f)
 {
 	struct app *a = ud;
@@ -124,6 +159,7 @@ static void on_failure(void *ud, const struct evr_mc_failure *f)
 		out(f->msg);
 	if (a->cli.json)
 		jo_emit(stdout, jo_mc_failure(f));
+	diagnose(a, f);
 	out_check(a);
 }
 
@@ -283,6 +319,29 @@ static int run(int argc, char **argv, struct cli_out *out)
 						 "command line", 1));
 		return 1;
 	}
+	memset(&a.need, 0, sizeof(a.need));
+	a.need.rdma = a.cli.o.transport == EVR_MC_RDMA;
+	a.need.memlock = a.need.rdma ? evr_mcast_memlock(&a.cli.o) : 0;
+	a.need.msg_size = a.cli.o.count ? a.cli.o.size : 0;
+	a.need.addr = a.cli.o.bind_addr;
+	if (a.need.rdma)
+		diag_memlock_raise(); /* anyone may, up to the hard limit */
+	if (a.cli.check)
+		return diag_check_mode(stdout, "mckey", PACKAGE_VERSION,
+				       &a.need, a.cli.json);
+	/* What the host lacks for RDMA, said before anything is made; no
+	 * device at all, and a message over the MTU, the engine says in
+	 * upstream's words */
+	if (a.need.rdma && evr_xport_check(EVR_XPORT_RDMA) == 0) {
+		struct evr_hc_need pre = a.need;
+
+		pre.msg_size = 0;
+		if (diag_preflight("mckey", &pre, 1, why, sizeof(why))) {
+			if (a.cli.json)
+				jo_emit(stdout, jo_error(why, DIAG_EXIT));
+			return DIAG_EXIT;
+		}
+	}
 	if (a.cli.json)
 		jo_emit(stdout, jo_mckey_start(&a.cli, PACKAGE_VERSION));
 	if (cli_loop_open(&a.cl, "mckey", a.cli.trace)) {
@@ -306,7 +365,10 @@ static int run(int argc, char **argv, struct cli_out *out)
 		evr_loop_run(a.cl.loop);
 	evr_mcast_free(a.mc);
 	cli_loop_close(&a.cl);
-	/* upstream: main() returns run()'s value */
+	/* upstream: main() returns run()'s value; a failure the host
+	 * explains is a local error (mckey.1, EXIT STATUS) */
+	if (a.diagnosed && a.status)
+		return DIAG_EXIT;
 	return a.status & 0xff;
 }
 

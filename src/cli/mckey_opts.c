@@ -50,6 +50,12 @@ void mckey_help(FILE *out, const char *prog)
 		     "stderr\n");
 	fprintf(out, "\t--json              JSON Lines on stdout instead of "
 		     "the text (see mckey(1))\n");
+	fprintf(out, "\t--check             check this host for the run "
+		     "(memlock, device access,\n"
+		     "\t                    the -b address's RDMA device, "
+		     "port, GID, path MTU\n"
+		     "\t                    for -S), print a table (or "
+		     "--json), run nothing\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -93,7 +99,7 @@ static void round_window(void *obj)
 
 enum { OPT_UDP = 256, OPT_UDP_PORT, OPT_SETTLE, OPT_DEADLINE, OPT_RATE,
        OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON, OPT_WINDOW,
-       OPT_MAX_SENDERS };
+       OPT_MAX_SENDERS, OPT_CHECK };
 
 #define O(m) .off = CLI_FIELD(struct mckey_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct mckey_cli, m)
@@ -138,6 +144,7 @@ static const struct cli_opt options[] = {
 	{ OPT_MAX_SENDERS, "max-senders", "--max-senders",
 	  NUM(1, EVR_MC_MAX_MAX_SENDERS), O(max_senders),
 	  .what = "must be 1 to 4096" },
+	{ OPT_CHECK, "check", "--check", CLI_FLAG, C(check) },
 };
 
 const struct cli_opt *mckey_options(size_t *n)
@@ -181,7 +188,7 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	}
 	if (o->unmapped && !o->bind_addr)
 		return MCKEY_PARSE_UNMAPPED;
-	if (!o->group) {
+	if (!o->group && !cli->check) {
 		fprintf(err, "mckey: a multicast address is required (-m or -M)\n");
 		return MCKEY_PARSE_BAD;
 	}

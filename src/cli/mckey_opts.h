@@ -12,6 +12,7 @@ struct mckey_cli {
 	int stats;
 	int trace;
 	int json;       /* --json: JSON Lines instead of upstream's lines */
+	int check;      /* --check: diagnose the host, run nothing */
 };
 
 enum {

@@ -16,6 +16,7 @@
 #include "evrdma/loop.h"
 #include "evrdma/stream.h"
 #include "common.h"
+#include "diag.h"
 #include "fdlimit.h"
 #include "jsonout.h"
 #include "progress.h"
@@ -43,6 +44,7 @@ struct app {
 	 * children, whose records they count (atomically: several at once) */
 	struct jo_totals *tot, tot_own;
 	struct cli_out *out;
+	struct evr_hc_need need;  /* the host checks' view of this run */
 };
 
 #define TOT_ADD(a, field, n) \
@@ -191,6 +193,33 @@ static void on_info(void *ud, const struct evr_info *i)
 	out_check(a);
 }
 
+/* What this run needs of the host (evrdma/hostcheck.h). */
+static void need_of(const struct rstream_cli *cli, struct evr_hc_need *n)
+{
+	unsigned conns = cli->o.conns ? cli->o.conns : 1;
+
+	memset(n, 0, sizeof(*n));
+	n->rdma = cli->o.xport == EVR_XPORT_RDMA;
+	n->memlock = n->rdma ? evr_stream_memlock(&cli->o) : 0;
+	if (!cli->o.server) {
+		n->fds = evr_xport_fds(cli->o.xport, conns);
+		n->fds_raise = 1; /* main() raises the soft limit */
+	}
+	n->addr = cli->o.bind_addr;
+}
+
+/* An RDMA failure before any test ran that the host explains (locked
+ * memory, a device node, the address's device or port): its diagnosis
+ * on stderr instead of the bare errno, and 1. */
+static int diagnosed(struct app *a, const struct evr_failure *f, char *line,
+		     size_t len)
+{
+	if (!f || !a->need.rdma || f->err >= 0 || -f->err >= EVR_E_BASE ||
+	    (f->phase != EVR_PH_SETUP && f->phase != EVR_PH_CONNECT))
+		return 0;
+	return diag_failure("rstream", &a->need, f->err, f->where, line, len);
+}
+
 static void on_conn_failed(void *ud, const struct evr_failure *f)
 {
 	struct app *a = ud;
@@ -198,8 +227,11 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 
 	progress_clear(&a->prog);
 	TOT_ADD(a, conn_failed, 1);
-	rstream_failure_str(f, &a->cli.o, line, sizeof(line));
-	fprintf(stderr, "rstream: connection dropped: %s\n", line);
+	/* a server out of locked memory for one more: the diagnosis */
+	if (!a->cli.o.server || !diagnosed(a, f, line, sizeof(line))) {
+		rstream_failure_str(f, &a->cli.o, line, sizeof(line));
+		fprintf(stderr, "rstream: connection dropped: %s\n", line);
+	}
 	if (a->cli.json) {
 		jo_emit(stdout, jo_failure("conn_failed", f, line, -1));
 		out_check(a);
@@ -231,7 +263,12 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	a->done = 1;
 	a->in_child = in_child;
 	a->status = rstream_exit_status(f);
-	if (f && status && status != -EVR_E_CANCELLED && !a->cli.o.server) {
+	if (f && status && status != -EVR_E_CANCELLED && !a->cli.o.server &&
+	    diagnosed(a, f, line, sizeof(line))) {
+		a->status = RSTREAM_EXIT_LOCAL;
+		json_error(a, NULL, line, a->status);
+	} else if (f && status && status != -EVR_E_CANCELLED &&
+		   !a->cli.o.server) {
 		rstream_failure_str(f, &a->cli.o, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
 	} else if (a->out->failed) {
@@ -338,6 +375,12 @@ static int run(int argc, char **argv, struct cli_out *out)
 	default:
 		return RSTREAM_EXIT_USAGE;
 	}
+	need_of(&a.cli, &a.need);
+	if (a.need.rdma)
+		diag_memlock_raise(); /* anyone may, up to the hard limit */
+	if (a.cli.check)
+		return diag_check_mode(stdout, "rstream", PACKAGE_VERSION,
+				       &a.need, a.cli.json);
 	if (a.cli.json)
 		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
 	if (a.cli.json && a.cli.o.fork) {
@@ -371,6 +414,18 @@ static int run(int argc, char **argv, struct cli_out *out)
 		fdlimit_raise(0, &lim); /* a server takes what it may */
 	}
 
+	/* What the host lacks for RDMA, said before anything is made
+	 * (descriptors: just above, in their own words) */
+	if (a.need.rdma) {
+		struct evr_hc_need pre = a.need;
+
+		pre.fds = 0;
+		if (diag_preflight("rstream", &pre, 0, line, sizeof(line))) {
+			json_error(&a, NULL, line, RSTREAM_EXIT_LOCAL);
+			return finish(&a, RSTREAM_EXIT_LOCAL);
+		}
+	}
+
 	if (cli_loop_open(&a.cl, "rstream", a.cli.trace)) {
 		json_error(&a, NULL, "cannot create the event loop",
 			   RSTREAM_EXIT_LOCAL);
@@ -393,7 +448,10 @@ static int run(int argc, char **argv, struct cli_out *out)
 	if (!a.cli.o.server)
 		print_header(&a); /* upstream prints it before connecting */
 	ret = evr_stream_start(a.st, &f);
-	if (ret) {
+	if (ret && diagnosed(&a, &f, line, sizeof(line))) {
+		a.status = RSTREAM_EXIT_LOCAL;
+		json_error(&a, NULL, line, a.status);
+	} else if (ret) {
 		rstream_failure_str(&f, &a.cli.o, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
 		a.status = rstream_exit_status(&f);

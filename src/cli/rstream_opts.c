@@ -75,6 +75,11 @@ static void help_extra(FILE *out)
 	fprintf(out, "\t--chunk SIZE         server: a connection's buffer, "
 		     "through which larger\n"
 		     "\t                     transfers stream (default 1m)\n");
+	fprintf(out, "\t--check              check this host for the run "
+		     "(memlock, device access,\n"
+		     "\t                     the -b address's RDMA device, "
+		     "port, GID), print\n"
+		     "\t                     a table (or --json), run nothing\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -223,7 +228,8 @@ static int set_poll(void *obj, const char *arg)
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
-       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL };
+       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL,
+       OPT_CHECK };
 
 #define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct rstream_cli, m)
@@ -300,6 +306,7 @@ static const struct cli_opt options[] = {
 	  .what = "must be 1k to 1024g", .side = CLI_SERVER },
 	{ OPT_CHUNK, "chunk", "--chunk", NUM(1024, EVR_MAX_XFER_SIZE, CLI_SUFFIX),
 	  O(chunk_size), .what = "must be 1k to 1g", .side = CLI_SERVER },
+	{ OPT_CHECK, "check", "--check", CLI_FLAG, C(check) },
 };
 
 #undef O

@@ -15,6 +15,7 @@ struct rstream_cli {
 	int async, blocking;
 	int json;       /* --json: JSON Lines instead of the table */
 	int per_conn;           /* --per-conn: a row per connection too */
+	int check;              /* --check: diagnose the host, run nothing */
 };
 
 enum {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evrdma/hostcheck.h"
 #include "../loop/channel.h"
 #include "mc.h"
 
@@ -200,6 +201,25 @@ static int post_recv(struct rnode *r, uint32_t slot)
 	}, *bad;
 
 	return ibv_post_recv(r->id->qp, &wr, &bad);
+}
+
+/*
+ * What each QP's set-up locks: its registered slots (setup_slots), and
+ * the CQ (twice the slots, 64-byte CQEs) and UD QP rings a hardware
+ * provider pins in user memory (about: 64-byte WQEs each way).
+ */
+uint64_t evr_mcast_memlock(const struct evr_mcast_opts *o)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t slots = o->count ? o->count : 1, one;
+	unsigned n = o->nqps ? o->nqps : 1;
+
+	if (slots > MAX_SLOTS)
+		slots = MAX_SLOTS;
+	one = (slots * (o->size + GRH_LEN) + pg - 1) / pg * pg +
+	      (slots * 2 * 64 + pg - 1) / pg * pg +
+	      (slots * 128 + pg - 1) / pg * pg;
+	return one * n;
 }
 
 /* upstream's verify_test_params: a message must fit the port's MTU */

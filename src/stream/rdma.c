@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evrdma/hostcheck.h"
 #include "../loop/channel.h"
 #include "rclose.h"
 #include "rdma.h"
@@ -1000,6 +1001,39 @@ static void *page_alloc(size_t size)
 	return p;
 }
 
+/* Pages, as the kernel pins them. */
+static uint64_t pages(uint64_t bytes)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	return (bytes + pg - 1) / pg * pg;
+}
+
+/*
+ * What create_ep() locks per connection: the three registered buffers,
+ * and the CQ and QP rings a hardware provider allocates in user memory
+ * and pins (64-byte CQEs, send WQEs of 64 bytes plus the inline data,
+ * 64-byte receive WQEs: about, not the provider's exact layout).  The
+ * device may cap the queue depths lower; the figure stays the upper
+ * bound.
+ */
+uint64_t evr_stream_memlock(const struct evr_stream_opts *o)
+{
+	uint64_t bs = o->buffer_size > 0 ? (uint64_t)o->buffer_size :
+		      EVR_DEFAULT_BUFFER_SIZE;
+	uint64_t buf = bs * 2 < MIN_BUF ? MIN_BUF : bs * 2;
+	uint64_t inl = o->inline_size > 0 ? (uint64_t)o->inline_size :
+		       DEFAULT_INLINE;
+	uint64_t rq = RS_RQ_SIZE + RQ_EXTRA, one;
+	unsigned n = o->server || !o->conns ? 1 : o->conns;
+
+	one = pages(buf + EVR_RS_CTRL_SIZE * EVR_RS_SGE_LEN) +
+	      pages(EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN) + pages(buf) +
+	      pages((RS_SQ_SIZE + rq) * 64) +
+	      pages(RS_SQ_SIZE * (64 + inl) + rq * 64);
+	return one * n;
+}
+
 /* The peer's private data, once per connection. */
 static void save_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
 {
@@ -1157,6 +1191,7 @@ static int do_connect(struct rconn *rc)
 	ret = create_ep(rc, &what);
 	if (ret) {
 		trace_err(rc, what, ret);
+		rc->base.setup_where = what;
 		return ret;
 	}
 	memset(pd, 0, sizeof(pd));

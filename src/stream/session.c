@@ -608,6 +608,12 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 		}
 		return run(s);
 	case EVR_SE_CONN_ERROR:
+		if (s->conn && s->conn->setup_where) {
+			/* the resources were not had: no connect was made */
+			fail(s, arg ? arg : -EIO, 0, s->conn->setup_where);
+			s->fail.phase = EVR_PH_SETUP;
+			return EVR_WANT_NONE;
+		}
 		return fail(s, arg ? arg : -EIO, 0, "connect");
 	case EVR_SE_READY:
 		if (s->state == EVR_SS_CONNECTING)

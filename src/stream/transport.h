@@ -48,6 +48,10 @@ struct evr_conn {
 	 * readiness may not show, such as an RDMA CM disconnect. */
 	void (*wake)(struct evr_conn *c);
 	void *wake_ud;
+	/* Set by the transport when a connect failed in its local set-up
+	 * (the call that failed, e.g. "ibv_reg_mr"), not on the network:
+	 * the failure is then the setup phase's (a local error) */
+	const char *setup_where;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */

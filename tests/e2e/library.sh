@@ -30,7 +30,7 @@ nm -D --defined-only "$SO" | awk '$2 ~ /^[TtWi]$/ { sub(/@.*/, "", $3); print $3
 # What the headers declare, comments and macros gone: an identifier
 # evr_<letter>... directly followed by "(" is a function declaration
 # (a typedef'd function pointer reads "(*evr_x_fn)(", so it is not).
-printf '#include <evrdma/loop.h>\n#include <evrdma/stream.h>\n#include <evrdma/mcast.h>\n#include <evrdma/version.h>\n' |
+printf '#include <evrdma/loop.h>\n#include <evrdma/stream.h>\n#include <evrdma/mcast.h>\n#include <evrdma/hostcheck.h>\n#include <evrdma/version.h>\n' |
 	$CC -E -P -I"$B/include" -I"$S/include" - 2>"$T/cpp.err" |
 	grep -oE '\bevr_[a-z][a-z0-9_]*[[:space:]]*\(' | sed 's/[[:space:]]*($//' |
 	sort -u >"$T/declared"
@@ -74,7 +74,8 @@ if [ -n "$PC" ]; then
 	LIBDIR=$(dirname "$PCDIR")
 	PREFIX=${LIBDIR%/lib*}
 	for f in bin/rstream bin/mckey include/evrdma/loop.h include/evrdma/stream.h \
-		 include/evrdma/mcast.h include/evrdma/version.h \
+		 include/evrdma/mcast.h include/evrdma/hostcheck.h \
+		 include/evrdma/version.h \
 		 share/man/man1/rstream.1 share/man/man1/mckey.1 \
 		 share/man/man3/evrdma.3 share/man/man3/evr_stream_new.3 \
 		 share/man/man3/evr_mcast_new.3 share/man/man3/evr_loop_new.3 \

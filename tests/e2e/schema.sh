@@ -114,6 +114,19 @@ else
 	ok "-c 3: an aggregate record, per-connection records numbered as the table's #K"
 fi
 
+# ---- --check --json: the hostcheck record of both tools
+run_cmd hc1 20 "$R" --check -s $H -b $H -c 3 --json
+run_cmd hc2 20 "$R" -T s --check --json
+run_cmd hc3 20 "$MCKEY" --check -m 239.1.7.9 -b $H -S 2000 --json
+validate hostcheck "$DOC/hostcheck.schema.json" "$T"/{hc1,hc2,hc3}.out
+covers hostcheck "$TYPES" hostcheck
+printf '%s\n' '{"type":"hostcheck","tool":"rstream","version":"1","address":null,"rdma":true,"memlock_need_bytes":1,"device":null,"interface":null,"checks":[{"check":"memlock","result":"FAIL","fact":"x","fix":null}],"failed":0,"exit_status":0}' >"$T/neg4.json"
+if "$PY" "$CHECK" "$DOC/hostcheck.schema.json" "$T/neg4.json" >/dev/null 2>&1; then
+	not_ok "the checker rejects a hostcheck record off the schema (a result FAIL)"
+else
+	ok "the checker rejects a hostcheck record off the schema (a result FAIL)"
+fi
+
 # ---- mckey, on the loopback of a namespace of our own
 NS=evsch-$$
 if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
