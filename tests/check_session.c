@@ -2873,10 +2873,11 @@ END_TEST
  * long. */
 START_TEST(test_poll_budget)
 {
-	struct evr_pollest p = { .budget_ns = EVR_POLL_NS };
+	struct evr_pollest p;
 	uint64_t now = 1000000, bytes = 0, e0;
 	int i;
 
+	evr__poll_init(&p, EVR_POLL_NS);
 	/* a new session polls */
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
 	/* a wait begins; no byte moved: the same wait goes on */
@@ -2921,31 +2922,88 @@ START_TEST(test_poll_budget)
 }
 END_TEST
 
-/* -T a backs off a poll that keeps finding nothing: after two misses in
- * a row it sleeps through 1, 2, 4 ... 64 waits; a find resets it. */
+/* -T a backs off a poll that keeps finding nothing once it cannot grow
+ * (it is at the cold mark): after two misses in a row it sleeps through
+ * 1, 2, 4 ... 64 waits; a find resets it. */
 START_TEST(test_poll_backoff)
 {
-	struct evr_pollest p = { .budget_ns = EVR_POLL_NS };
+	struct evr_pollest p;
 	unsigned expect[] = { 0, 1, 2, 4, 8, 16, 32, 64, 64, 64 };
 	unsigned i;
 
+	evr__poll_init(&p, EVR_POLL_NS);
+	/* a poll that may still grow does not back off */
+	for (i = 0; i < 10; i++)
+		evr__poll_result(&p, 0);
+	ck_assert_uint_eq(p.misses, 0);
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	/* grown to the cold mark */
+	p.budget_ns = EVR_POLL_COLD_NS;
 	for (i = 0; i < 10; i++) {
 		evr__poll_result(&p, 0);
 		ck_assert_uint_eq(p.skip, expect[i]);
 		ck_assert_uint_eq(evr__poll_budget(&p),
-				  expect[i] ? 0 : EVR_POLL_NS);
+				  expect[i] ? 0 : EVR_POLL_COLD_NS);
 	}
 	/* the waits slept through count the skip down (poll_async does) */
 	while (p.skip)
 		p.skip--;
-	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_COLD_NS);
 	/* a poll that finds data: no back-off at all */
 	evr__poll_result(&p, 1);
 	ck_assert_uint_eq(p.misses, 0);
 	evr__poll_result(&p, 0);
 	ck_assert_uint_eq(p.skip, 0);
-	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
+	ck_assert_uint_gt(evr__poll_budget(&p), 0);
+}
+END_TEST
+
+/* Replies that come later than the poll lasts (an emulated device, a
+ * network round trip over 200 usec) make it longer: a miss whose wait
+ * then took d makes it 1.25 d, up to the cold mark; replies found early
+ * bring it back to four times their wait, never under the base. */
+START_TEST(test_poll_grows)
+{
+	struct evr_pollest p;
+	uint64_t now = 1000000, bytes = 0;
+
+	evr__poll_init(&p, EVR_POLL_NS);
+	evr__poll_mark(&p, bytes, now);
+	/* the poll ran out; the reply came 400 us after the wait began */
+	evr__poll_result(&p, 0);
+	now += 400000;
+	evr__poll_mark(&p, bytes += 64, now);
+	ck_assert_uint_eq(p.budget_ns, 500000);
+	ck_assert_uint_eq(evr__poll_budget(&p), 500000);
+	/* a wait found while polling, after 300 us: 4 x 300 is more than
+	 * the poll, which stays */
+	now += 300000;
+	evr__poll_mark(&p, bytes += 64, now);
+	evr__poll_result(&p, 1);
+	ck_assert_uint_eq(p.budget_ns, 500000);
+	/* a miss, then 900 us: 1125 is past the cold mark (1 ms) */
+	evr__poll_result(&p, 0);
+	now += 900000;
+	evr__poll_mark(&p, bytes += 64, now);
+	ck_assert_uint_eq(p.budget_ns, EVR_POLL_COLD_NS);
+	/* a miss whose wait is longer than the cold mark: no growth past
+	 * it, and now the misses count (at the cold mark) */
+	p.budget_ns = 600000;
+	evr__poll_result(&p, 0);
+	now += 5000000;
+	evr__poll_mark(&p, bytes += 64, now);
+	ck_assert_uint_eq(p.budget_ns, 600000);
+	/* replies found after 20 us: back to the base, never under it */
+	now += 20000;
+	evr__poll_mark(&p, bytes += 64, now);
+	evr__poll_result(&p, 1);
+	ck_assert_uint_eq(p.budget_ns, EVR_POLL_NS);
+	/* a poll of 0 never grows: it never polls */
+	evr__poll_init(&p, 0);
+	evr__poll_mark(&p, bytes += 64, now += 1000);
+	evr__poll_result(&p, 0);
+	evr__poll_mark(&p, bytes += 64, now += 100000);
+	ck_assert_uint_eq(evr__poll_budget(&p), 0);
 }
 END_TEST
 
@@ -2955,12 +3013,13 @@ END_TEST
  * fast exchange. */
 START_TEST(test_poll_budget_set)
 {
-	struct evr_pollest none = { .budget_ns = 0 };
-	struct evr_pollest p = { .budget_ns = 2000000 }; /* 2 ms */
-	struct evr_pollest d = { .budget_ns = EVR_POLL_NS };
+	struct evr_pollest none, p, d;
 	uint64_t now = 1000, bytes = 0;
 	int i;
 
+	evr__poll_init(&none, 0);
+	evr__poll_init(&p, 2000000); /* 2 ms */
+	evr__poll_init(&d, EVR_POLL_NS);
 	ck_assert_uint_eq(evr__poll_budget(&none), 0);
 	ck_assert_uint_eq(evr__poll_budget(&p), 2000000);
 	/* waits of 3 ms: cold for the default budget, not for 2 ms */
@@ -3082,6 +3141,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_poll_budget);
 	tcase_add_test(tc, test_poll_backoff);
 	tcase_add_test(tc, test_poll_budget_set);
+	tcase_add_test(tc, test_poll_grows);
 	suite_add_tcase(su, tc);
 	return su;
 }

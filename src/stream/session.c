@@ -643,9 +643,9 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	s->client = client;
 	s->io = o->io;
 	s->stall_ms = o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS;
-	s->pe.budget_ns = o->poll_us < 0 ? 0 :
-			  (uint64_t)(o->poll_us ? o->poll_us :
-				     EVR_DEFAULT_POLL_US) * 1000u;
+	evr__poll_init(&s->pe, o->poll_us < 0 ? 0 :
+			   (uint64_t)(o->poll_us ? o->poll_us :
+				      EVR_DEFAULT_POLL_US) * 1000u);
 	s->allow_negotiate = client && !o->no_negotiate &&
 			     (!o->verify || o->force_negotiate);
 	s->verify = o->verify;
@@ -977,11 +977,19 @@ static void set_hot(struct evr_sess *s, int hot)
 }
 
 /* Waits that average more than this are not a fast exchange: 1 ms, or 5
- * polls' worth for a longer poll (rstream --poll-usec). */
+ * polls' worth for a longer poll (rstream --poll-usec).  The learnt poll
+ * never exceeds it either. */
 static uint64_t cold_ns(const struct evr_pollest *p)
 {
-	return p->budget_ns * 5 > EVR_POLL_COLD_NS ? p->budget_ns * 5 :
-						      EVR_POLL_COLD_NS;
+	return p->base_ns * 5 > EVR_POLL_COLD_NS ? p->base_ns * 5 :
+						    EVR_POLL_COLD_NS;
+}
+
+void evr__poll_init(struct evr_pollest *p, uint64_t base_ns)
+{
+	memset(p, 0, sizeof(*p));
+	p->base_ns = base_ns;
+	p->budget_ns = base_ns;
 }
 
 uint64_t evr__poll_budget(const struct evr_pollest *p)
@@ -991,11 +999,24 @@ uint64_t evr__poll_budget(const struct evr_pollest *p)
 
 void evr__poll_result(struct evr_pollest *p, int found)
 {
+	uint64_t b;
+
 	if (found) {
+		/* found after last_ns (poll_mark came first): a poll of
+		 * four times that will do, and never less than the base */
 		p->misses = 0;
 		p->skip = 0;
+		b = 4 * p->last_ns;
+		if (b < p->budget_ns)
+			p->budget_ns = b > p->base_ns ? b : p->base_ns;
 		return;
 	}
+	/* The reply comes later than the poll lasted.  While the poll may
+	 * still grow, the wait's end sizes it (poll_mark); one that cannot
+	 * grow backs off. */
+	p->missed = 1;
+	if (p->budget_ns < cold_ns(p))
+		return;
 	if (p->misses < 16)
 		p->misses++;
 	if (p->misses >= 2)
@@ -1014,6 +1035,16 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 		 * for at most 4 x the cold mark; the average falls by half
 		 * of the difference and rises by a quarter */
 		d = now - p->t0;
+		p->last_ns = d;
+		if (p->missed) {
+			/* the poll missed this one: one that covers it (with
+			 * a quarter to spare), up to the cold mark */
+			p->missed = 0;
+			if (p->base_ns && d < cold_ns(p) &&
+			    d + d / 4 > p->budget_ns)
+				p->budget_ns = d + d / 4 < cold_ns(p) ?
+					       d + d / 4 : cold_ns(p);
+		}
 		if (d > 4 * cold_ns(p))
 			d = 4 * cold_ns(p);
 		if (d < p->ewma_ns)

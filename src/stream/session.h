@@ -66,10 +66,15 @@ struct evr_sess;
 /* -T a polls before it sleeps while the session is in an active exchange
  * (session.c explains why): ewma_ns, an average of how long its waits for
  * the peer took, sleep and wake-up included; t0 and bytes, when the wait
- * in hand began and how many bytes had moved then. */
+ * in hand began and how many bytes had moved then; last_ns, how long the
+ * last wait took. */
 struct evr_pollest {
-	uint64_t budget_ns;         /* how long a poll lasts; 0: never poll */
-	uint64_t ewma_ns, t0, bytes;
+	uint64_t base_ns;           /* the poll set (opts.poll_us); 0: never */
+	uint64_t budget_ns;         /* the poll now: base_ns, longer while
+				     * replies come later than it lasts, up
+				     * to the cold mark */
+	int missed;                 /* the wait in hand's poll ran out */
+	uint64_t ewma_ns, t0, bytes, last_ns;
 	unsigned misses;            /* polls in a row that found nothing */
 	unsigned skip;              /* waits to sleep through before the next
 				     * poll: 1, 2, 4 ... 64 after 2, 3, 4 ...
@@ -79,9 +84,10 @@ struct evr_pollest {
 
 #define EVR_POLL_NS (EVR_DEFAULT_POLL_US * 1000u) /* the default budget */
 #define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average
-				     * (or 5 x budget_ns, if more): the
+				     * (or 5 x base_ns, if more): the
 				     * session sleeps at once */
 
+void evr__poll_init(struct evr_pollest *p, uint64_t base_ns);
 /* bytes is the session's count so far: when it moved since the wait in
  * hand began, that wait ended now and a new one begins. */
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
@@ -89,7 +95,8 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
  * back-off is due, else 0 (sleep at once). */
 uint64_t evr__poll_budget(const struct evr_pollest *p);
 /* A poll ended: found (data came while polling) or not (its budget ran
- * out). */
+ * out; the wait's end then sizes a longer poll, or, at the cold mark, the
+ * session backs off). */
 void evr__poll_result(struct evr_pollest *p, int found);
 
 /* What a server's connections may hold in data buffers together (its
