@@ -233,7 +233,21 @@ START_TEST(test_render)
 	p.st.hist[5] = 2;
 	p.st.hist[PROBE_NBUCKETS] = 1;
 	p.st.hist_count = 4;
+	/* host checks: one series per check that applies */
+	p.hc_valid = 1;
+	p.hc.rows[0].check = EVR_HC_MEMLOCK;
+	p.hc.rows[0].verdict = EVR_HC_FAIL;
+	p.hc.rows[1].check = EVR_HC_VERBS_DEV;
+	p.hc.rows[1].verdict = EVR_HC_OK;
+	for (len = 2; len < EVR_HC_COUNT; len++) {
+		p.hc.rows[len].check = (enum evr_hc_check)len;
+		p.hc.rows[len].verdict = EVR_HC_SKIP;
+	}
 	ck_assert_int_eq(metrics_render(&buf, &len, &pp, 1, &d), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_host_check_ok gauge\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_host_check_ok{probe=\"x\\\"y\",check=\"memlock\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_host_check_ok{probe=\"x\\\"y\",check=\"verbs_device\"} 1\n"));
+	ck_assert_ptr_null(strstr(buf, "check=\"port_state\""));
 	ck_assert_uint_eq(strlen(buf), len);
 	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_probe_runs_total counter\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_runs_total{probe=\"x\\\"y\"} 5\n"));

@@ -88,7 +88,7 @@ static void render_daemon(FILE *f, size_t n, const struct metrics_daemon *d)
 
 enum who { ANY, RSTREAM, MCKEY, MC_SENDER, MC_RECEIVER };
 /* a field of struct probe_stats (U64, DBL, INT), or a family of its own */
-enum kind { U64, DBL, INT, FAILURES, LAT_HIST, RTT };
+enum kind { U64, DBL, INT, FAILURES, LAT_HIST, RTT, HOSTCHECK };
 
 struct metric {
 	const char *name, *type, *help;
@@ -148,6 +148,11 @@ static const struct metric metrics[] = {
 	{ "evrdma_mckey_join_latency_seconds", "gauge",
 	  "Join call to MULTICAST_JOIN in the last run (-1: no join).",
 	  MCKEY, DBL, STAT(mc_join_s) },
+	{ "evrdma_host_check_ok", "gauge",
+	  "1 if this host passes the check (rstream --check's) for the "
+	  "probe's run before its last run, else 0; checks that do not "
+	  "apply (all of them for TCP and UDP) have no series.", ANY,
+	  HOSTCHECK, 0 },
 };
 
 static int applies(enum who w, const struct probe *p)
@@ -220,6 +225,23 @@ static void render_rtt(FILE *f, const struct probe *p)
 	u64(f, "evrdma_rstream_rtt_seconds_count", p, NULL, p->st.rtt_count);
 }
 
+static void render_hostcheck(FILE *f, const struct metric *m,
+			     const struct probe *p)
+{
+	const struct evr_hc_row *r;
+	char extra[64];
+
+	if (!p->hc_valid)
+		return;
+	for (r = p->hc.rows; r < p->hc.rows + EVR_HC_COUNT; r++) {
+		if (r->verdict == EVR_HC_SKIP)
+			continue;
+		snprintf(extra, sizeof(extra), "check=\"%s\"",
+			 evr_hostcheck_name(r->check));
+		u64(f, m->name, p, extra, r->verdict == EVR_HC_OK);
+	}
+}
+
 static void render_metric(FILE *f, const struct metric *m,
 			  const struct probe *p)
 {
@@ -244,6 +266,9 @@ static void render_metric(FILE *f, const struct metric *m,
 		break;
 	case RTT:
 		render_rtt(f, p);
+		break;
+	case HOSTCHECK:
+		render_hostcheck(f, m, p);
 		break;
 	}
 }

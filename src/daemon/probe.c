@@ -8,6 +8,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+
 #include <errno.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
@@ -202,46 +204,50 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 	reap_later(p);
 }
 
-static void start_rstream(struct probe *p)
+static void rs_opts(const struct probe_cfg *c, struct evr_stream_opts *o)
 {
-	static const struct evr_stream_cbs cbs = {
-		.result = rs_result,
-		.done = rs_done,
-	};
-	const struct probe_cfg *c = p->cfg;
-	struct evr_stream_opts o;
-	struct evr_failure f;
-	int ret;
-
-	memset(&o, 0, sizeof(o));
-	o.host = c->host;
-	o.bind_addr = c->bind;
-	o.port = c->port;
-	o.xport = c->xport;
-	o.io = EVR_IO_ASYNC;        /* sleep in the loop, after a bounded
+	memset(o, 0, sizeof(*o));
+	o->host = c->host;
+	o->bind_addr = c->bind;
+	o->port = c->port;
+	o->xport = c->xport;
+	o->io = EVR_IO_ASYNC;       /* sleep in the loop, after a bounded
 				     * poll while the exchange is fast */
-	o.poll_us = c->poll_us;
-	o.inline_size = 64;
-	o.custom = 1;
-	o.size = c->size;
-	o.count = c->count;
-	o.iters = c->iters;
-	o.verify = c->verify;
+	o->poll_us = c->poll_us;
+	o->inline_size = 64;
+	o->custom = 1;
+	o->size = c->size;
+	o->count = c->count;
+	o->iters = c->iters;
+	o->verify = c->verify;
 	/* A probe is meant for an evrdma server, which runs the plan it is
 	 * sent: send it even when verifying (the CLI does not by default,
 	 * as upstream's -T v server checks the first sync's pattern).
 	 * Without the plan a plain server runs its own 64-byte series, and
 	 * a verifying probe stalls or ends a test the server had not.
 	 * "negotiate": false keeps exactly upstream's wire instead. */
-	o.force_negotiate = c->negotiate;
-	o.no_negotiate = !c->negotiate;
+	o->force_negotiate = c->negotiate;
+	o->no_negotiate = !c->negotiate;
 	/* The watchdog checks every stall_ms / 4 and starts counting at
 	 * its first check: at half of timeout_s, a silent peer is reported
 	 * as a stall at about 5/8 of it, well before the hard timeout. */
-	o.stall_ms = (unsigned)(c->timeout_s * 500);
-	if (o.stall_ms < 10)
-		o.stall_ms = 10;
-	o.percentiles = 1;
+	o->stall_ms = (unsigned)(c->timeout_s * 500);
+	if (o->stall_ms < 10)
+		o->stall_ms = 10;
+	o->percentiles = 1;
+}
+
+static void start_rstream(struct probe *p)
+{
+	static const struct evr_stream_cbs cbs = {
+		.result = rs_result,
+		.done = rs_done,
+	};
+	struct evr_stream_opts o;
+	struct evr_failure f;
+	int ret;
+
+	rs_opts(p->cfg, &o);
 	p->pend_have = 0;
 	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
 	if (ret) {
@@ -339,6 +345,24 @@ static void mc_done(void *ud, int status, unsigned n,
 	reap_later(p);
 }
 
+static void mc_opts(const struct probe_cfg *c, struct evr_mcast_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->transport = c->mc_xport;
+	o->group = c->group;
+	o->bind_addr = c->bind;
+	o->sender = c->sender;
+	o->nqps = 1;
+	o->count = c->mc_count;
+	o->size = c->mc_size;
+	o->port_space = RDMA_PS_UDP;
+	o->resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
+	o->join_ms = EVR_MC_DEFAULT_JOIN_MS;
+	o->settle_ms = (unsigned)(c->settle_s * 1000);
+	o->deadline_ms = (unsigned)(c->timeout_s * 1000);
+	o->udp_port = (uint16_t)c->udp_port;
+}
+
 static void start_mckey(struct probe *p)
 {
 	static const struct evr_mcast_cbs cbs = {
@@ -346,24 +370,10 @@ static void start_mckey(struct probe *p)
 		.failure = mc_failure,
 		.done = mc_done,
 	};
-	const struct probe_cfg *c = p->cfg;
 	struct evr_mcast_opts o;
 	int ret;
 
-	memset(&o, 0, sizeof(o));
-	o.transport = c->mc_xport;
-	o.group = c->group;
-	o.bind_addr = c->bind;
-	o.sender = c->sender;
-	o.nqps = 1;
-	o.count = c->mc_count;
-	o.size = c->mc_size;
-	o.port_space = RDMA_PS_UDP;
-	o.resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
-	o.join_ms = EVR_MC_DEFAULT_JOIN_MS;
-	o.settle_ms = (unsigned)(c->settle_s * 1000);
-	o.deadline_ms = (unsigned)(c->timeout_s * 1000);
-	o.udp_port = (uint16_t)c->udp_port;
+	mc_opts(p->cfg, &o);
 	p->pend_join_s = -1;
 	p->pend_nodev = 0;
 	ret = evr_mcast_new(&p->mc, p->loop, &o, &cbs, p);
@@ -376,6 +386,41 @@ static void start_mckey(struct probe *p)
 		return;
 	}
 	evr_mcast_start(p->mc); /* an early failure arrives via done() */
+}
+
+/* ------------------------------------------------------- host checks */
+
+/* What this host lacks for the probe's run (locked memory, the device
+ * nodes, the bind address's device, port and GID), as rstream --check
+ * says it, so that "this host cannot do RDMA" stands apart from "the
+ * network is bad".  A TCP or UDP probe needs none of it: every check is
+ * skipped.  Cheap (a few files under /sys and /proc, no device opened):
+ * before every run. */
+void probe_hostcheck(struct probe *p)
+{
+	const struct probe_cfg *c = p->cfg;
+	struct evr_hc_need need = { 0 };
+	unsigned char a[sizeof(struct in6_addr)];
+
+	if (c->type == PROBE_RSTREAM) {
+		struct evr_stream_opts o;
+
+		rs_opts(c, &o);
+		need.rdma = c->xport == EVR_XPORT_RDMA;
+		need.memlock = evr_stream_memlock(&o);
+	} else {
+		struct evr_mcast_opts o;
+
+		mc_opts(c, &o);
+		need.rdma = c->mc_xport == EVR_MC_RDMA;
+		need.memlock = evr_mcast_memlock(&o);
+		need.msg_size = c->mc_size;
+	}
+	/* a bind given as a name: any device will do for the checks */
+	if (c->bind && (inet_pton(AF_INET, c->bind, a) == 1 ||
+			inet_pton(AF_INET6, c->bind, a) == 1))
+		need.addr = c->bind;
+	p->hc_valid = evr_hostcheck_run(NULL, &need, &p->hc) == 0;
 }
 
 /* ------------------------------------------------------------ timers */
@@ -418,6 +463,7 @@ static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
 			 2.0;
 	ev_timer_set(&p->timeout_w, limit, 0.);
 	ev_timer_start(l, &p->timeout_w);
+	probe_hostcheck(p);
 	if (p->cfg->type == PROBE_RSTREAM)
 		start_rstream(p);
 	else

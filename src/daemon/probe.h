@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "evrdma/loop.h"
+#include "evrdma/hostcheck.h"
 #include "evrdma/stream.h"
 #include "evrdma/mcast.h"
 #include "pconf.h"
@@ -85,6 +86,11 @@ struct probe {
 	uint32_t pend_iters;
 	struct evr_lat_stats pend_lat;
 	double pend_join_s;
+	/* the host checks for the probe's run (evrdma/hostcheck.h), made
+	 * before each run: whether this host can do what the probe asks,
+	 * apart from the network */
+	struct evr_hc_report hc;
+	int hc_valid;
 	ev_timer tick_w, timeout_w, reap_w;
 };
 
@@ -92,6 +98,8 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 	      const struct probe_cfg *cfg);
 /* First run now, then every interval_s. */
 void probe_start(struct probe *p);
+/* Run the host checks for the probe's run into p->hc (before each run). */
+void probe_hostcheck(struct probe *p);
 /* Cancel a run in flight, stop every watcher, free. */
 void probe_free(struct probe *p);
 

@@ -807,9 +807,14 @@ else
 fi
 
 # ... and the daemon works as an unprivileged user (nobody), as that unit
-# runs it: a TCP probe of a server is up
+# runs it: a TCP probe of a server is up.  With locked memory held to
+# one page, the host checks say so for an RDMA probe (evrdma_host_check_ok,
+# where this host has no RDMA device: nothing may leave it), while the
+# TCP probe, which locks nothing, has no such series and stays up.
 port UPS
 port UPH
+NODEV=0
+[ -z "$(ls /sys/class/infiniband 2>/dev/null)" ] && NODEV=1
 if [ "$(id -u)" != 0 ]; then
 	skip "the daemon as nobody: needs root to switch users"
 elif [ "$E2E_VG" = 1 ]; then
@@ -817,10 +822,13 @@ elif [ "$E2E_VG" = 1 ]; then
 elif start_server upsrv "$UPS" "$R" -T s -T a -p "$UPS"; then
 	ud=$(mktemp -d)
 	chmod 755 "$ud"
-	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ { "name": "unpriv", "type": "rstream", "host": "%s", "port": %s, "transport": "tcp", "interval_s": 0.3, "timeout_s": %s } ] }\n' \
-		"$H" "$UPH" "$H" "$UPS" "$(tscale 2)" >"$ud/conf.json"
+	hcp=
+	[ "$NODEV" = 1 ] && hcp=', { "name": "hcr", "type": "rstream", "host": "127.0.0.1", "port": 1, "interval_s": 0.3, "timeout_s": 1 }, { "name": "hcm", "type": "mckey", "group": "239.1.1.1", "interval_s": 0.3, "timeout_s": 1, "settle_s": 0 }'
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ { "name": "unpriv", "type": "rstream", "host": "%s", "port": %s, "transport": "tcp", "interval_s": 0.3, "timeout_s": %s } %s ] }\n' \
+		"$H" "$UPH" "$H" "$UPS" "$(tscale 2)" "$hcp" >"$ud/conf.json"
 	chmod 644 "$ud/conf.json"
-	bg_start unpriv 30 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	bg_start unpriv 30 prlimit --memlock=4096:4096 \
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$PROBED" -c "$ud/conf.json"
 	if wait_listen "$UPH" 5 unpriv; then
 		scrape_uph() { scrape "$1" "$UPH"; }
@@ -829,6 +837,24 @@ elif start_server upsrv "$UPS" "$R" -T s -T a -p "$UPS"; then
 			"$(val "$T/um.txt" 'evrdma_probe_up{probe="unpriv"}')"
 		assert_eq "... it runs as nobody" 65534 \
 			"$(awk '/^Uid:/ { print $2 }' "/proc/$(bg_child_pid unpriv)/status" 2>/dev/null)"
+		if grep -q '^# TYPE evrdma_host_check_ok gauge$' "$T/um.txt" &&
+		   grep -q '^# HELP evrdma_host_check_ok ' "$T/um.txt"; then
+			ok "family evrdma_host_check_ok: HELP and TYPE"
+		else
+			not_ok "family evrdma_host_check_ok: HELP and TYPE"
+		fi
+		assert_eq "a TCP probe has no host check series" 0 \
+			"$(grep -c '^evrdma_host_check_ok{probe="unpriv",' "$T/um.txt")"
+		if [ "$NODEV" = 1 ]; then
+			for hp in hcr hcm; do
+				assert_eq "host checks, $hp: one page of locked memory is too little (memlock 0)" 0 \
+					"$(val "$T/um.txt" "evrdma_host_check_ok{probe=\"$hp\",check=\"memlock\"}")"
+				assert_eq "host checks, $hp: no RDMA device for it (address_device 0)" 0 \
+					"$(val "$T/um.txt" "evrdma_host_check_ok{probe=\"$hp\",check=\"address_device\"}")"
+			done
+		else
+			skip "host checks of RDMA probes: this host has an RDMA device (the Soft-RoCE suite checks them)"
+		fi
 	else
 		not_ok "the daemon as nobody listens"
 		dump "$T/unpriv.err"

@@ -68,6 +68,17 @@ if [ "${sent:-0}" -ge 5 ]; then
 else
 	ko "RDMA CM multicast sender probe" "sent '${sent:-}'"
 fi
+# the host checks of both RDMA probes: every one that applies passes here
+# (root, the devices up), and the bound mckey probe's address, device and
+# port are among them
+hcn=$(grep -c '^evrdma_host_check_ok{' "$T/m.txt")
+hcbad=$(grep -E '^evrdma_host_check_ok\{' "$T/m.txt" | awk '$2 != 1' | head -3)
+if [ "$hcn" -ge 6 ] && [ -z "$hcbad" ] &&
+   grep -q '^evrdma_host_check_ok{probe="mc-send",check="port_state"} 1' "$T/m.txt"; then
+	ok "host checks as metrics: $hcn series, all 1 (port_state of the bound probe among them)"
+else
+	ko "host checks as metrics" "$hcn series; not 1: ${hcbad:-none}; $(grep '^evrdma_host_check_ok' "$T/m.txt" | tr '\n' ' ')"
+fi
 
 # the target goes away: failures, by reason, and the daemon answers
 kill -9 "$sp"; wait "$sp" 2>/dev/null
