@@ -2923,8 +2923,8 @@ START_TEST(test_poll_budget)
 END_TEST
 
 /* -T a backs off a poll that keeps finding nothing once it cannot grow
- * (it is at the cold mark): after two misses in a row it sleeps through
- * 1, 2, 4 ... 64 waits; a find resets it. */
+ * (it is at its cap): after two misses in a row it sleeps through 1, 2,
+ * 4 ... 64 waits; a find resets it. */
 START_TEST(test_poll_backoff)
 {
 	struct evr_pollest p;
@@ -2937,18 +2937,18 @@ START_TEST(test_poll_backoff)
 		evr__poll_result(&p, 0);
 	ck_assert_uint_eq(p.misses, 0);
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
-	/* grown to the cold mark */
-	p.budget_ns = EVR_POLL_COLD_NS;
+	/* grown to its cap */
+	p.budget_ns = EVR_POLL_MAX_NS;
 	for (i = 0; i < 10; i++) {
 		evr__poll_result(&p, 0);
 		ck_assert_uint_eq(p.skip, expect[i]);
 		ck_assert_uint_eq(evr__poll_budget(&p),
-				  expect[i] ? 0 : EVR_POLL_COLD_NS);
+				  expect[i] ? 0 : EVR_POLL_MAX_NS);
 	}
 	/* the waits slept through count the skip down (poll_async does) */
 	while (p.skip)
 		p.skip--;
-	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_COLD_NS);
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_MAX_NS);
 	/* a poll that finds data: no back-off at all */
 	evr__poll_result(&p, 1);
 	ck_assert_uint_eq(p.misses, 0);
@@ -2960,8 +2960,10 @@ END_TEST
 
 /* Replies that come later than the poll lasts (an emulated device, a
  * network round trip over 200 usec) make it longer: a miss whose wait
- * then took d makes it 1.25 d, up to the cold mark; replies found early
- * bring it back to four times their wait, never under the base. */
+ * then took d makes it 1.25 d, up to 2 ms, if d was still a fast
+ * exchange's (under the cold mark: 1 ms, or five polls); the cold mark
+ * follows the poll; replies found early bring it back to four times
+ * their wait, never under the base. */
 START_TEST(test_poll_grows)
 {
 	struct evr_pollest p;
@@ -2981,13 +2983,21 @@ START_TEST(test_poll_grows)
 	evr__poll_mark(&p, bytes += 64, now);
 	evr__poll_result(&p, 1);
 	ck_assert_uint_eq(p.budget_ns, 500000);
-	/* a miss, then 900 us: 1125 is past the cold mark (1 ms) */
+	/* a miss, then 900 us: 1125 (the cold mark is 5 x 500 now) */
 	evr__poll_result(&p, 0);
 	now += 900000;
 	evr__poll_mark(&p, bytes += 64, now);
-	ck_assert_uint_eq(p.budget_ns, EVR_POLL_COLD_NS);
-	/* a miss whose wait is longer than the cold mark: no growth past
-	 * it, and now the misses count (at the cold mark) */
+	ck_assert_uint_eq(p.budget_ns, 1125000);
+	/* a miss, then 1.9 ms: 2375 is past the cap */
+	evr__poll_result(&p, 0);
+	now += 1900000;
+	evr__poll_mark(&p, bytes += 64, now);
+	ck_assert_uint_eq(p.budget_ns, EVR_POLL_MAX_NS);
+	ck_assert_uint_eq(p.misses, 0);
+	/* at the cap, misses count */
+	evr__poll_result(&p, 0);
+	ck_assert_uint_eq(p.misses, 1);
+	/* a miss whose wait is past the cold mark (5 x 600 us): no growth */
 	p.budget_ns = 600000;
 	evr__poll_result(&p, 0);
 	now += 5000000;

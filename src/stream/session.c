@@ -925,23 +925,28 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * commit that set it has the figures).
  *
  * Async mode polls before it sleeps, as rsockets' rpoll (polling_time)
- * and Linux busy polling do, while the session is in an active exchange:
- * for its budget (EVR_POLL_NS, 200 usec, unless opts.poll_us says
- * otherwise), as long as its waits for the peer (the time from
- * "would block" to bytes moving, sleep and wake-up included) average at
- * most EVR_POLL_COLD_NS (1 ms, or five budgets if more).  A connection in a fast exchange (ping-pong, a
- * stream whose window refills) finds its data while polling and never
- * pays a sleep and a wake-up, which on a quiet virtual machine costs more
- * than the round trip itself (a halted vCPU takes tens of microseconds to
- * wake); one whose waits are long sleeps at once and costs nothing (an
- * idle server, a quiet client, a thousand silent connections).  The
- * budget is not learnt from the waits: a wait that ended in a sleep
- * includes the wake-up, so a budget sized on it shrinks below the round
- * trip and the session never polls again.  What adapts instead is how
- * often it polls: after two polls in a row that found nothing (a peer
- * slower than the poll, or a host too loaded for two pollers), it sleeps
- * through 1, 2, 4 ... 64 waits before it polls again; a poll that finds
- * data resets that.
+ * and Linux busy polling do, while the session is in a fast exchange:
+ * while its waits for the peer (the time from "would block" to bytes
+ * moving, sleep and wake-up included) average at most the cold mark (1
+ * ms, or five polls if more).  A connection in a fast exchange
+ * (ping-pong, a stream whose window refills) finds its data while polling
+ * and never pays a sleep and a wake-up, which on a quiet virtual machine
+ * costs more than the round trip itself (a halted vCPU takes tens of
+ * microseconds to wake; an emulated one, a millisecond); one whose waits
+ * are long sleeps at once and costs nothing (an idle server, a quiet
+ * client, a thousand silent connections).
+ *
+ * The poll starts at its base (EVR_POLL_NS, 200 usec, or opts.poll_us).
+ * A reply that comes after the poll ran out, within a fast exchange's
+ * wait, makes it 1.25 times that wait, up to EVR_POLL_MAX_NS (2 ms): an
+ * emulated device, a long network round trip.  Replies found by polling
+ * bring it back to four times their wait, never under the base.  It is
+ * not sized from waits in general: a wait that ended in a sleep includes
+ * the wake-up, and on this VM a poll sized on those shrank below the
+ * round trip and never found anything again.  A poll at its cap that
+ * keeps finding nothing (a peer slower than it, or a host too loaded for
+ * two pollers) backs off: after two misses in a row the session sleeps
+ * through 1, 2, 4 ... 64 waits before it polls again; a find resets it.
  *
  * A session whose data came while it polled counts as hot on the loop
  * until a poll finds nothing; while another session of the loop is hot,
@@ -977,12 +982,18 @@ static void set_hot(struct evr_sess *s, int hot)
 }
 
 /* Waits that average more than this are not a fast exchange: 1 ms, or 5
- * polls' worth for a longer poll (rstream --poll-usec).  The learnt poll
- * never exceeds it either. */
+ * polls' worth for a longer poll (learnt, or rstream --poll-usec). */
 static uint64_t cold_ns(const struct evr_pollest *p)
 {
-	return p->base_ns * 5 > EVR_POLL_COLD_NS ? p->base_ns * 5 :
-						    EVR_POLL_COLD_NS;
+	return p->budget_ns * 5 > EVR_POLL_COLD_NS ? p->budget_ns * 5 :
+						      EVR_POLL_COLD_NS;
+}
+
+/* How long the learnt poll may grow: EVR_POLL_MAX_NS, or the base if that
+ * is longer. */
+static uint64_t cap_ns(const struct evr_pollest *p)
+{
+	return p->base_ns > EVR_POLL_MAX_NS ? p->base_ns : EVR_POLL_MAX_NS;
 }
 
 void evr__poll_init(struct evr_pollest *p, uint64_t base_ns)
@@ -1015,7 +1026,7 @@ void evr__poll_result(struct evr_pollest *p, int found)
 	 * still grow, the wait's end sizes it (poll_mark); one that cannot
 	 * grow backs off. */
 	p->missed = 1;
-	if (p->budget_ns < cold_ns(p))
+	if (p->budget_ns < cap_ns(p))
 		return;
 	if (p->misses < 16)
 		p->misses++;
@@ -1038,12 +1049,13 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 		p->last_ns = d;
 		if (p->missed) {
 			/* the poll missed this one: one that covers it (with
-			 * a quarter to spare), up to the cold mark */
+			 * a quarter to spare), up to the cap, if the wait was
+			 * still a fast exchange's */
 			p->missed = 0;
 			if (p->base_ns && d < cold_ns(p) &&
 			    d + d / 4 > p->budget_ns)
-				p->budget_ns = d + d / 4 < cold_ns(p) ?
-					       d + d / 4 : cold_ns(p);
+				p->budget_ns = d + d / 4 < cap_ns(p) ?
+					       d + d / 4 : cap_ns(p);
 		}
 		if (d > 4 * cold_ns(p))
 			d = 4 * cold_ns(p);

@@ -72,7 +72,7 @@ struct evr_pollest {
 	uint64_t base_ns;           /* the poll set (opts.poll_us); 0: never */
 	uint64_t budget_ns;         /* the poll now: base_ns, longer while
 				     * replies come later than it lasts, up
-				     * to the cold mark */
+				     * to EVR_POLL_MAX_NS */
 	int missed;                 /* the wait in hand's poll ran out */
 	uint64_t ewma_ns, t0, bytes, last_ns;
 	unsigned misses;            /* polls in a row that found nothing */
@@ -84,8 +84,9 @@ struct evr_pollest {
 
 #define EVR_POLL_NS (EVR_DEFAULT_POLL_US * 1000u) /* the default budget */
 #define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average
-				     * (or 5 x base_ns, if more): the
+				     * (or 5 x budget_ns, if more): the
 				     * session sleeps at once */
+#define EVR_POLL_MAX_NS 2000000u    /* how long a learnt poll may grow */
 
 void evr__poll_init(struct evr_pollest *p, uint64_t base_ns);
 /* bytes is the session's count so far: when it moved since the wait in
