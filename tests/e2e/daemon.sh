@@ -41,6 +41,15 @@ val() {
 	awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"
 }
 
+# family_ok DESC FILE FAMILY [TYPE]: FILE has FAMILY's HELP and TYPE lines
+family_ok() {
+	if grep -q "^# TYPE $3 ${4:-}" "$2" && grep -q "^# HELP $3 " "$2"; then
+		ok "$1"
+	else
+		not_ok "$1"
+	fi
+}
+
 # until_scraped SCRAPER NAME SECS SERIES MIN [SERIES MIN]...: scrape (with
 # "SCRAPER NAME") until every SERIES is at least its MIN, at most SECS
 # (scaled) seconds: counts that need probe runs wait for them rather
@@ -306,11 +315,7 @@ for fam in evrdma_probe_runs_total evrdma_probe_failures_total \
 	evrdma_rstream_throughput_bits_per_second evrdma_mckey_received_total \
 	evrdma_mckey_lost_total evrdma_mckey_shortfall_total evrdma_mckey_join_latency_seconds \
 	evrdma_probed_build_info evrdma_probed_config_reloads_total; do
-	if grep -q "^# TYPE $fam " "$T/m1.txt" && grep -q "^# HELP $fam " "$T/m1.txt"; then
-		ok "family $fam: HELP and TYPE"
-	else
-		not_ok "family $fam: HELP and TYPE"
-	fi
+	family_ok "family $fam: HELP and TYPE" "$T/m1.txt" "$fam"
 done
 r1=$(val "$T/m1.txt" 'evrdma_probe_runs_total{probe="lo"}')
 r2=$(val "$T/m2.txt" 'evrdma_probe_runs_total{probe="lo"}')
@@ -750,12 +755,7 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 	assert_eq "mckey netns: a run that never joined lost nothing" 0 \
 		"$(val "$T/mc1.txt" 'evrdma_mckey_lost_total{probe="mnojoin"}')"
 	for fam in evrdma_mckey_bad_headers_total evrdma_mckey_untracked_total; do
-		if grep -q "^# TYPE $fam counter" "$T/mc1.txt" &&
-		   grep -q "^# HELP $fam " "$T/mc1.txt"; then
-			ok "mckey netns: family $fam: HELP and TYPE"
-		else
-			not_ok "mckey netns: family $fam: HELP and TYPE"
-		fi
+		family_ok "mckey netns: family $fam: HELP and TYPE" "$T/mc1.txt" "$fam" counter
 		assert_eq "mckey netns: $fam 0 for an honest sender" 0 \
 			"$(val "$T/mc1.txt" "$fam{probe=\"mrx\"}")"
 	done
@@ -837,12 +837,8 @@ elif start_server upsrv "$UPS" "$R" -T s -T a -p "$UPS"; then
 			"$(val "$T/um.txt" 'evrdma_probe_up{probe="unpriv"}')"
 		assert_eq "... it runs as nobody" 65534 \
 			"$(awk '/^Uid:/ { print $2 }' "/proc/$(bg_child_pid unpriv)/status" 2>/dev/null)"
-		if grep -q '^# TYPE evrdma_host_check_ok gauge$' "$T/um.txt" &&
-		   grep -q '^# HELP evrdma_host_check_ok ' "$T/um.txt"; then
-			ok "family evrdma_host_check_ok: HELP and TYPE"
-		else
-			not_ok "family evrdma_host_check_ok: HELP and TYPE"
-		fi
+		family_ok "family evrdma_host_check_ok: HELP and TYPE" "$T/um.txt" \
+			evrdma_host_check_ok gauge
 		assert_eq "a TCP probe has no host check series" 0 \
 			"$(grep -c '^evrdma_host_check_ok{probe="unpriv",' "$T/um.txt")"
 		if [ "$NODEV" = 1 ]; then
