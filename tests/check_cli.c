@@ -464,6 +464,24 @@ START_TEST(test_poll_usec)
 }
 END_TEST
 
+/* --check runs nothing; --no-host-check skips the checks before a run */
+START_TEST(test_host_check_flags)
+{
+	struct rstream_cli c;
+
+	ck_assert_int_eq(PARSE(&c, "-s", "h"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.check, 0);
+	ck_assert_int_eq(c.no_host_check, 0);
+	ck_assert_int_eq(PARSE(&c, "--check", "-b", "a"), RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.check, 1);
+	ck_assert_int_eq(PARSE(&c, "-s", "h", "--no-host-check"),
+			 RSTREAM_PARSE_OK);
+	ck_assert_int_eq(c.no_host_check, 1);
+	ck_assert_int_eq(c.check, 0);
+	ck_assert_int_eq(PARSE(&c, "--no-host-check=1"), RSTREAM_PARSE_USAGE);
+}
+END_TEST
+
 /*
  * A suffix multiplies the number: one that overflows a long long must be
  * refused, not wrapped round into range (2^34 + 1 GiB is 2^64 + 1 GiB).
@@ -1602,6 +1620,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_size_bad);
 	tcase_add_test(tc, test_lat_options);
 	tcase_add_test(tc, test_poll_usec);
+	tcase_add_test(tc, test_host_check_flags);
 	tcase_add_test(tc, test_suffix_overflow);
 	tcase_add_test(tc, test_iters_count);
 	tcase_add_test(tc, test_iters_count_bad);

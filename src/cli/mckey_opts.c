@@ -56,6 +56,9 @@ void mckey_help(FILE *out, const char *prog)
 		     "port, GID, path MTU\n"
 		     "\t                    for -S), print a table (or "
 		     "--json), run nothing\n");
+	fprintf(out, "\t--no-host-check     do not check the host before an "
+		     "RDMA run (a failure\n"
+		     "\t                    is still explained)\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -99,7 +102,7 @@ static void round_window(void *obj)
 
 enum { OPT_UDP = 256, OPT_UDP_PORT, OPT_SETTLE, OPT_DEADLINE, OPT_RATE,
        OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON, OPT_WINDOW,
-       OPT_MAX_SENDERS, OPT_CHECK };
+       OPT_MAX_SENDERS, OPT_CHECK, OPT_NO_HOST_CHECK };
 
 #define O(m) .off = CLI_FIELD(struct mckey_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct mckey_cli, m)
@@ -145,6 +148,8 @@ static const struct cli_opt options[] = {
 	  NUM(1, EVR_MC_MAX_MAX_SENDERS), O(max_senders),
 	  .what = "must be 1 to 4096" },
 	{ OPT_CHECK, "check", "--check", CLI_FLAG, C(check) },
+	{ OPT_NO_HOST_CHECK, "no-host-check", "--no-host-check", CLI_FLAG,
+	  C(no_host_check) },
 };
 
 const struct cli_opt *mckey_options(size_t *n)

@@ -13,6 +13,7 @@ struct mckey_cli {
 	int trace;
 	int json;       /* --json: JSON Lines instead of upstream's lines */
 	int check;      /* --check: diagnose the host, run nothing */
+	int no_host_check; /* --no-host-check: no checks before a run */
 };
 
 enum {

@@ -416,7 +416,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 
 	/* What the host lacks for RDMA, said before anything is made
 	 * (descriptors: just above, in their own words) */
-	if (a.need.rdma) {
+	if (a.need.rdma && !a.cli.no_host_check) {
 		struct evr_hc_need pre = a.need;
 
 		pre.fds = 0;

@@ -80,6 +80,9 @@ static void help_extra(FILE *out)
 		     "\t                     the -b address's RDMA device, "
 		     "port, GID), print\n"
 		     "\t                     a table (or --json), run nothing\n");
+	fprintf(out, "\t--no-host-check      do not check the host before an "
+		     "RDMA run (a failure\n"
+		     "\t                     is still explained)\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -229,7 +232,7 @@ static int set_poll(void *obj, const char *arg)
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
        OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL,
-       OPT_CHECK };
+       OPT_CHECK, OPT_NO_HOST_CHECK };
 
 #define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct rstream_cli, m)
@@ -307,6 +310,8 @@ static const struct cli_opt options[] = {
 	{ OPT_CHUNK, "chunk", "--chunk", NUM(1024, EVR_MAX_XFER_SIZE, CLI_SUFFIX),
 	  O(chunk_size), .what = "must be 1k to 1g", .side = CLI_SERVER },
 	{ OPT_CHECK, "check", "--check", CLI_FLAG, C(check) },
+	{ OPT_NO_HOST_CHECK, "no-host-check", "--no-host-check", CLI_FLAG,
+	  C(no_host_check) },
 };
 
 #undef O

@@ -16,6 +16,7 @@ struct rstream_cli {
 	int json;       /* --json: JSON Lines instead of the table */
 	int per_conn;           /* --per-conn: a row per connection too */
 	int check;              /* --check: diagnose the host, run nothing */
+	int no_host_check;      /* --no-host-check: no checks before a run */
 };
 
 enum {
