@@ -65,7 +65,10 @@ int diag_failure(const char *prog, const struct evr_hc_need *need, int err,
 	struct evr_hc_report rep;
 	char line[512];
 
-	if (!err || evr_hostcheck_run(NULL, need, &rep))
+	/* out of descriptors: the failure's own words say so, and the
+	 * checks, which open files, would misread the host */
+	if (!err || err == -EMFILE || err == -ENFILE ||
+	    evr_hostcheck_run(NULL, need, &rep))
 		return 0;
 	m = &rep.rows[EVR_HC_MEMLOCK];
 	/* a verbs call, or a server's accept, which makes the same */
