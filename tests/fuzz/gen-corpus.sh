@@ -65,6 +65,9 @@ seed unknown-long      rstream_opts --nope
 seed help              rstream_opts --help
 seed version           rstream_opts --version
 seed dashdash          rstream_opts -s h -- -S 64
+seed check             rstream_opts --check -b 198.18.0.1 -c 4
+seed no-host-check     rstream_opts -s h --no-host-check
+seed poll-usec         rstream_opts -s h -T a --poll-usec 1000
 
 # mckey: README and mckey.1
 seed recv              mckey_opts -m 239.1.1.1 -b 198.18.0.2
@@ -76,6 +79,9 @@ seed ipoib             mckey_opts -m ff12::1 -p 0x2 -o -l -C 0 -S 65507
 seed udp-ps            mckey_opts -m 239.1.1.1 -p 0x111 -C 100000000 -S 0
 seed unmapped          mckey_opts -M ff12:401b::1 -b 0:0:0:0:0:0:0:1
 seed unmapped-nobind   mckey_opts -M ff12:401b::1
+seed check            mckey_opts --check -b 198.18.0.1 -S 1000
+seed check-no-group   mckey_opts --check
+seed no-host-check    mckey_opts -m 239.1.1.1 -b 198.18.0.2 --no-host-check
 seed timing            mckey_opts -m 239.1.1.1 -s --settle 0 --deadline 0.01 --rate 1e7
 seed limits            mckey_opts -m 239.1.1.1 --udp --stats --window 64 --max-senders 1
 seed stats-limits      mckey_opts -m 239.1.1.1 -b 10.0.0.1 --udp --stats --max-senders 16 --window 65536
