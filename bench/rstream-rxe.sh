@@ -69,6 +69,20 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 		echo
 		awk -f "$top/bench/ratios.awk" "$tmp/$c"/up.* "$tmp/$c"/ev.*
 		echo
+		# the mixed pairings, each against upstream at both ends
+		for m in eu ue; do
+			ls "$tmp/$c"/$m.* >/dev/null 2>&1 || continue
+			[ $m = eu ] && w="evrdma client, upstream server" ||
+				w="upstream client, evrdma server"
+			mkdir -p "$tmp/mix-$c-$m"
+			for f in "$tmp/$c"/$m.*; do
+				cp "$f" "$tmp/mix-$c-$m/ev.${f##*.}"
+			done
+			echo "$w (the ev columns), against upstream at both ends:"
+			echo
+			awk -f "$top/bench/ratios.awk" "$tmp/$c"/up.* "$tmp/mix-$c-$m"/ev.*
+			echo
+		done
 	done
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
 	echo "$rounds rounds ($drounds for the default run), medians and per-round paired ratios; $(date -u +%F)."

@@ -18,20 +18,25 @@ T=$(mktemp -d)
 . "${EVR_BIN:-/opt/evr}/tests/lib-guest.sh"
 
 # one CASE WHO ROUND OPTIONS...
+#   WHO: ev (evrdma at both ends), up (upstream at both ends), and the
+#   mixed pairings eu (evrdma client, upstream server) and ue (the reverse)
 one() {
-	local c=$1 who=$2 r=$3 bin srv cli=()
+	local c=$1 who=$2 r=$3 sbin cbin srv=() cli=()
 	shift 3
 	# EV_OPTS: options of evrdma's alone (both its sides), e.g. a poll
 	# budget upstream has no option for
-	if [ "$who" = ev ]; then
-		bin=$R; srv=(--once ${EV_OPTS:-}); cli=(${EV_OPTS:-})
-	else
-		bin=$U; srv=()
-	fi
-	if ! server "$bin" -b "$A2" "${srv[@]}" "$@"; then
+	case $who in
+	ev|ue) sbin=$R; srv=(--once ${EV_OPTS:-}) ;;
+	*) sbin=$U ;;
+	esac
+	case $who in
+	ev|eu) cbin=$R; cli=(${EV_OPTS:-}) ;;
+	*) cbin=$U ;;
+	esac
+	if ! server "$sbin" -b "$A2" "${srv[@]}" "$@"; then
 		echo "bench: $who server did not start ($c)"; return
 	fi
-	timeout 1200 "$bin" -s "$A2" "${cli[@]}" "$@" >"$T/c.out" 2>&1 ||
+	timeout 1200 "$cbin" -s "$A2" "${cli[@]}" "$@" >"$T/c.out" 2>&1 ||
 		echo "bench: $who client failed in round $r of $c: $(tail -1 "$T/c.out")"
 	reap "$sp" 20 >/dev/null 2>&1
 	echo "@@ begin $c $who $r"
@@ -52,6 +57,10 @@ case_() {
 		else
 			one "$c" ev "$r" "$@"; one "$c" up "$r" "$@"
 		fi
+		# MIXED=1: the mixed pairings too, in the same round
+		if [ -n "${MIXED:-}" ]; then
+			one "$c" eu "$r" "$@"; one "$c" ue "$r" "$@"
+		fi
 	done
 }
 
@@ -64,6 +73,10 @@ case_ 4KiB-pingpong "$rounds" -S 4096 -C 1 -I 3000
 case_ 64KiB-stream "$rounds" -S 65536 -C 200 -I 2
 case_ 1MB-stream "$rounds" -S 1000000 -C 20 -I 2
 case_ 1MB-blocking "$rounds" -S 1000000 -C 20 -I 2 -T b
+# small messages streamed: evrdma gathers what cannot go at once into one
+# write (the cork); the mixed pairings show each end's share
+MIXED=1 case_ 64B-stream "$rounds" -S 64 -C 20000 -I 1
+MIXED=1 case_ 4KiB-stream "$rounds" -S 4096 -C 4000 -I 1
 # -T a: upstream's rpoll spins with a zero timeout; ours polls while the
 # exchange is hot, arms the completion channel and sleeps once it is not
 case_ 64B-pingpong-async "$rounds" -S 64 -C 1 -I 20000 -T a

@@ -92,6 +92,11 @@ static void mock_process(struct mock *m)
 	m->processes++;
 	if (m->disc != EVR_RC_DISC_WANTED || !m->slot)
 		return;
+	/* the cork's bytes go first (post_disconnect) */
+	if ((m->facts & EVR_RC_F_UNSENT) &&
+	    !(m->facts & (EVR_RC_F_ERR | EVR_RC_F_PEER_DISC |
+			  EVR_RC_F_CM_DISC)))
+		return;
 	step(m, EVR_RC_E_DISC_POSTED);
 	if (m->post_fails)
 		step(m, EVR_RC_E_DISC_DONE);
@@ -343,6 +348,60 @@ START_TEST(test_close_waits_for_a_slot)
 	       "polled:CLOSING/POSTED[] "
 	       "disc_done:CLOSING/DONE[] "
 	       "polled:DISCONNECTING/DONE[disconnect,timer_disc]");
+}
+END_TEST
+
+/* Bytes still in the cork at the close (no credits for them yet): the
+ * DISCONNECT waits behind them, pass after pass, and goes once they
+ * have left; the peer gets every byte before our end. */
+START_TEST(test_close_waits_for_the_cork)
+{
+	struct mock m;
+
+	open_conn(&m);
+	m.facts |= EVR_RC_F_UNSENT;
+	mock_close(&m);
+	mock_process(&m);
+	step(&m, EVR_RC_E_POLLED);
+	mock_process(&m);
+	step(&m, EVR_RC_E_POLLED);
+	m.facts &= ~(unsigned)EVR_RC_F_UNSENT; /* credits came: it left */
+	mock_process(&m);
+	step(&m, EVR_RC_E_POLLED);
+	step(&m, EVR_RC_E_DISC_DONE);
+	step(&m, EVR_RC_E_POLLED);
+	ck_log(&m, "shut:OPEN/WANTED[process] "
+	       "close:CLOSING/WANTED[timer_close,watch] "
+	       "polled:CLOSING/WANTED[] "
+	       "polled:CLOSING/WANTED[] "
+	       "disc_posted:CLOSING/POSTED[] "
+	       "polled:CLOSING/POSTED[] "
+	       "disc_done:CLOSING/DONE[] "
+	       "polled:DISCONNECTING/DONE[disconnect,timer_disc]");
+	ck_assert_uint_eq(m.disconnects, 1);
+}
+END_TEST
+
+/* ... bounded by the close timer, and not for a connection that ended
+ * (the peer will never take them). */
+START_TEST(test_close_cork_bounded)
+{
+	struct mock m;
+
+	open_conn(&m);
+	m.facts |= EVR_RC_F_UNSENT;
+	mock_close(&m);
+	step(&m, EVR_RC_E_POLLED);
+	step(&m, EVR_RC_E_TIMER);
+	ck_assert_uint_eq(m.disconnects, 1);
+	ck_assert_uint_eq(m.state, EVR_RC_DISCONNECTING);
+	open_conn(&m);
+	m.facts |= EVR_RC_F_UNSENT;
+	mock_close(&m);
+	m.facts |= EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC;
+	step(&m, EVR_RC_E_POLLED);
+	ck_assert_uint_eq(m.disconnects, 1);
+	ck_assert(m.freed);
 }
 END_TEST
 
@@ -794,6 +853,8 @@ static Suite *rclose_suite(void)
 	tcase_add_test(tc, test_shutdown_then_close);
 	tcase_add_test(tc, test_close_waits_for_a_slot);
 	tcase_add_test(tc, test_close_no_slot);
+	tcase_add_test(tc, test_close_waits_for_the_cork);
+	tcase_add_test(tc, test_close_cork_bounded);
 	tcase_add_test(tc, test_post_fails);
 	tcase_add_test(tc, test_disconnect_flushes_ours);
 	suite_add_tcase(su, tc);

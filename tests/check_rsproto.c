@@ -803,6 +803,294 @@ START_TEST(test_tx_rx_together)
 }
 END_TEST
 
+/* ---- the cork ---- */
+
+/* Small sends: two go at once (a ping-pong never has more in flight);
+ * with two unacknowledged, the next gather and leave as one write when
+ * one completes, at the stream's next address. */
+START_TEST(test_tx_cork_small)
+{
+	struct evr_rs_conn_data cd = peer_cd(384, 65536);
+	struct evr_rs_tx tx;
+	uint32_t k, x, off, len1, avail;
+	uint64_t a;
+	int i;
+
+	evr__rs_tx_init(&tx, 380, 1 << 20, &cd);
+	for (i = 0; i < EVR_RS_CORK_INFLIGHT; i++) {
+		ck_assert(!evr__rs_tx_cork_due(&tx, 64));
+		x = evr__rs_tx_chunk(&tx, 64);
+		ck_assert_uint_eq(x, 64);
+		evr__rs_tx_commit(&tx, x, &a, &k);
+		ck_assert_uint_eq(a, 0x100000 + 64 * i);
+	}
+	ck_assert(evr__rs_tx_cork_due(&tx, 64));
+	/* a large send call still goes as its own writes */
+	ck_assert(!evr__rs_tx_cork_due(&tx, EVR_RS_CORK_SMALL));
+	avail = tx.sbuf_avail;
+	for (i = 0; i < 10; i++) {
+		ck_assert_uint_eq(evr__rs_tx_cork(&tx, 64, &off, &len1), 64);
+		ck_assert_uint_eq(off, 64 * i);
+		ck_assert_uint_eq(len1, 64);
+		ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 0);
+	}
+	ck_assert_uint_eq(tx.sbuf_avail, avail - 640);
+	/* behind the cork, even a large send gathers (order) */
+	ck_assert(evr__rs_tx_cork_due(&tx, 100000));
+	evr__rs_tx_data_done(&tx, 64);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 640);
+	evr__rs_tx_cork_commit(&tx, 640, &a, &k, &off, &len1);
+	ck_assert_uint_eq(a, 0x100000 + 128);
+	ck_assert_uint_eq(off, 0);
+	ck_assert_uint_eq(len1, 640);
+	ck_assert_uint_eq(tx.cork_len, 0);
+	ck_assert_uint_eq(tx.sseq_no, 3);
+	/* one of the first two has completed; the cork's bytes stay taken
+	 * until its write completes */
+	ck_assert_uint_eq(tx.sbuf_avail, avail - 640 + 64);
+	evr__rs_tx_data_done(&tx, 640);
+	ck_assert_uint_eq(tx.sbuf_avail, avail + 64);
+	ck_assert(!evr__rs_tx_cork_due(&tx, 64));
+}
+END_TEST
+
+/* A caller that sends more at once (a stream's transfers): even with
+ * nothing in flight the bytes gather, up to a full write, which leaves
+ * at once; the last send (more = 0) takes the rest.  A small staging ring
+ * sends at half of it, so that the cork never fills it. */
+START_TEST(test_tx_cork_more)
+{
+	struct evr_rs_conn_data cd = peer_cd(384, 1 << 20);
+	struct evr_rs_tx tx;
+	uint32_t k, off, len1, i;
+	uint64_t a;
+
+	evr__rs_tx_init(&tx, 380, 1 << 20, &cd);
+	tx.more = 1;
+	for (i = 0; i < 1024; i++) {
+		ck_assert(evr__rs_tx_cork_due(&tx, 64));
+		ck_assert_uint_eq(evr__rs_tx_cork(&tx, 64, &off, &len1), 64);
+		if (i < 1023)
+			ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 0);
+	}
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), EVR_RS_MAX_TRANSFER);
+	evr__rs_tx_cork_commit(&tx, EVR_RS_MAX_TRANSFER, &a, &k, &off, &len1);
+	ck_assert_uint_eq(a, 0x100000);
+	ck_assert_uint_eq(tx.sseq_no, 1);
+	ck_assert_uint_eq(evr__rs_tx_cork(&tx, 100, &off, &len1), 100);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 0);
+	tx.more = 0; /* the last send of the stream */
+	evr__rs_tx_data_done(&tx, EVR_RS_MAX_TRANSFER);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 100);
+	/* a large send with more goes as its own writes, as upstream's */
+	evr__rs_tx_init(&tx, 380, 1 << 20, &cd);
+	tx.more = 1;
+	ck_assert(!evr__rs_tx_cork_due(&tx, EVR_RS_MAX_TRANSFER));
+	ck_assert(evr__rs_tx_cork_due(&tx, EVR_RS_MAX_TRANSFER - 1));
+	/* -B 4096: an 8 KiB staging ring, a write at 4 KiB */
+	evr__rs_tx_init(&tx, 380, 8192, &cd);
+	tx.more = 1;
+	ck_assert_uint_eq(evr__rs_tx_cork(&tx, 4095, &off, &len1), 4095);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 0);
+	ck_assert_uint_eq(evr__rs_tx_cork(&tx, 10, &off, &len1), 10);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 4096);
+}
+END_TEST
+
+/* Out of credits, every size gathers; the cork leaves at a full write
+ * (EVR_RS_MAX_TRANSFER) or all the peer's entry takes, whatever is in
+ * flight, and never without a credit or an entry. */
+START_TEST(test_tx_cork_limits)
+{
+	struct evr_rs_conn_data cd = peer_cd(4, 100000);
+	struct evr_rs_tx tx;
+	uint32_t k, off, len1;
+	uint64_t a;
+	int i;
+
+	evr__rs_tx_init(&tx, 380, 1 << 20, &cd);
+	for (i = 0; i < 4; i++)
+		evr__rs_tx_commit(&tx, evr__rs_tx_chunk(&tx, 8), &a, &k);
+	ck_assert(evr__rs_tx_cork_due(&tx, 1 << 20));
+	ck_assert_uint_eq(evr__rs_tx_cork(&tx, 150000, &off, &len1), 150000);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 0); /* no credit */
+	evr__rs_tx_sgl(&tx, 8, NULL);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), EVR_RS_MAX_TRANSFER);
+	evr__rs_tx_cork_commit(&tx, EVR_RS_MAX_TRANSFER, &a, &k, &off,
+			       &len1);
+	ck_assert_uint_eq(a, 0x100000 + 32);
+	/* 100000 - 32 - 65536 left in the entry: it takes that, no more */
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 100000 - 32 - 65536);
+	evr__rs_tx_cork_commit(&tx, 100000 - 32 - 65536, &a, &k, &off,
+			       &len1);
+	ck_assert_uint_eq(tx.target_cur, 1);
+	ck_assert_uint_eq(evr__rs_tx_cork_chunk(&tx), 0); /* no entry yet */
+	ck_assert_uint_eq(tx.cork_len, 150000 - 100000 + 32);
+	/* the staging ring bounds what gathers */
+	evr__rs_tx_init(&tx, 380, 4096, &cd);
+	for (i = 0; i < 4; i++)
+		evr__rs_tx_commit(&tx, evr__rs_tx_chunk(&tx, 8), &a, &k);
+	ck_assert_uint_eq(evr__rs_tx_cork(&tx, 5000, &off, &len1), 4096 - 32);
+	ck_assert_uint_eq(evr__rs_tx_cork(&tx, 1, &off, &len1), 0);
+}
+END_TEST
+
+/* A byte-level model of one connection: sends of random sizes, each as
+ * r_send makes them (writes of their own, then the cork), the cork's
+ * writes, completions in order (a write's bytes are read from the
+ * staging ring only when it completes, as the HCA may), credits and
+ * ring halves coming back as the reader consumes.  Every byte arrives
+ * once, in order, at its ring address, and no staged byte is overwritten
+ * before its write completes. */
+#define MODEL_Q 64
+struct model_wr {
+	uint32_t len, off, len1;
+	uint64_t raddr;
+	int inl;
+	uint8_t inl_data[64];
+};
+
+static void post_model(struct model_wr *q, unsigned qh, unsigned *qn,
+		       uint32_t len, uint64_t raddr, uint32_t off,
+		       uint32_t len1, const uint8_t *inl)
+{
+	struct model_wr *w = &q[(qh + *qn) % MODEL_Q];
+
+	ck_assert_uint_lt(*qn, MODEL_Q);
+	w->len = len;
+	w->raddr = raddr;
+	w->off = off;
+	w->len1 = len1;
+	w->inl = inl != NULL;
+	if (inl)
+		memcpy(w->inl_data, inl, len);
+	(*qn)++;
+}
+
+START_TEST(test_tx_cork_stream)
+{
+	enum { M_SBUF = 8192, M_RING = 8192, M_RQ = 16, M_MAXQ = MODEL_Q, M_INL = 64 };
+	static uint8_t sbuf[M_SBUF], ring[M_RING], src[4096];
+	static uint32_t msgs[M_RQ + 1];
+	static struct model_wr q[M_MAXQ];
+	struct evr_rs_conn_data cd;
+	struct evr_rs_tx tx;
+	struct evr_rs_rx rx;
+	struct evr_rs_sge sge;
+	unsigned qh = 0, qn = 0, step, corked = 0, writes = 0, bad = 0;
+	uint64_t sent = 0, got = 0, rnd = 12345, a;
+	uint32_t k, x, off, len1, n;
+
+	evr__rs_conn_data_init(&cd, M_RQ, 0x5000, 0x51, 0, 0x77, M_RING);
+	evr__rs_tx_init(&tx, M_MAXQ, M_SBUF, &cd);
+	evr__rs_rx_init(&rx, M_RING, M_RQ, 2, msgs, M_RQ + 1);
+#define RND() (rnd = rnd * 6364136223846793005ull + 1442695040888963407ull, \
+	       (uint32_t)(rnd >> 33))
+	for (step = 0; step < 200000 && (step < 150000 || qn || tx.cork_len ||
+					 got < sent); step++) {
+		uint32_t r = RND() % 8;
+
+		if (r < 3 && step < 150000) {
+			/* the application sends 1..3000 bytes */
+			size_t len = 1 + RND() % (r ? 64 : 3000), done = 0;
+			uint32_t i;
+
+			for (i = 0; i < len; i++)
+				src[i] = (uint8_t)(sent + i);
+			/* three sends in four say more follows */
+			tx.more = RND() % 4 != 0;
+			evr__rs_tx_begin(&tx);
+			while (done < len &&
+			       !evr__rs_tx_cork_due(&tx, len - done) &&
+			       (x = evr__rs_tx_chunk(&tx, len - done))) {
+				evr__rs_tx_commit(&tx, x, &a, &k);
+				if (x <= M_INL) {
+					post_model(q, qh, &qn, x, a, 0, 0, src + done);
+					writes++;
+				} else {
+					evr__rs_tx_stage(&tx, x, &off, &len1);
+					memcpy(sbuf + off, src + done, len1);
+					if (len1 < x)
+						memcpy(sbuf, src + done + len1,
+						       x - len1);
+					post_model(q, qh, &qn, x, a, off, len1, NULL);
+					writes++;
+				}
+				done += x;
+			}
+			if (done < len &&
+			    (x = evr__rs_tx_cork(&tx, len - done, &off,
+						 &len1))) {
+				memcpy(sbuf + off, src + done, len1);
+				if (len1 < x)
+					memcpy(sbuf, src + done + len1,
+					       x - len1);
+				done += x;
+				corked += x;
+			}
+			sent += done;
+		} else if (r < 5 && qn) {
+			/* the oldest write completes: its bytes are read now */
+			struct model_wr *w = &q[qh];
+			uint32_t i;
+
+			ck_assert_uint_le(w->raddr + w->len, M_RING);
+			for (i = 0; i < w->len; i++)
+				ring[w->raddr + i] = w->inl ? w->inl_data[i] :
+					sbuf[(w->off + i) % M_SBUF];
+			ck_assert_int_eq(evr__rs_rx_push(&rx, w->len), 0);
+			evr__rs_tx_data_done(&tx, w->len);
+			qh = (qh + 1) % M_MAXQ;
+			qn--;
+		} else if (r < 7) {
+			/* the reader takes some; updates go back */
+			uint32_t want = 1 + RND() % 5000, i;
+			enum evr_rs_update u;
+			unsigned entry;
+
+			while (want && (n = evr__rs_rx_peek(&rx, &off))) {
+				if (n > want)
+					n = want;
+				for (i = 0; i < n; i++)
+					bad += ring[off + i] !=
+					       (uint8_t)(got + i);
+				evr__rs_rx_consume(&rx, n);
+				got += n;
+				want -= n;
+			}
+			u = evr__rs_rx_update_due(&rx);
+			if (u != EVR_RS_UPD_NONE) {
+				uint32_t lim = evr__rs_rx_update(&rx, u, 0,
+								 0x77, &sge,
+								 &entry);
+				evr__rs_tx_sgl(&tx, lim, u == EVR_RS_UPD_SGE ?
+					       &sge : NULL);
+			}
+		}
+		if (step >= 150000)
+			tx.more = 0; /* the last send, or a receive */
+		/* the cork's writes, as every pass over the CQ makes them */
+		while ((x = evr__rs_tx_cork_chunk(&tx))) {
+			evr__rs_tx_cork_commit(&tx, x, &a, &k, &off, &len1);
+			/* a write that wraps takes the ring's end first */
+			if (len1 < x && off + len1 != M_SBUF)
+				bad++;
+			post_model(q, qh, &qn, x, a, off, len1, NULL);
+			writes++;
+		}
+	}
+#undef RND
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_gt(sent, 1000000);
+	ck_assert_uint_eq(got, sent);
+	ck_assert_uint_eq(tx.cork_len, 0);
+	ck_assert_uint_eq(tx.sbuf_avail, M_SBUF);
+	/* it did gather, and into fewer writes than sends */
+	ck_assert_uint_gt(corked, sent / 4);
+	ck_assert_uint_lt(writes, step / 2);
+}
+END_TEST
+
 static Suite *rsproto_suite(void)
 {
 	Suite *s = suite_create("rsproto");
@@ -831,6 +1119,10 @@ static Suite *rsproto_suite(void)
 	tcase_add_test(tc, test_tx_chunk_sequence);
 	tcase_add_test(tc, test_tx_entry_discipline);
 	tcase_add_test(tc, test_tx_stage_wrap);
+	tcase_add_test(tc, test_tx_cork_small);
+	tcase_add_test(tc, test_tx_cork_limits);
+	tcase_add_test(tc, test_tx_cork_more);
+	tcase_add_test(tc, test_tx_cork_stream);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rx");

@@ -84,9 +84,16 @@ struct mock {
 	int recv_err;           /* receives return this while set */
 	unsigned sends, recvs, shutdowns, closes;
 	size_t max_len;         /* the largest send or receive asked for */
+	/* sends' more flag: bytes offered with it; a send with it pending
+	 * (the transport may hold its bytes); receives or shutdowns that
+	 * came while one was pending (the session's contract says never) */
+	uint64_t more_bytes;
+	int more_pending;
+	unsigned more_broken;
 };
 
-static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len)
+static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len,
+			 int more)
 {
 	struct mock *m = (struct mock *)c;
 	size_t n = len;
@@ -97,6 +104,9 @@ static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len)
 	m->sends++;
 	if (len > m->max_len)
 		m->max_len = len;
+	m->more_pending = more;
+	if (more)
+		m->more_bytes += len;
 	if (m->send_iscript < m->send_nscript)
 		return m->send_script[m->send_iscript++];
 	if (m->send_err)
@@ -125,6 +135,7 @@ static ssize_t mock_recv(struct evr_conn *c, void *buf, size_t len)
 	if (m->closes || !len)
 		ck_abort_msg("recv on a closed conn or of 0 bytes");
 	m->recvs++;
+	m->more_broken += m->more_pending;
 	if (len > m->max_len)
 		m->max_len = len;
 	if (m->recv_iscript < m->recv_nscript)
@@ -2291,6 +2302,47 @@ START_TEST(test_e2e_custom_negotiated)
 }
 END_TEST
 
+/* The session tells the transport which sends a stream's next transfer
+ * follows at once (more: an RDMA cork may gather them): all but the last
+ * transfer of each direction of an iteration, never a ping-pong's, never
+ * a control message; and it never turns to receive with bytes held. */
+START_TEST(test_e2e_sends_more)
+{
+	static const struct {
+		uint32_t size, count, iters;
+		uint64_t more;      /* bytes sent with more, each side */
+	} c[] = {
+		{ 100, 3, 4, 4 * 2 * 100 },
+		{ 64, 1, 50, 0 },   /* ping-pong: every send goes now */
+		{ 1, 1000, 1, 999 },
+	};
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+	unsigned i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (i) {
+			pair_teardown();
+			pair_setup();
+		}
+		base_opts(&oc);
+		base_opts(&os);
+		custom_plan(&pc, c[i].size, c[i].count, c[i].iters);
+		default_lat_plan(&ps);
+		end_start(&cl, 1, &pc, &oc);
+		end_start(&sv, 0, &ps, &os);
+		pump();
+		assert_both_done();
+		ck_assert_uint_eq(cl.m.more_bytes, c[i].more);
+		ck_assert_uint_eq(sv.m.more_bytes, c[i].more);
+		ck_assert_uint_eq(cl.m.more_broken, 0);
+		ck_assert_uint_eq(sv.m.more_broken, 0);
+		ck_assert_int_eq(cl.m.more_pending, 0);
+		ck_assert_int_eq(sv.m.more_pending, 0);
+	}
+}
+END_TEST
+
 START_TEST(test_e2e_lat2_negotiated)
 {
 	struct evr_stream_opts oc, os;
@@ -3126,6 +3178,7 @@ static Suite *session_suite(void)
 	tc = tcase_create("pair");
 	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
 	tcase_add_test(tc, test_e2e_custom_negotiated);
+	tcase_add_test(tc, test_e2e_sends_more);
 	tcase_add_test(tc, test_e2e_lat2_negotiated);
 	tcase_add_test(tc, test_e2e_buffer_per_test);
 	tcase_add_test(tc, test_e2e_shared_buffer);

@@ -166,7 +166,12 @@ struct evr_rc_next evr__rc_close_next(enum evr_rc_state st,
 	case EVR_RC_E_POLLED:
 		if (!evr__rc_closing(st) || peer_closing_first(disc, facts))
 			break;
-		/* a DISCONNECT still waiting for its slot waits no more */
+		/* a DISCONNECT still waiting for its slot waits no more,
+		 * unless it waits behind our last bytes (the close timer
+		 * bounds that) */
+		if (disc == EVR_RC_DISC_WANTED && (facts & EVR_RC_F_UNSENT) &&
+		    !ended(facts))
+			break;
 		if (disc == EVR_RC_DISC_DONE || !posted(disc) || ended(facts))
 			return disconnect(n, facts);
 		break;

@@ -86,6 +86,9 @@ enum {
 	EVR_RC_F_PEER_SHUT = 1 << 3, /* the peer's SHUTDOWN */
 	EVR_RC_F_CM_DISC = 1 << 4,   /* RDMA_CM_EVENT_DISCONNECTED */
 	EVR_RC_F_ERR = 1 << 5,       /* broken: the error is sticky */
+	EVR_RC_F_UNSENT = 1 << 6,    /* bytes gathered for the peer (the
+				      * cork) wait for credits: our
+				      * DISCONNECT goes after them */
 };
 
 /* Actions, carried out by the caller in this order. */

@@ -31,6 +31,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <infiniband/ib.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -110,6 +111,8 @@ struct rconn {
 	int swap_sge;
 	struct evr_rs_tx tx;
 	struct evr_rs_rx rx;
+	/* the data path's own figures (traced at the end) */
+	uint64_t n_writes, n_corked, b_corked, n_msgs;
 	int err;                       /* sticky: the connection is broken */
 	ev_io own_w;
 	ev_timer close_w;
@@ -133,6 +136,7 @@ struct rdma_xport {
 
 static void close_step(struct rconn *rc, enum evr_rc_event ev, int err);
 static void process(struct rconn *rc);
+static void flush_cork(struct rconn *rc);
 
 static void set_state(struct rconn *rc, enum evr_rc_state st)
 {
@@ -304,6 +308,14 @@ static int live(const struct rconn *rc)
 	       !has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC) && !rc->err;
 }
 
+/* Bytes may still go to the peer: ours to send, its ring to take. */
+static int may_write(const struct rconn *rc)
+{
+	return (rc->state == EVR_RC_OPEN || rc->state == EVR_RC_CLOSING) &&
+	       !rc->err && !has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC) &&
+	       rc->disc != EVR_RC_DISC_POSTED && rc->disc != EVR_RC_DISC_DONE;
+}
+
 static void set_err(struct rconn *rc, int err, const char *what)
 {
 	if (rc->err)
@@ -385,6 +397,7 @@ static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 			rc->rx.rseq_no++;
 			break;
 		}
+		rc->n_msgs++;
 		switch (evr__rs_rx_push(&rc->rx, data)) {
 		case 0:
 			break;
@@ -538,6 +551,9 @@ static void post_disconnect(struct rconn *rc)
 
 	if (rc->disc != EVR_RC_DISC_WANTED || !evr__rs_tx_ctrl_avail(&rc->tx))
 		return;
+	/* the cork's bytes first: they are the peer's before our end */
+	if (rc->tx.cork_len && may_write(rc))
+		return;
 	write_imm(&wr, WR_ID(WK_DISC, 0),
 		  evr__rs_msg(EVR_RS_OP_CTRL, EVR_RS_CTRL_DISCONNECT),
 		  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
@@ -577,6 +593,7 @@ static void process(struct rconn *rc)
 	update_credits(rc);
 	poll_cq(rc);
 	update_credits(rc);
+	flush_cork(rc);
 	post_disconnect(rc);
 }
 
@@ -645,34 +662,32 @@ static int wait_more(struct rconn *rc, uint64_t *deadline)
 
 /* ---- the data path ---- */
 
-static int post_data(struct rconn *rc, const uint8_t *buf, uint32_t xfer)
+/* One DATA write of xfer bytes to raddr: inline from buf (NULL: from the
+ * staging ring) when it fits, else from the ring at off, len1 bytes there
+ * and the rest from its start (a copy that wraps is two SGEs). */
+static int post_write(struct rconn *rc, uint32_t xfer, uint64_t raddr,
+		      uint32_t rkey, const uint8_t *buf, uint32_t off,
+		      uint32_t len1)
 {
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sg[2];
-	uint64_t raddr;
-	uint32_t rkey, off, len1;
 
-	evr__rs_tx_commit(&rc->tx, xfer, &raddr, &rkey);
 	write_imm(&wr, WR_ID(WK_DATA, xfer), evr__rs_msg(EVR_RS_OP_DATA, xfer),
 		  raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.sg_list = sg;
-	if (xfer <= rc->max_inline) {
+	wr.num_sge = 1;
+	if (xfer <= rc->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
+	if (buf) {
 		sg[0].addr = (uintptr_t)buf;
 		sg[0].length = xfer;
 		sg[0].lkey = 0;
-		wr.num_sge = 1;
-		wr.send_flags |= IBV_SEND_INLINE;
 	} else {
-		/* stage in the ring; a copy that wraps is two SGEs */
-		evr__rs_tx_stage(&rc->tx, xfer, &off, &len1);
-		memcpy(rc->sbuf + off, buf, len1);
 		sg[0].addr = (uintptr_t)(rc->sbuf + off);
 		sg[0].length = len1;
 		sg[0].lkey = rc->smr->lkey;
-		wr.num_sge = 1;
 		if (len1 < xfer) {
-			memcpy(rc->sbuf, buf + len1, xfer - len1);
 			sg[1].addr = (uintptr_t)rc->sbuf;
 			sg[1].length = xfer - len1;
 			sg[1].lkey = rc->smr->lkey;
@@ -683,16 +698,59 @@ static int post_data(struct rconn *rc, const uint8_t *buf, uint32_t xfer)
 		set_err(rc, -EIO, "ibv_post_send");
 		return -EIO;
 	}
+	rc->n_writes++;
 	return 0;
 }
 
-static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len)
+/* Copy len bytes into the staging ring at off (len1 of them there, the
+ * rest at its start). */
+static void stage_copy(struct rconn *rc, const uint8_t *buf, uint32_t len,
+		       uint32_t off, uint32_t len1)
+{
+	memcpy(rc->sbuf + off, buf, len1);
+	if (len1 < len)
+		memcpy(rc->sbuf, buf + len1, len - len1);
+}
+
+static int post_data(struct rconn *rc, const uint8_t *buf, uint32_t xfer)
+{
+	uint64_t raddr;
+	uint32_t rkey, off = 0, len1 = 0;
+
+	evr__rs_tx_commit(&rc->tx, xfer, &raddr, &rkey);
+	if (xfer <= rc->max_inline)
+		return post_write(rc, xfer, raddr, rkey, buf, 0, 0);
+	evr__rs_tx_stage(&rc->tx, xfer, &off, &len1);
+	stage_copy(rc, buf, xfer, off, len1);
+	return post_write(rc, xfer, raddr, rkey, NULL, off, len1);
+}
+
+/* The cork's writes, as far as resources and the rule allow
+ * (evr__rs_tx_cork_chunk). */
+static void flush_cork(struct rconn *rc)
+{
+	uint64_t raddr;
+	uint32_t xfer, rkey, off, len1;
+
+	while (rc->tx.cork_len && may_write(rc) &&
+	       (xfer = evr__rs_tx_cork_chunk(&rc->tx))) {
+		evr__rs_tx_cork_commit(&rc->tx, xfer, &raddr, &rkey, &off,
+				       &len1);
+		if (post_write(rc, xfer, raddr, rkey, NULL, off, len1))
+			return;
+		rc->n_corked++;
+		rc->b_corked += xfer;
+	}
+}
+
+static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
+		      int more)
 {
 	struct rconn *rc = evr__container_of(c, struct rconn, base);
 	const uint8_t *p = buf;
 	uint64_t deadline = 0;
 	size_t sent;
-	uint32_t xfer;
+	uint32_t xfer, off, len1;
 
 	for (;;) {
 		if (rc->err)
@@ -701,17 +759,28 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len)
 			return -ECONNRESET;
 		if (rc->state != EVR_RC_OPEN)
 			return -EAGAIN;
+		rc->tx.more = more;
 		process(rc);
 		if (rc->err)
 			return rc->err;
-		/* upstream's rsend: chunks of 2048 doubling to 64k */
+		/* upstream's rsend: chunks of 2048 doubling to 64k, each
+		 * its own write while it may go now */
 		evr__rs_tx_begin(&rc->tx);
 		sent = 0;
-		while (sent < len &&
+		while (sent < len && !evr__rs_tx_cork_due(&rc->tx, len - sent) &&
 		       (xfer = evr__rs_tx_chunk(&rc->tx, len - sent))) {
 			if (post_data(rc, p + sent, xfer))
 				break;
 			sent += xfer;
+		}
+		if (rc->err)
+			return sent ? (ssize_t)sent : rc->err;
+		/* the rest gathers in the staging ring (the cork) */
+		if (sent < len &&
+		    (xfer = evr__rs_tx_cork(&rc->tx, len - sent, &off, &len1))) {
+			stage_copy(rc, p + sent, xfer, off, len1);
+			sent += xfer;
+			flush_cork(rc);
 		}
 		if (sent)
 			return (ssize_t)sent;
@@ -730,6 +799,8 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 	uint32_t n, off;
 	size_t got;
 
+	/* a receive ends what a caller sending more gathered */
+	rc->tx.more = 0;
 	for (;;) {
 		if (rc->state == EVR_RC_OPEN || rc->state == EVR_RC_ACCEPTING)
 			process(rc);
@@ -762,7 +833,10 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
  * CM's) came first, in which case we post nothing more. */
 static void r_shutdown(struct evr_conn *c)
 {
-	close_step(evr__container_of(c, struct rconn, base), EVR_RC_E_SHUT, 0);
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+
+	rc->tx.more = 0; /* what gathered goes, then our end */
+	close_step(rc, EVR_RC_E_SHUT, 0);
 }
 
 /* ---- closing ---- */
@@ -824,7 +898,8 @@ static void close_step(struct rconn *rc, enum evr_rc_event ev, int err)
 	struct evr_rc_next n;
 
 	n = evr__rc_close_next(rc->state, rc->disc, ev,
-			       rc->facts | (rc->err ? EVR_RC_F_ERR : 0));
+			       rc->facts | (rc->err ? EVR_RC_F_ERR : 0) |
+			       (rc->tx.cork_len ? EVR_RC_F_UNSENT : 0));
 	if (n.acts & EVR_RC_A_TIMEOUT)
 		trace_err(rc, "close", ETIMEDOUT);
 	if (n.acts & EVR_RC_A_CONN_FAILED)
@@ -865,6 +940,7 @@ static void r_close(struct evr_conn *c)
 	struct rconn *rc = evr__container_of(c, struct rconn, base);
 
 	c->wake = NULL;
+	rc->tx.more = 0;
 	rc->facts &= ~(unsigned)EVR_RC_F_OWNED;
 	rc->facts |= EVR_RC_F_LINGER;
 	pend_remove(rc);
@@ -919,6 +995,12 @@ static void teardown(struct rconn *rc, int dreq)
 	struct rdma_xport *x = rc->x;
 	struct ev_loop *l = x->base.loop->ev;
 
+	if (evr__tracing(x->base.loop))
+		evr__trace(x->base.loop, "rdma %u: %" PRIu64 " DATA writes "
+			   "(%" PRIu64 " from the cork, %" PRIu64 " bytes), "
+			   "%" PRIu64 " DATA messages in", rc->id_no,
+			   rc->n_writes, rc->n_corked, rc->b_corked,
+			   rc->n_msgs);
 	ev_io_stop(l, &rc->own_w);
 	ev_timer_stop(l, &rc->close_w);
 	ev_timer_stop(l, &rc->ka_w);

@@ -118,6 +118,7 @@ void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
 	tx->sseq_comp = peer->credits;
 	tx->ctrl_max = EVR_RS_CTRL_SIZE;
 	tx->sqe_avail = data_sqes;
+	tx->sqe_max = data_sqes;
 	tx->sbuf_size = sbuf_size;
 	tx->sbuf_avail = sbuf_size;
 	/* Entry 0 is the half in the private data; the peer's first SGL
@@ -132,14 +133,20 @@ int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx)
 	return tx->ctrl_seqno != tx->ctrl_max;
 }
 
+/* Credits, a send queue entry and room in the peer's ring: what any
+ * write needs. */
+static int can_write(const struct evr_rs_tx *tx)
+{
+	return tx->sqe_avail >= 1 && tx->sseq_no != tx->sseq_comp &&
+	       tx->target[tx->target_cur].length != 0;
+}
+
 int evr__rs_tx_can_send(const struct evr_rs_tx *tx)
 {
 	uint32_t lowat = tx->sbuf_size < 2 * EVR_RS_SNDLOWAT ?
 			 tx->sbuf_size / 2 : EVR_RS_SNDLOWAT;
 
-	return tx->sqe_avail >= 1 && tx->sbuf_avail >= lowat &&
-	       tx->sseq_no != tx->sseq_comp &&
-	       tx->target[tx->target_cur].length != 0;
+	return can_write(tx) && tx->sbuf_avail >= lowat;
 }
 
 void evr__rs_tx_begin(struct evr_rs_tx *tx)
@@ -192,6 +199,81 @@ void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
 	*off = tx->sbuf_head;
 	*len1 = xfer < room ? xfer : room;
 	tx->sbuf_head = (tx->sbuf_head + xfer) % tx->sbuf_size;
+}
+
+static uint32_t in_flight(const struct evr_rs_tx *tx)
+{
+	return tx->sqe_max - tx->sqe_avail;
+}
+
+/* Worth a write of its own: a full one, what the peer's entry takes, or
+ * half the staging ring (which must never fill while the cork waits). */
+static uint32_t cork_full(const struct evr_rs_tx *tx)
+{
+	uint32_t f = EVR_RS_MAX_TRANSFER;
+
+	if (f > tx->target[tx->target_cur].length)
+		f = tx->target[tx->target_cur].length;
+	if (f > tx->sbuf_size / 2)
+		f = tx->sbuf_size / 2;
+	return f;
+}
+
+/* What holds a cork short of a full write back. */
+static int cork_held(const struct evr_rs_tx *tx)
+{
+	return tx->more || in_flight(tx) >= EVR_RS_CORK_INFLIGHT;
+}
+
+int evr__rs_tx_cork_due(const struct evr_rs_tx *tx, size_t left)
+{
+	return tx->cork_len || !evr__rs_tx_can_send(tx) ||
+	       (tx->more && left < cork_full(tx)) ||
+	       (left < EVR_RS_CORK_SMALL &&
+		in_flight(tx) >= EVR_RS_CORK_INFLIGHT);
+}
+
+uint32_t evr__rs_tx_cork(struct evr_rs_tx *tx, size_t left, uint32_t *off,
+			 uint32_t *len1)
+{
+	uint32_t n = left < tx->sbuf_avail ? (uint32_t)left : tx->sbuf_avail;
+
+	*off = *len1 = 0;
+	if (!n)
+		return 0;
+	if (!tx->cork_len)
+		tx->cork_off = tx->sbuf_head;
+	evr__rs_tx_stage(tx, n, off, len1);
+	tx->sbuf_avail -= n;      /* taken now; the write's completion
+				   * gives it back */
+	tx->cork_len += n;
+	return n;
+}
+
+uint32_t evr__rs_tx_cork_chunk(const struct evr_rs_tx *tx)
+{
+	uint32_t full = cork_full(tx);
+
+	if (!tx->cork_len || !can_write(tx))
+		return 0;
+	if (tx->cork_len >= full)
+		return full;
+	return cork_held(tx) ? 0 : tx->cork_len;
+}
+
+void evr__rs_tx_cork_commit(struct evr_rs_tx *tx, uint32_t xfer,
+			    uint64_t *raddr, uint32_t *rkey, uint32_t *off,
+			    uint32_t *len1)
+{
+	uint32_t room = tx->sbuf_size - tx->cork_off;
+
+	*off = tx->cork_off;
+	*len1 = xfer < room ? xfer : room;
+	tx->cork_off = (tx->cork_off + xfer) % tx->sbuf_size;
+	tx->cork_len -= xfer;
+	/* the staging space was taken when the bytes gathered */
+	tx->sbuf_avail += xfer;
+	evr__rs_tx_commit(tx, xfer, raddr, rkey);
 }
 
 void evr__rs_tx_data_done(struct evr_rs_tx *tx, uint32_t len)

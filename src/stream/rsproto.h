@@ -122,6 +122,10 @@ struct evr_rs_tx {
 	unsigned target_cur;        /* the entry we fill */
 	unsigned target_next;       /* where the peer's next SGE lands */
 	uint32_t olen;              /* chunk size within one send call */
+	uint32_t sqe_max;           /* sqe_avail with nothing in flight */
+	/* the cork: bytes staged at cork_off that wait to go as one write */
+	uint32_t cork_off, cork_len;
+	int more;                   /* the caller sends again at once */
 };
 
 void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
@@ -141,6 +145,43 @@ void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer, uint64_t *raddr,
  * from offset 0 (a copy that wraps goes out as two SGEs). */
 void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
 		      uint32_t *len1);
+/* ---- the cork (autocorking, as Linux TCP does it) ----
+ * Bytes that need not go at once gather in the staging ring and leave as
+ * one write: a 64-byte stream then moves a few large writes instead of
+ * thousands of small ones, each of which costs a work request, a packet,
+ * a completion and a credit at both ends.  They gather
+ *   - when the caller says it sends again at once (tx->more, MSG_MORE:
+ *     the engine's session knows the next transfer of a stream follows),
+ *   - when nothing may be sent now (credits, send queue, the peer's ring,
+ *     staging space),
+ *   - for a small send call (under EVR_RS_CORK_SMALL bytes) while
+ *     EVR_RS_CORK_INFLIGHT of our writes are unacknowledged (the bytes
+ *     would only queue behind them),
+ *   - and behind bytes that gather already (the stream's order).
+ * A ping-pong says no more and has at most one write of its own in
+ * flight: a send that can go now goes now.  The cork leaves once it is
+ * worth a full write (EVR_RS_MAX_TRANSFER, all the peer's entry takes,
+ * or half the staging ring), and otherwise as soon as nothing holds it
+ * (the caller's last send, the writes in flight falling below the mark).
+ * The receiver sees an ordinary DATA message, longer than the sends. */
+#ifndef EVR_RS_CORK_INFLIGHT
+#define EVR_RS_CORK_INFLIGHT 2
+#endif
+#define EVR_RS_CORK_SMALL EVR_RS_OLAP_START
+/* Whether the next left bytes of a send call are to gather. */
+int evr__rs_tx_cork_due(const struct evr_rs_tx *tx, size_t left);
+/* Stage up to left bytes behind the cork: returns how many (0 when the
+ * staging ring is full), *off and *len1 as evr__rs_tx_stage. */
+uint32_t evr__rs_tx_cork(struct evr_rs_tx *tx, size_t left, uint32_t *off,
+			 uint32_t *len1);
+/* The size of the cork's next write, or 0 when it waits (for resources,
+ * or for more bytes while writes are in flight). */
+uint32_t evr__rs_tx_cork_chunk(const struct evr_rs_tx *tx);
+/* Account for that write, as evr__rs_tx_commit; its bytes are at *off
+ * (*len1 of them, then the rest from offset 0). */
+void evr__rs_tx_cork_commit(struct evr_rs_tx *tx, uint32_t xfer,
+			    uint64_t *raddr, uint32_t *rkey, uint32_t *off,
+			    uint32_t *len1);
 /* A DATA send completed. */
 void evr__rs_tx_data_done(struct evr_rs_tx *tx, uint32_t len);
 void evr__rs_tx_ctrl_post(struct evr_rs_tx *tx);

@@ -409,7 +409,7 @@ static void server_turn_away(struct stream_server *sv, struct evr_conn *c,
 	 * behind our message rather than a reset that may overtake it;
 	 * both calls are best effort on a fresh connection. */
 	(void)c->ops->recv(c, hello, sizeof(hello));
-	(void)c->ops->send(c, evr__busy_msg, EVR_SYNC_LEN);
+	(void)c->ops->send(c, evr__busy_msg, EVR_SYNC_LEN, 0);
 	c->ops->close(c);
 	if (sv->at_max_conns || !st->cbs.conn_failed ||
 	    !evr__stream_reporting(st))

@@ -539,6 +539,17 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
 }
 
+/* This send's bytes are not a stream's last before it turns round:
+ * more of the same transfer, or another transfer, follows at once (the
+ * transport may gather them: an RDMA cork). */
+static int sends_more(const struct evr_sess *s)
+{
+	const struct evr_test *t = cur(s);
+
+	return s->state == EVR_SS_DATA_SEND &&
+	       (s->xoff + s->op_len < t->size || s->xfer + 1 < t->count);
+}
+
 static enum evr_sess_want run(struct evr_sess *s)
 {
 	unsigned msgs = 0;
@@ -551,7 +562,8 @@ static enum evr_sess_want run(struct evr_sess *s)
 		ssize_t n;
 
 		n = s->op_send ?
-			c->ops->send(c, s->op_buf + s->op_off, left) :
+			c->ops->send(c, s->op_buf + s->op_off, left,
+				     sends_more(s)) :
 			c->ops->recv(c, s->op_buf + s->op_off, left);
 		if (n > 0) {
 			if (s->state == EVR_SS_DRAIN)

@@ -163,8 +163,10 @@ static int connect_result(int fd)
 	return -err;
 }
 
-static ssize_t tcp_send(struct evr_conn *c, const void *buf, size_t len)
+static ssize_t tcp_send(struct evr_conn *c, const void *buf, size_t len,
+			int more)
 {
+	(void)more; /* the kernel's own coalescing stays as upstream's */
 	ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
 
 	if (n < 0)

@@ -17,8 +17,12 @@
 struct evr_conn;
 
 struct evr_conn_ops {
-	/* Bytes sent (> 0) or a negative errno; -EAGAIN when it would block. */
-	ssize_t (*send)(struct evr_conn *c, const void *buf, size_t len);
+	/* Bytes sent (> 0) or a negative errno; -EAGAIN when it would block.
+	 * more: the caller sends again at once (as MSG_MORE): the transport
+	 * may hold these bytes back to send them with the next, until a
+	 * call without more or a recv (the RDMA cork; TCP ignores it). */
+	ssize_t (*send)(struct evr_conn *c, const void *buf, size_t len,
+			int more);
 	/* Bytes received (> 0), 0 at end of stream, or a negative errno. */
 	ssize_t (*recv)(struct evr_conn *c, void *buf, size_t len);
 	/* Orderly shutdown of both directions (upstream's rshutdown). */
