@@ -13,8 +13,11 @@
 #       -c: only these cases (names as bench/rxe-guest.sh gives them,
 #           e.g. -c "64B-pingpong 64B-pingpong-async")
 #       -k DIR: keep each run's output there (CASE/WHO.ROUND)
-#   bench/rstream-rxe.sh --conns     how many RDMA connections one
-#                                    rstream -c N gets on Soft-RoCE here
+#   bench/rstream-rxe.sh --conns [-n "COUNTS"] [-o out.txt]
+#       the connection-scaling curve (bench/rxe-conns-guest.sh) in a 4 GiB
+#       guest: one client of -c N against one server, N from 1 to 10,000
+#       (or COUNTS); with -o, also out.txt.png, connect time and memory
+#       per connection against N (gnuplot, scripts/deps.sh --bench)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
@@ -24,6 +27,7 @@ out=
 conns=
 cases=
 keep=
+counts=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--conns) conns=1; shift ;;
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
 	-d) drounds=$2; shift 2 ;;
 	-c) cases=$2; shift 2 ;;
 	-k) keep=$2; shift 2 ;;
+	-n) counts=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-c \"cases\"] [-o out.md]" >&2; exit 1 ;;
 	esac
@@ -42,11 +47,29 @@ log=$tmp/console.log
 
 if [ -n "$conns" ]; then
 	"$top/tests/rxe/vm.sh" --prepare >&2
-	"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-3600}" --log "$log" \
-		--add "$build/rstream=/opt/evr/rstream" \
+	"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-7200}" --log "$log" \
+		--mem 4096 --add "$build/rstream=/opt/evr/rstream" \
 		--add "$top/tests/rxe=/opt/evr/tests" \
-		"$top/bench/rxe-conns-guest.sh" 2>&1 |
+		"$top/bench/rxe-conns-guest.sh" $counts 2>&1 |
 		grep --line-buffered -a '^conns:' | tee "${out:-/dev/null}"
+	if [ -n "$out" ] && command -v gnuplot >/dev/null; then
+		awk '$1 == "conns:" && $4 == "0" { print $2, $8, $14 }' "$out" >"$tmp/curve.dat"
+		gnuplot <<-EOF
+		set terminal pngcairo size 800,480
+		set output "$out.png"
+		set title "evrdma: one rstream -c N client, one server, Soft-RoCE (qemu TCG)"
+		set logscale x
+		set xlabel "connections (N)"
+		set ylabel "seconds until all N are up"
+		set y2label "server KiB per connection"
+		set ytics nomirror
+		set y2tics
+		set key top left
+		plot "$tmp/curve.dat" using 1:2 with linespoints title "connect time", \
+		     "$tmp/curve.dat" using 1:3 axes x1y2 with linespoints title "server memory per connection"
+		EOF
+		echo "bench: plotted $out.png" >&2
+	fi
 	exit 0
 fi
 "$top/tests/rxe/vm.sh" --prepare >&2

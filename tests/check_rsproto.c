@@ -803,6 +803,26 @@ START_TEST(test_tx_rx_together)
 }
 END_TEST
 
+/* Sizes for many connections: full up to 64, then in proportion, never
+ * below the floor. */
+START_TEST(test_scale)
+{
+	ck_assert_uint_eq(EVR_RS_SCALE_FULL, 16);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 1), 384);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 16), 384);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 32), 192);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 256), 24);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 10000), 16);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 0xffffffffu), 16);
+	ck_assert_uint_eq(evr__rs_scale(1 << 20, EVR_RS_RING_MIN, 1000),
+			  (1 << 20) * 16 / 1000);
+	ck_assert_uint_eq(evr__rs_scale(1 << 20, EVR_RS_RING_MIN, 10000),
+			  EVR_RS_RING_MIN);
+	/* a full size under the floor stays as it is */
+	ck_assert_uint_eq(evr__rs_scale(4096, EVR_RS_RING_MIN, 10000), 4096);
+}
+END_TEST
+
 /* ---- the cork ---- */
 
 /* Small sends: two go at once (a ping-pong never has more in flight);
@@ -1119,6 +1139,7 @@ static Suite *rsproto_suite(void)
 	tcase_add_test(tc, test_tx_chunk_sequence);
 	tcase_add_test(tc, test_tx_entry_discipline);
 	tcase_add_test(tc, test_tx_stage_wrap);
+	tcase_add_test(tc, test_scale);
 	tcase_add_test(tc, test_tx_cork_small);
 	tcase_add_test(tc, test_tx_cork_limits);
 	tcase_add_test(tc, test_tx_cork_more);

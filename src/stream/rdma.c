@@ -5,14 +5,18 @@
  * CM and verbs, driven by the loop.
  *
  * One RDMA CM event channel per engine and one completion channel per
- * connection, all non-blocking fds in the loop; nothing ever waits in
- * rdma_get_cm_event or ibv_get_cq_event.  A connection's fd is its
- * completion channel: it only becomes readable, for sends (credits, ring
- * space, send completions) and receives alike, so evr_conn.rd_only is set.
- * The session driver watches it once it owns the connection; before that
- * (a server's connection between CONNECT_REQUEST and ESTABLISHED, when the
- * peer's first messages may already arrive) and after (a close in
- * progress) the transport watches it itself.
+ * device, non-blocking fds in the loop, whatever the number of
+ * connections; nothing ever waits in rdma_get_cm_event or
+ * ibv_get_cq_event.  The connections of a device share its CQs (struct
+ * rcq: as many as the device's CQ size needs, each holding what its
+ * connections' queues may complete at once).  Whoever polls a CQ (a
+ * connection's send or receive, or the channel's watcher) hands each
+ * completion to its connection (the slot in its wr_id) and the others'
+ * owners are woken, so a connection has no fd of its own (evr_conn.fd is
+ * -1): its owner sleeps until woken.  The transport processes by itself
+ * what comes before an owner has the connection (a server's connection
+ * between CONNECT_REQUEST and ESTABLISHED, when the peer's first messages
+ * may already arrive) and after (a close in progress).
  *
  * The transport never calls the engine from inside send/recv/close or
  * from the middle of its CM event processing: upcalls (connected,
@@ -64,19 +68,61 @@
 #define CQ_BATCH 16
 #define PDATA_MAX 256
 
-/* wr_id: receives have bit 63; sends carry their kind and length. */
+/* wr_id: whose and what.  Bit 63: a receive; 62..60: a send's kind;
+ * 59..44: the connection's slot generation; 43..20: its slot; 19..0: a
+ * DATA write's length (at most EVR_RS_MAX_TRANSFER).  A completion whose
+ * generation is not its slot's belongs to a connection gone since (the
+ * flushed work requests of a destroyed QP on a shared CQ): dropped. */
 #define WR_RECV (1ull << 63)
 enum { WK_DATA = 1, WK_SGL, WK_DISC, WK_KEEPALIVE };
-#define WR_ID(kind, len) ((uint64_t)(kind) << 32 | (uint32_t)(len))
+#define WR_KIND(id) ((unsigned)((id) >> 60) & 7u)
+#define WR_GEN(id) ((uint16_t)((id) >> 44))
+#define WR_SLOT(id) ((uint32_t)((id) >> 20) & 0xffffffu)
+#define WR_LEN(id) ((uint32_t)(id) & 0xfffffu)
+#define SLOT_MAX 0xffffffu
 
 /* deferred upcalls */
 enum {
 	PEND_CONNECTED = 1,
 	PEND_ACCEPTED = 2,
 	PEND_WAKE = 4,
+	PEND_POLLED = 8,              /* not the owner's: process it here */
 };
 
 struct rdma_xport;
+struct rdev;
+
+/* A CQ shared by connections of one device: size entries, used of them
+ * reserved by its connections' queues (a CQ must never overflow). */
+struct rcq {
+	struct rcq *next;
+	struct rdev *dev;
+	struct ibv_cq *cq;
+	unsigned size, used, nconns;
+	unsigned unacked;              /* events taken, not yet acked */
+	int armed;                     /* a completion will raise an event */
+	int evented;                   /* an event came: poll it, re-arm */
+	unsigned waiters;              /* connections whose owner sleeps on
+					* it, or that the transport holds */
+};
+
+/* One device's completion channel (an fd in the loop) and its CQs. */
+struct rdev {
+	struct rdev *next;
+	struct rdma_xport *x;
+	struct ibv_context *verbs;
+	struct ibv_comp_channel *cch;
+	ev_io w;
+	struct rcq *cqs;
+	unsigned ncqs;
+	int max_cqe;
+};
+
+struct rslot {
+	struct rconn *rc;              /* NULL: free */
+	uint16_t gen;
+	uint32_t next_free;
+};
 
 struct rconn {
 	struct evr_conn base;
@@ -98,10 +144,14 @@ struct rconn {
 	int inline_req;
 	uint32_t max_inline;
 	/* endpoint */
-	struct ibv_comp_channel *cch;
-	struct ibv_cq *cq;
-	unsigned cq_unacked;
-	int armed;                     /* a completion will raise an event */
+	struct rcq *rcq;               /* its share of a device's CQ */
+	unsigned cq_need;              /* CQ entries its queues may fill */
+	uint32_t slot;                 /* x->slots[slot].rc == this */
+	uint16_t gen;
+	struct rconn *touch_next;      /* completions came, in one poll */
+	int touched;
+	int waiting;                   /* counted in rcq->waiters */
+	unsigned repost;               /* receives to post again */
 	uint8_t *sbuf, *tsgl, *rbuf;
 	struct ibv_mr *smr, *tmr, *rmr;
 	uint32_t sbuf_size, rbuf_size;
@@ -114,7 +164,6 @@ struct rconn {
 	/* the data path's own figures (traced at the end) */
 	uint64_t n_writes, n_corked, b_corked, n_msgs;
 	int err;                       /* sticky: the connection is broken */
-	ev_io own_w;
 	ev_timer close_w;
 	ev_timer ka_w;
 };
@@ -130,13 +179,24 @@ struct rdma_xport {
 	unsigned nlinger;
 	int drain_pend;
 	unsigned next_no;
+	unsigned nconns;               /* in conns */
 	int starved;                   /* refusing since the last accept */
 	ev_timer defer_w;
+	struct rdev *devs;
+	struct rslot *slots;
+	uint32_t nslots, free_slot;    /* free_slot: a list through next_free,
+					* SLOT_MAX when empty */
 };
 
 static void close_step(struct rconn *rc, enum evr_rc_event ev, int err);
 static void process(struct rconn *rc);
 static void flush_cork(struct rconn *rc);
+
+static uint64_t wr_id(const struct rconn *rc, unsigned kind, uint32_t len)
+{
+	return (uint64_t)kind << 60 | (uint64_t)rc->gen << 44 |
+	       (uint64_t)rc->slot << 20 | len;
+}
 
 static void set_state(struct rconn *rc, enum evr_rc_state st)
 {
@@ -230,10 +290,12 @@ static void wake(struct rconn *rc)
 		pend_add(rc, PEND_WAKE);
 }
 
-static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
+static void closing_polled(struct rconn *rc);
+
+/* The queued upcalls, in order; each entry is off the queue before its
+ * upcall, which may queue more (or close rc). */
+static void run_pend(struct rdma_xport *x)
 {
-	struct rdma_xport *x = evr__container_of(w, struct rdma_xport,
-						 defer_w);
 	struct rconn *rc;
 
 	while ((rc = x->pend_head)) {
@@ -246,16 +308,18 @@ static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
 		rc->pend_next = NULL;
 		/* each upcall may close rc: touch nothing of it after */
 		if (p & PEND_ACCEPTED) {
-			ev_io_stop(l, &rc->own_w); /* the session watches now */
 			rc->facts |= EVR_RC_F_OWNED;
 			x->base.cbs->accepted(x->base.ud, &rc->base,
 					      rdma_get_peer_addr(rc->id));
 		} else if (p & PEND_CONNECTED) {
 			x->base.cbs->connected(x->base.ud, &rc->base,
 					       rc->conn_err);
-		} else if ((p & PEND_WAKE) && has(rc, EVR_RC_F_OWNED) &&
-			   rc->base.wake) {
-			rc->base.wake(&rc->base);
+		} else if ((p & (PEND_WAKE | PEND_POLLED)) &&
+			   has(rc, EVR_RC_F_OWNED)) {
+			if (rc->base.wake)
+				rc->base.wake(&rc->base);
+		} else if (p & PEND_POLLED) {
+			closing_polled(rc); /* may destroy rc */
 		}
 	}
 	if (x->drain_pend && !x->nlinger) {
@@ -265,6 +329,11 @@ static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
 	}
 }
 
+static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	run_pend(evr__container_of(w, struct rdma_xport, defer_w));
+}
+
 /* ---- completions ---- */
 
 static int io_mode(const struct rconn *rc)
@@ -272,33 +341,62 @@ static int io_mode(const struct rconn *rc)
 	return rc->x->base.o->io;
 }
 
-/* Someone sleeps on the completion channel: arm the CQ before waiting. */
+/* Someone sleeps on the completion channel: arm the CQ before waiting
+ * (the owner, unless it spins; the transport, for a connection it holds
+ * itself). */
 static int waits_on_fd(const struct rconn *rc)
 {
-	return ev_is_active(&rc->own_w) || io_mode(rc) != EVR_IO_NONBLOCK;
+	return !has(rc, EVR_RC_F_OWNED) || io_mode(rc) != EVR_IO_NONBLOCK;
 }
 
-static void ack_events(struct rconn *rc)
+/* Take every pending event off the device's channel (non-blocking):
+ * each one disarmed its CQ, and is acknowledged in batches. */
+static void dev_drain(struct rdev *d)
 {
-	evr__cq_ack(rc->cq, &rc->cq_unacked);
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (!ibv_get_cq_event(d->cch, &cq, &ctx)) {
+		struct rcq *q = ctx;
+
+		q->armed = 0;
+		q->evented = 1;
+		if (++q->unacked >= EVR__CQ_ACK_BATCH) {
+			ibv_ack_cq_events(q->cq, q->unacked);
+			q->unacked = 0;
+		}
+	}
 }
 
-/* Take every pending completion event off the channel (non-blocking):
- * each one disarmed the CQ. */
-static void drain_events(struct rconn *rc)
+/* Whether rc wants its CQ's events: its owner sleeps (it said so by
+ * arming before a wait), or the transport holds it.  A CQ nobody waits
+ * on is not armed again after an event: a connection that polls (-T a
+ * while hot, -T n) then takes no interrupt for what it finds itself. */
+static void set_waiting(struct rconn *rc, int on)
 {
-	if (evr__cq_drain(rc->cch, rc->cq, &rc->cq_unacked))
-		rc->armed = 0;
+	if (!rc->rcq || rc->waiting == on)
+		return;
+	rc->waiting = on;
+	if (on)
+		rc->rcq->waiters++;
+	else
+		rc->rcq->waiters--;
+}
+
+static int arm_cq(struct rcq *q)
+{
+	if (q->armed)
+		return 0;
+	if (ibv_req_notify_cq(q->cq, 0))
+		return -errno;
+	q->armed = 1;
+	return 1;
 }
 
 static int arm(struct rconn *rc)
 {
-	if (rc->armed)
-		return 0;
-	if (ibv_req_notify_cq(rc->cq, 0))
-		return -errno;
-	rc->armed = 1;
-	return 1;
+	set_waiting(rc, 1);
+	return rc->rcq ? arm_cq(rc->rcq) : 0;
 }
 
 /* Connected, and neither side has ended it: errors count, credits flow. */
@@ -336,7 +434,7 @@ static int post_recvs(struct rconn *rc, unsigned n)
 		for (i = 0; i < k; i++) {
 			/* no SGE: every message is an RDMA write with
 			 * immediate, whose bytes land in our ring */
-			wr[i].wr_id = WR_RECV;
+			wr[i].wr_id = WR_RECV | wr_id(rc, 0, 0);
 			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
 		}
 		if (ibv_post_recv(rc->id->qp, wr, &bad))
@@ -416,11 +514,11 @@ static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 
 static void send_wc(struct rconn *rc, const struct ibv_wc *wc)
 {
-	unsigned kind = (unsigned)(wc->wr_id >> 32) & 0xff;
+	unsigned kind = WR_KIND(wc->wr_id);
 
 	switch (kind) {
 	case WK_DATA:
-		evr__rs_tx_data_done(&rc->tx, (uint32_t)wc->wr_id);
+		evr__rs_tx_data_done(&rc->tx, WR_LEN(wc->wr_id));
 		break;
 	case WK_DISC:
 		evr__rs_tx_ctrl_done(&rc->tx);
@@ -435,36 +533,308 @@ static void send_wc(struct rconn *rc, const struct ibv_wc *wc)
 		set_err(rc, -EIO, ibv_wc_status_str(wc->status));
 }
 
-/* Poll until the CQ is empty; returns the completions handled. */
-static int poll_cq(struct rconn *rc)
+/* The connection a completion is for, or NULL (gone since). */
+static struct rconn *wc_conn(const struct rdma_xport *x, uint64_t id)
 {
-	struct ibv_wc wc[CQ_BATCH];
-	unsigned repost = 0;
-	int n, i, total = 0;
+	uint32_t slot = WR_SLOT(id);
 
-	if (!rc->cq)
-		return 0;
+	if (slot >= x->nslots || x->slots[slot].gen != WR_GEN(id))
+		return NULL;
+	return x->slots[slot].rc;
+}
+
+/* Receives go back at once, whether or not the data was read: credits,
+ * not receives, bound what the peer may send. */
+static void repost(struct rconn *rc)
+{
+	unsigned n = rc->repost;
+
+	rc->repost = 0;
+	if (n && !has(rc, EVR_RC_F_PEER_DISC) &&
+	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
+	    post_recvs(rc, n))
+		set_err(rc, -EIO, "ibv_post_recv");
+}
+
+/* Someone other than the poller got completions: an owner asleep is
+ * woken (one that spins or polls finds them on its own), and the
+ * transport looks at a connection it holds. */
+static void notify(struct rconn *rc)
+{
+	if (!has(rc, EVR_RC_F_OWNED))
+		pend_add(rc, PEND_POLLED);
+	else if (rc->waiting)
+		pend_add(rc, PEND_WAKE);
+}
+
+/* Poll a shared CQ until it is empty, handing each completion to its
+ * connection.  Returns how many were self's (NULL: the channel's
+ * watcher); the others' are told (notify). */
+static int poll_rcq(struct rcq *q, struct rconn *self)
+{
+	struct rdma_xport *x = q->dev->x;
+	struct ibv_wc wc[CQ_BATCH];
+	struct rconn *rc, *touched = NULL;
+	int n, i, mine = 0;
+
 	do {
-		n = ibv_poll_cq(rc->cq, CQ_BATCH, wc);
+		n = ibv_poll_cq(q->cq, CQ_BATCH, wc);
 		if (n < 0) {
-			set_err(rc, -EIO, "ibv_poll_cq");
+			if (self)
+				set_err(self, -EIO, "ibv_poll_cq");
 			break;
 		}
 		for (i = 0; i < n; i++) {
+			rc = wc_conn(x, wc[i].wr_id);
+			if (!rc)
+				continue;
 			if (wc[i].wr_id & WR_RECV)
-				repost += recv_wc(rc, &wc[i]);
+				rc->repost += recv_wc(rc, &wc[i]);
 			else
 				send_wc(rc, &wc[i]);
+			mine += rc == self;
+			if (!rc->touched) {
+				rc->touched = 1;
+				rc->touch_next = touched;
+				touched = rc;
+			}
 		}
-		total += n;
 	} while (n == CQ_BATCH);
-	/* Receives go back at once, whether or not the data was read:
-	 * credits, not receives, bound what the peer may send. */
-	if (repost && !has(rc, EVR_RC_F_PEER_DISC) &&
-	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
-	    post_recvs(rc, repost))
-		set_err(rc, -EIO, "ibv_post_recv");
-	return total;
+	while ((rc = touched)) {
+		touched = rc->touch_next;
+		rc->touched = 0;
+		rc->touch_next = NULL;
+		repost(rc);
+		if (rc != self)
+			notify(rc);
+	}
+	return mine;
+}
+
+/* Poll rc's CQ; returns the completions that were rc's. */
+static int poll_cq(struct rconn *rc)
+{
+	return rc->rcq ? poll_rcq(rc->rcq, rc) : 0;
+}
+
+/* The events on a device's channel: each disarmed its CQ, whose
+ * completions are polled (self's counted, the others' owners told) and
+ * which is armed again if anyone waits on it.  Returns self's. */
+static int dev_events(struct rdev *d, struct rconn *self)
+{
+	struct rcq *q;
+	int mine = 0;
+
+	dev_drain(d);
+	for (q = d->cqs; q; q = q->next) {
+		struct rconn *me = self && self->rcq == q ? self : NULL;
+
+		if (!q->evented)
+			continue;
+		q->evented = 0;
+		mine += poll_rcq(q, me);
+		/* what came between the poll and the arming */
+		if (q->waiters && arm_cq(q) > 0)
+			mine += poll_rcq(q, me);
+	}
+	return mine;
+}
+
+/* The channel's watcher, then the upcalls at once rather than a loop
+ * pass later. */
+static void dev_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct rdev *d = evr__container_of(w, struct rdev, w);
+
+	dev_events(d, NULL);
+	run_pend(d->x);
+}
+
+/* ---- devices, shared CQs, slots ---- */
+
+static struct rdev *dev_get(struct rdma_xport *x, struct ibv_context *verbs,
+			    int *err)
+{
+	struct ibv_device_attr da;
+	struct rdev *d;
+
+	for (d = x->devs; d; d = d->next)
+		if (d->verbs == verbs)
+			return d;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = evr__comp_channel_open(verbs, &d->cch);
+	if (*err) {
+		free(d);
+		return NULL;
+	}
+	d->x = x;
+	d->verbs = verbs;
+	d->max_cqe = !ibv_query_device(verbs, &da) && da.max_cqe > 0 ?
+		     da.max_cqe : 4096;
+	ev_io_init(&d->w, dev_cb, d->cch->fd, EV_READ);
+	ev_io_start(x->base.loop->ev, &d->w);
+	d->next = x->devs;
+	x->devs = d;
+	return d;
+}
+
+static void dev_free(struct rdev *d)
+{
+	struct rdev **pp;
+
+	for (pp = &d->x->devs; *pp != d; pp = &(*pp)->next)
+		;
+	*pp = d->next;
+	ev_io_stop(d->x->base.loop->ev, &d->w);
+	ibv_destroy_comp_channel(d->cch);
+	free(d);
+}
+
+static void cq_free(struct rcq *q)
+{
+	struct rdev *d = q->dev;
+	struct rcq **pp;
+
+	for (pp = &d->cqs; *pp != q; pp = &(*pp)->next)
+		;
+	*pp = q->next;
+	d->ncqs--;
+	/* every event taken must be acked, or destroying blocks */
+	dev_drain(d);
+	if (q->unacked)
+		ibv_ack_cq_events(q->cq, q->unacked);
+	ibv_destroy_cq(q->cq);
+	free(q);
+	if (!d->cqs)
+		dev_free(d);
+}
+
+/*
+ * A share of a CQ of rc's device for need entries: the first CQ with
+ * room, or a new one.  CQs grow geometrically, from what the engine
+ * expects (a client's -c connections) up to the device's limit, so that
+ * N connections take a handful of CQs, never one each (rxe allows 16,384
+ * CQs in all).
+ */
+static int cq_reserve(struct rconn *rc, unsigned need, const char **what)
+{
+	struct rdma_xport *x = rc->x;
+	const struct evr_stream_opts *o = x->base.o;
+	struct rdev *d;
+	struct rcq *q;
+	uint64_t size;
+	int err;
+
+	*what = "ibv_create_comp_channel";
+	d = dev_get(x, rc->id->verbs, &err);
+	if (!d)
+		return err;
+	for (q = d->cqs; q; q = q->next)
+		if (q->size - q->used >= need)
+			break;
+	if (!q) {
+		size = (uint64_t)need * (o->server || o->conns <= 1 ? 1 :
+					  (unsigned)o->conns);
+		if (d->ncqs)
+			size = (uint64_t)need << (d->ncqs < 10 ? d->ncqs : 10);
+		if (size > (uint64_t)d->max_cqe)
+			size = (uint64_t)d->max_cqe;
+		if (size < need) {
+			*what = "ibv_create_cq";
+			if (!d->cqs)
+				dev_free(d);
+			return -ENOSPC;
+		}
+		q = calloc(1, sizeof(*q));
+		*what = "ibv_create_cq";
+		if (q)
+			q->cq = ibv_create_cq(d->verbs, (int)size, q, d->cch, 0);
+		if (!q || !q->cq) {
+			err = -errno ? -errno : -ENOMEM;
+			free(q);
+			if (!d->cqs)
+				dev_free(d);
+			return err;
+		}
+		q->dev = d;
+		q->size = (unsigned)size;
+		q->next = d->cqs;
+		d->cqs = q;
+		d->ncqs++;
+	}
+	q->used += need;
+	q->nconns++;
+	rc->rcq = q;
+	rc->cq_need = need;
+	return 0;
+}
+
+/* The share back, once rc's QP is gone (its completions still on the
+ * CQ are dropped by the slot's generation); the last one frees the CQ,
+ * the device's last CQ its channel. */
+static void cq_release(struct rconn *rc)
+{
+	struct rcq *q = rc->rcq;
+
+	if (!q)
+		return;
+	set_waiting(rc, 0);
+	rc->rcq = NULL;
+	/* what the CQ still holds of rc: the next poll drops it */
+	q->used -= rc->cq_need;
+	if (!--q->nconns)
+		cq_free(q);
+}
+
+static int slot_get(struct rconn *rc)
+{
+	struct rdma_xport *x = rc->x;
+	struct rslot *s;
+	uint32_t i, n;
+
+	if (x->free_slot == SLOT_MAX || !x->nslots) {
+		n = x->nslots ? x->nslots * 2 : 16;
+		if (n > SLOT_MAX)
+			n = SLOT_MAX;
+		if (n <= x->nslots)
+			return -ENOSPC;
+		s = realloc(x->slots, n * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		x->slots = s;
+		for (i = x->nslots; i < n; i++) {
+			s[i].rc = NULL;
+			s[i].gen = 0;
+			s[i].next_free = i + 1 < n ? i + 1 : SLOT_MAX;
+		}
+		x->free_slot = x->nslots;
+		x->nslots = n;
+	}
+	i = x->free_slot;
+	x->free_slot = x->slots[i].next_free;
+	x->slots[i].rc = rc;
+	rc->slot = i;
+	rc->gen = x->slots[i].gen;
+	return 0;
+}
+
+static void slot_put(struct rconn *rc)
+{
+	struct rdma_xport *x = rc->x;
+	struct rslot *s;
+
+	if (!x->slots || rc->slot >= x->nslots ||
+	    x->slots[rc->slot].rc != rc)
+		return;
+	s = &x->slots[rc->slot];
+	s->rc = NULL;
+	s->gen++;                 /* its completions yet to come: stale */
+	s->next_free = x->free_slot;
+	x->free_slot = rc->slot;
 }
 
 /* ---- control messages ---- */
@@ -523,7 +893,7 @@ static void update_credits(struct rconn *rc)
 					  rc->rmr->rkey, &sge, &entry);
 		/* a credits-only write carries no bytes, but still gets a
 		 * valid target: the peer's SGL */
-		write_imm(&wr, WR_ID(WK_SGL, 0),
+		write_imm(&wr, wr_id(rc, WK_SGL, 0),
 			  evr__rs_msg(EVR_RS_OP_SGL, limit),
 			  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 		if (k == EVR_RS_UPD_SGE) {
@@ -554,7 +924,7 @@ static void post_disconnect(struct rconn *rc)
 	/* the cork's bytes first: they are the peer's before our end */
 	if (rc->tx.cork_len && may_write(rc))
 		return;
-	write_imm(&wr, WR_ID(WK_DISC, 0),
+	write_imm(&wr, wr_id(rc, WK_DISC, 0),
 		  evr__rs_msg(EVR_RS_OP_CTRL, EVR_RS_CTRL_DISCONNECT),
 		  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 	/* the steps only move rc->disc */
@@ -576,7 +946,7 @@ static void ka_cb(struct ev_loop *l, ev_timer *w, int revents)
 	if (evr__tracing(rc->x->base.loop))
 		evr__trace(rc->x->base.loop, "rdma %u: keepalive", rc->id_no);
 	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = WR_ID(WK_KEEPALIVE, 0);
+	wr.wr_id = wr_id(rc, WK_KEEPALIVE, 0);
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
 	wr.wr.rdma.rkey = rc->peer.target_sgl.key;
@@ -586,10 +956,10 @@ static void ka_cb(struct ev_loop *l, ev_timer *w, int revents)
 /* upstream's rs_process_cq: events, credits, completions, credits */
 static void process(struct rconn *rc)
 {
-	if (!rc->cq)
+	if (!rc->rcq)
 		return;
-	if (rc->armed)
-		drain_events(rc);
+	if (has(rc, EVR_RC_F_OWNED))
+		set_waiting(rc, 0); /* its owner is here, not asleep */
 	update_credits(rc);
 	poll_cq(rc);
 	update_credits(rc);
@@ -629,7 +999,7 @@ static int block_wait(struct rconn *rc, uint64_t deadline)
 	if (now >= deadline)
 		return 0;
 	ms = (int)((deadline - now + 999999) / 1000000);
-	p[0].fd = rc->cch->fd;
+	p[0].fd = rc->rcq->dev->cch->fd;
 	p[0].events = POLLIN;
 	p[1].fd = rc->x->ch->fd;
 	p[1].events = POLLIN;
@@ -638,6 +1008,8 @@ static int block_wait(struct rconn *rc, uint64_t deadline)
 		return errno == EINTR;
 	if (n == 0)
 		return 0;
+	if (p[0].revents)
+		dev_events(rc->rcq->dev, rc);
 	if (p[1].revents)
 		cm_drain(rc->x);
 	return 1;
@@ -672,7 +1044,7 @@ static int post_write(struct rconn *rc, uint32_t xfer, uint64_t raddr,
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sg[2];
 
-	write_imm(&wr, WR_ID(WK_DATA, xfer), evr__rs_msg(EVR_RS_OP_DATA, xfer),
+	write_imm(&wr, wr_id(rc, WK_DATA, xfer), evr__rs_msg(EVR_RS_OP_DATA, xfer),
 		  raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.sg_list = sg;
@@ -841,30 +1213,23 @@ static void r_shutdown(struct evr_conn *c)
 
 /* ---- closing ---- */
 
-static void own_cb(struct ev_loop *l, ev_io *w, int revents)
+/* A pass over a connection the transport holds (accepting, or closing):
+ * its completions, then the close's next step. */
+static void closing_polled(struct rconn *rc)
 {
-	struct rconn *rc = evr__container_of(w, struct rconn, own_w);
-
-	for (;;) {
-		process(rc);
-		if (evr__rc_closing(rc->state)) {
-			close_step(rc, EVR_RC_E_POLLED, 0); /* may destroy rc */
-			return;
-		}
-		if (arm(rc) <= 0 || !poll_cq(rc))
-			break;
-	}
+	process(rc);
+	if (evr__rc_closing(rc->state))
+		close_step(rc, EVR_RC_E_POLLED, 0); /* may destroy rc */
 }
 
+/* The transport looks after rc itself from now on: its CQ armed, and a
+ * pass for what came before. */
 static void own_watch(struct rconn *rc)
 {
-	if (!rc->cch)
+	if (!rc->rcq)
 		return;
-	if (!ev_is_active(&rc->own_w))
-		ev_io_start(rc->x->base.loop->ev, &rc->own_w);
 	arm(rc);
-	/* what came before the arming */
-	ev_feed_event(rc->x->base.loop->ev, &rc->own_w, EV_READ);
+	pend_add(rc, PEND_POLLED);
 }
 
 static void close_timer(struct rconn *rc, unsigned ms)
@@ -912,7 +1277,6 @@ static void close_step(struct rconn *rc, enum evr_rc_event ev, int err)
 		process(rc);
 	if (n.acts & EVR_RC_A_DISCONNECT) {
 		/* QP to error and DREQ (or DREP) */
-		ev_io_stop(l, &rc->own_w);
 		ev_timer_stop(l, &rc->ka_w);
 		rdma_disconnect(rc->id);
 		poll_cq(rc); /* the flushed work requests */
@@ -1001,7 +1365,6 @@ static void teardown(struct rconn *rc, int dreq)
 			   "%" PRIu64 " DATA messages in", rc->id_no,
 			   rc->n_writes, rc->n_corked, rc->b_corked,
 			   rc->n_msgs);
-	ev_io_stop(l, &rc->own_w);
 	ev_timer_stop(l, &rc->close_w);
 	ev_timer_stop(l, &rc->ka_w);
 	pend_remove(rc);
@@ -1011,6 +1374,7 @@ static void teardown(struct rconn *rc, int dreq)
 		x->conns = rc->next;
 	if (rc->next)
 		rc->next->prev = rc->prev;
+	x->nconns--;
 	if (has(rc, EVR_RC_F_LINGER) && !--x->nlinger) {
 		x->drain_pend = 1;
 		defer_kick(x);
@@ -1020,14 +1384,8 @@ static void teardown(struct rconn *rc, int dreq)
 			rdma_disconnect(rc->id);
 		rdma_destroy_qp(rc->id);
 	}
-	if (rc->cq) {
-		/* every event taken must be acked, or destroying blocks */
-		drain_events(rc);
-		ack_events(rc);
-		ibv_destroy_cq(rc->cq);
-	}
-	if (rc->cch)
-		ibv_destroy_comp_channel(rc->cch);
+	slot_put(rc);
+	cq_release(rc);
 	if (rc->smr)
 		ibv_dereg_mr(rc->smr);
 	if (rc->tmr)
@@ -1063,13 +1421,13 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 	rc->x = x;
 	rc->id_no = x->next_no++;
 	rc->inline_req = inline_size < 0 ? DEFAULT_INLINE : inline_size;
-	ev_init(&rc->own_w, own_cb);
 	ev_init(&rc->close_w, close_cb);
 	ev_init(&rc->ka_w, ka_cb);
 	rc->next = x->conns;
 	if (x->conns)
 		x->conns->prev = rc;
 	x->conns = rc;
+	x->nconns++;
 	return rc;
 }
 
@@ -1092,6 +1450,26 @@ static uint64_t pages(uint64_t bytes)
 }
 
 /*
+ * A connection's sizes among n of the engine (evr__rs_scale): its queue
+ * depths, and its rings (twice -B, as rsockets and Linux double
+ * SO_SNDBUF) unless -B fixed them.
+ */
+static void conn_sizes(const struct evr_stream_opts *o, unsigned n,
+		       uint32_t *ring, uint32_t *sq, uint32_t *rq)
+{
+	uint64_t bs = o->buffer_size > 0 ? (uint64_t)o->buffer_size :
+		      EVR_DEFAULT_BUFFER_SIZE;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	*ring = bs * 2 < MIN_BUF ? MIN_BUF : (uint32_t)(bs * 2);
+	if (o->buffer_size <= 0)
+		*ring = (uint32_t)(evr__rs_scale(*ring, EVR_RS_RING_MIN, n) /
+				   pg * pg);
+	*sq = evr__rs_scale(RS_SQ_SIZE, EVR_RS_QP_MIN, n);
+	*rq = evr__rs_scale(RS_RQ_SIZE, EVR_RS_QP_MIN, n);
+}
+
+/*
  * What create_ep() locks per connection: the three registered buffers,
  * and the CQ and QP rings a hardware provider allocates in user memory
  * and pins (64-byte CQEs, send WQEs of 64 bytes plus the inline data,
@@ -1101,18 +1479,17 @@ static uint64_t pages(uint64_t bytes)
  */
 uint64_t evr_stream_memlock(const struct evr_stream_opts *o)
 {
-	uint64_t bs = o->buffer_size > 0 ? (uint64_t)o->buffer_size :
-		      EVR_DEFAULT_BUFFER_SIZE;
-	uint64_t buf = bs * 2 < MIN_BUF ? MIN_BUF : bs * 2;
 	uint64_t inl = o->inline_size > 0 ? (uint64_t)o->inline_size :
 		       DEFAULT_INLINE;
-	uint64_t rq = RS_RQ_SIZE + RQ_EXTRA, one;
 	unsigned n = o->server || !o->conns ? 1 : o->conns;
+	uint32_t buf, sq, rq0;
+	uint64_t rq, one;
 
+	conn_sizes(o, n, &buf, &sq, &rq0);
+	rq = rq0 + RQ_EXTRA;
 	one = pages(buf + EVR_RS_CTRL_SIZE * EVR_RS_SGE_LEN) +
 	      pages(EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN) + pages(buf) +
-	      pages((RS_SQ_SIZE + rq) * 64) +
-	      pages(RS_SQ_SIZE * (64 + inl) + rq * 64);
+	      pages((sq + rq) * 64) + pages(sq * (64 + inl) + rq * 64);
 	return one * n;
 }
 
@@ -1140,8 +1517,6 @@ static int create_ep(struct rconn *rc, const char **what)
 	struct rdma_cm_id *id = rc->id;
 	struct ibv_device_attr da;
 	struct ibv_qp_init_attr qa;
-	uint32_t bs = o->buffer_size ? (uint32_t)o->buffer_size :
-		      EVR_DEFAULT_BUFFER_SIZE;
 	uint32_t maxwr = EVR_RS_QP_MAX;
 	int ret;
 
@@ -1150,10 +1525,11 @@ static int create_ep(struct rconn *rc, const char **what)
 	*what = "iWARP device";
 	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
 		return -EPROTONOSUPPORT;
-	/* SO_SNDBUF/SO_RCVBUF doubled, as rsockets (and Linux) do */
-	rc->sbuf_size = rc->rbuf_size = bs * 2 < MIN_BUF ? MIN_BUF : bs * 2;
-	rc->sq_size = RS_SQ_SIZE;
-	rc->rq_size = RS_RQ_SIZE;
+	/* a client knows how many it opens; a server counts what it holds */
+	conn_sizes(o, o->server || o->conns <= 1 ? rc->x->nconns :
+		   (unsigned)o->conns, &rc->sbuf_size, &rc->sq_size,
+		   &rc->rq_size);
+	rc->rbuf_size = rc->sbuf_size;
 	if (!ibv_query_device(id->verbs, &da) && da.max_qp_wr > 0)
 		maxwr = (uint32_t)da.max_qp_wr;
 	if (rc->sq_size > maxwr)
@@ -1162,23 +1538,18 @@ static int create_ep(struct rconn *rc, const char **what)
 		rc->rq_size = maxwr - RQ_EXTRA;
 	rc->rq_post = rc->rq_size + RQ_EXTRA;
 
-	*what = "ibv_create_comp_channel";
-	ret = evr__comp_channel_open(id->verbs, &rc->cch);
+	ret = cq_reserve(rc, rc->sq_size + rc->rq_post, what);
 	if (ret)
 		return ret;
-	ev_io_set(&rc->own_w, rc->cch->fd, EV_READ);
-	*what = "ibv_create_cq";
-	rc->cq = ibv_create_cq(id->verbs, (int)(rc->sq_size + rc->rq_post),
-			       rc, rc->cch, 0);
-	if (!rc->cq)
-		return -errno ? -errno : -ENOMEM;
-	if (arm(rc) < 0)
-		return -EIO;
+	*what = "memory";
+	ret = slot_get(rc);
+	if (ret)
+		return ret;
 
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_context = rc;
-	qa.send_cq = rc->cq;
-	qa.recv_cq = rc->cq;
+	qa.send_cq = rc->rcq->cq;
+	qa.recv_cq = rc->rcq->cq;
 	qa.qp_type = IBV_QPT_RC;
 	qa.sq_sig_all = 1;
 	qa.cap.max_send_wr = rc->sq_size;
@@ -1215,7 +1586,6 @@ static int create_ep(struct rconn *rc, const char **what)
 	ret = post_recvs(rc, rc->rq_post);
 	if (ret)
 		return ret;
-	rc->base.fd = rc->cch->fd;
 	return 0;
 }
 
@@ -1662,6 +2032,14 @@ static void x_free(struct evr_xport *xp)
 
 	while (x->conns)
 		close_step(x->conns, EVR_RC_E_ABORT, 0);
+	/* the last connection's teardown freed its CQ and channel */
+	while (x->devs) {
+		if (x->devs->cqs)
+			cq_free(x->devs->cqs); /* the last frees the device */
+		else
+			dev_free(x->devs);
+	}
+	free(x->slots);
 	x_stop_listen(xp);
 	ev_timer_stop(l, &x->defer_w);
 	if (x->ch) {

@@ -109,6 +109,16 @@ void evr__rs_sge_decode(const uint8_t *in, struct evr_rs_sge *s)
 	memcpy(&s->length, in + 12, 4);
 }
 
+uint32_t evr__rs_scale(uint32_t full, uint32_t floor, unsigned n)
+{
+	uint64_t v;
+
+	if (n <= EVR_RS_SCALE_FULL || full <= floor)
+		return full;
+	v = (uint64_t)full * EVR_RS_SCALE_FULL / n;
+	return v > floor ? (uint32_t)v : floor;
+}
+
 /* ---- sending ---- */
 
 void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,

@@ -33,6 +33,18 @@
 #define EVR_RS_QP_MIN 16
 #define EVR_RS_QP_MAX 0xfffe
 
+/* Sizes for many connections: a connection among n of one engine (a
+ * client's -c, or how many a server holds when it accepts one) gets the
+ * full size (upstream's queue depths, a ring of twice -B) up to
+ * EVR_RS_SCALE_FULL connections; beyond, the size shrinks in proportion,
+ * never below floor.  The queues are what the device and its CQs hold
+ * for every connection at once; the rings, the memory a server spends on
+ * each.  Both reach the peer as the rsocket protocol allows: the credits
+ * and the ring half in the private data. */
+#define EVR_RS_SCALE_FULL 16
+#define EVR_RS_RING_MIN 8192
+uint32_t evr__rs_scale(uint32_t full, uint32_t floor, unsigned n);
+
 /* The immediate: op in bits 31..29, data in 28..0, big-endian on the wire. */
 enum evr_rs_op {
 	EVR_RS_OP_DATA = 0,       /* data: bytes written into the peer's ring */

@@ -911,9 +911,15 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 		idle_on(s);
 		return;
 	}
+	idle_off(s);
+	if (s->conn->fd < 0) {
+		/* no fd of its own (RDMA: the device's channel is the
+		 * transport's): it sleeps until the transport wakes it */
+		ev_io_stop(l, &s->io_w);
+		return;
+	}
 	/* An RDMA completion channel signals sends and receives alike. */
 	events = w == EVR_WANT_READ || s->conn->rd_only ? EV_READ : EV_WRITE;
-	idle_off(s);
 	if (!ev_is_active(&s->io_w) ||
 	    (s->io_w.events & (EV_READ | EV_WRITE)) != events ||
 	    s->io_w.fd != s->conn->fd) {

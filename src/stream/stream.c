@@ -27,11 +27,13 @@ static const struct xport_type {
 	const char *name;           /* evr_xport_name(): stable */
 	int gid;                    /* takes GID addresses (EVR_ADDR_GID) */
 	int rdma_device;            /* needs one (evr_xport_check()) */
-	unsigned fds_base;          /* evr_xport_fds(): beyond one a conn */
+	unsigned fds_base;          /* evr_xport_fds(): the engine's own */
+	unsigned fds_conn;          /* ... and each connection's */
 	evr__xport_new_fn *create;
 } xports[] = {
-	{ .kind = EVR_XPORT_TCP, .name = "tcp", .fds_base = 16,
+	{ .kind = EVR_XPORT_TCP, .name = "tcp", .fds_base = 16, .fds_conn = 1,
 	  .create = evr__tcp_xport_new },
+	/* a connection has no fd: one completion channel per device */
 	{ .kind = EVR_XPORT_RDMA, .name = "rdma", .gid = 1, .rdma_device = 1,
 	  .fds_base = 32, .create = evr__rdma_xport_new },
 };
@@ -75,7 +77,8 @@ unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns)
 
 	/* the loop's, the libraries' (verbs contexts, CM channel) and
 	 * stdio: a margin, not a count */
-	return (unsigned long)conns + (t ? t->fds_base : 32);
+	return t ? (unsigned long)conns * t->fds_conn + t->fds_base :
+		   (unsigned long)conns + 32;
 }
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_STREAM_STATES);

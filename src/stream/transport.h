@@ -37,7 +37,8 @@ struct evr_conn_ops {
 
 struct evr_conn {
 	const struct evr_conn_ops *ops;
-	int fd;             /* the fd whose readiness the loop watches */
+	int fd;             /* the fd whose readiness the loop watches, or
+			     * -1: none; the transport wakes the owner */
 	/* The fd only ever becomes readable (an RDMA completion channel):
 	 * wait for EV_READ on it whichever way the data goes. */
 	int rd_only;

@@ -286,37 +286,50 @@ fi
 say "misbehaving section: $(since "$t0") s"
 
 # ------------------------------------------- 3. out of file descriptors
-# The RDMA server needs an fd per connection (its completion channel):
-# with the limit a few above what it holds idle, some connections fit and
-# the rest are rejected (CM REJ), with one line, and no spinning.
+# The RDMA server needs one fd per device (its completion channel, shared
+# by every connection), none per connection: with one fd above what it
+# holds idle, all 8 connections fit; with none, the first is rejected
+# (CM REJ), with one line, and no spinning.
 t0=$(now)
 if server $R -b $A2 -T a --stall-timeout 60; then
 	idle=$(fd_count "$sp")
 	kill -TERM "$sp"; reap "$sp" 20 >/dev/null 2>&1
-	lim=$((idle + 3))
-	rm -f "$T/s.out"
-	if server bash -c "ulimit -n $lim; exec \"\$0\" \"\$@\"" $R -b $A2 -T a --stall-timeout 60; then
+	for spare in 1 0; do
+		lim=$((idle + spare))
+		rm -f "$T/s.out" "$T/hold.out"
+		if ! server bash -c "ulimit -n $lim; exec \"\$0\" \"\$@\"" $R -b $A2 -T a --stall-timeout 60; then
+			ko "EMFILE: server listens with ulimit -n $lim" "no"
+			continue
+		fi
 		s3=$sp
 		timeout 120 $F hold $A2 7471 8 40 >"$T/hold.out" 2>&1 &
 		hp=$!
 		for i in $(seq 300); do has "$T/hold.out" connected && break; sleep 0.1; done
 		say "ulimit -n $lim (idle server: $idle fds): $(cat "$T/hold.out"); server at $(fd_count "$s3") fds"
-		a=$(ticks "$s3"); sleep 3; b=$(ticks "$s3")
-		say "EMFILE over RDMA: server CPU $((b - a)) ticks in 3 s"
-		[ $((b - a)) -le $((HZ * 3 / 10)) ] && ok "EMFILE: no busy loop ($((b - a)) ticks in 3 s)" ||
-			ko "EMFILE: no busy loop" "$((b - a)) ticks in 3 s"
-		has "$T/hold.out" '^connected [1-7] of 8$' && ok "EMFILE: some connections fit, the rest were refused" ||
-			ko "EMFILE: some fit, the rest refused" "$(cat "$T/hold.out")"
-		n=$(grep -c 'accept (no file descriptor left' "$T/s.out" || true)
-		[ "$n" = 1 ] && ok "EMFILE: one line for the episode" || ko "EMFILE: one line" "$n lines"
+		if [ "$spare" = 1 ]; then
+			has "$T/hold.out" '^connected 8 of 8$' && ok "one spare fd: all 8 connections fit (one channel for all)" ||
+				ko "one spare fd: all 8 fit" "$(cat "$T/hold.out")"
+			[ "$(fd_count "$s3")" = "$lim" ] && ok "8 connections: the server holds one fd more than idle" ||
+				ko "8 connections: one fd more than idle" "$(fd_count "$s3") fds, idle $idle"
+		else
+			a=$(ticks "$s3"); sleep 3; b=$(ticks "$s3")
+			say "EMFILE over RDMA: server CPU $((b - a)) ticks in 3 s"
+			[ $((b - a)) -le $((HZ * 3 / 10)) ] && ok "EMFILE: no busy loop ($((b - a)) ticks in 3 s)" ||
+				ko "EMFILE: no busy loop" "$((b - a)) ticks in 3 s"
+			has "$T/hold.out" '^connected 0 of 8$' && ok "EMFILE: no fd for the channel, every connection refused" ||
+				ko "EMFILE: every connection refused" "$(cat "$T/hold.out")"
+			n=$(grep -c 'accept (no file descriptor left' "$T/s.out" || true)
+			[ "$n" = 1 ] && ok "EMFILE: one line for the episode" || ko "EMFILE: one line" "$n lines"
+		fi
 		kill "$hp"; wait "$hp" 2>/dev/null
 		wait_fds "$s3" "$idle" 30
-		good emf_after
+		[ "$(fd_count "$s3")" = "$idle" ] && ok "ulimit -n $lim: the server is back to its idle fds" ||
+			ko "ulimit -n $lim: back to idle fds" "$(fd_count "$s3") fds, idle $idle"
+		# (with no spare fd, nothing can be served: that was the point)
+		[ "$spare" = 1 ] && good emf_after
 		kill -TERM "$s3"; reap "$s3" 20; src=$?
-		[ "$src" = 0 ] && ok "EMFILE: server stops on SIGTERM (exit 0)" || ko "EMFILE: server exit" "rc $src"
-	else
-		ko "EMFILE: server listens with ulimit -n $lim" "no"
-	fi
+		[ "$src" = 0 ] && ok "ulimit -n $lim: server stops on SIGTERM (exit 0)" || ko "ulimit -n $lim: server exit" "rc $src"
+	done
 else
 	ko "EMFILE: server listens" "no"
 fi

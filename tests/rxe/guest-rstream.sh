@@ -84,8 +84,9 @@ pair "an evrdma server follows the client's plan" "$R -b $A2 --once -T a" "$R -s
 # ---- keepalive: a 0-byte write each second, no completion at the peer
 rm -f "$T"/*.out
 server $R -b $A2 --once -k 1 --trace
-# long enough for two keepalive periods however fast the guest runs
-timeout "$TO" $R -s $A2 -k 1 -S 100 -C 10 -I 1500 -T a --trace >"$T/c.out" 2>&1
+# 3 s (-D): two keepalive periods however fast the guest runs (a count
+# is not: -C 10 leaves in a few writes since the cork)
+timeout "$TO" $R -s $A2 -k 1 -S 100 -C 10 -D 3 -T a --trace >"$T/c.out" 2>&1
 crc=$?; reap "$sp" 20; src=$?
 kc=$(rows "$T/c.out" 'keepalive$'); ks=$(rows "$T/s.out" 'keepalive$')
 if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$kc" -ge 2 ] && [ "$ks" -ge 2 ] &&
@@ -198,6 +199,64 @@ else
 	[ "$SAN" = 1 ] && [ "$per" -gt 1 ] && grep -h . "$T"/c[0-9]*.out | sort | uniq -c | sort -rn | head -5
 fi
 rm -f "$T"/c[0-9]*.out
+
+# ---- one client of many connections, one server: the connections of a
+# device share its completion channel and CQs (a handful of fds per
+# process, whatever the count), and their queues and rings shrink with
+# the count (the server's memory per connection stays small)
+rm -f "$T"/*.out
+N2=${EVR_RXE_CONNS:-256}
+fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$1/status" 2>/dev/null; }
+server $R -b $A2 -T a --stall-timeout 120 --settings
+sfd0=$(fd_count "$sp"); srss0=$(rss_kib "$sp")
+timeout "$(tsc 300)" $R -s $A2 -S 64 -C 10 -I 30 -T a -c "$N2" --stall-timeout 120 --settings >"$T/c.out" 2>&1 &
+cp=$!
+cfd=0; sfd=0; qps=0; srss=0
+for i in $(seq 3000); do
+	kill -0 "$cp" 2>/dev/null || break
+	rp=$(pgrep -P "$cp" | head -1)   # the client under timeout
+	[ -n "$rp" ] || { sleep 0.1; continue; }
+	n=$(fd_count "$rp"); [ "${n:-0}" -gt "$cfd" ] && cfd=$n
+	n=$(fd_count "$sp"); [ "${n:-0}" -gt "$sfd" ] && sfd=$n
+	n=$(rss_kib "$sp"); [ "${n:-0}" -gt "$srss" ] && srss=$n
+	n=$(rdma resource show qp 2>/dev/null | grep -c "pid $rp ")
+	[ "$n" -gt "$qps" ] && qps=$n
+	sleep 0.1
+done
+wait "$cp"; crc=$?
+served=$(rows "$T/s.out" '^custom ')
+kill -TERM "$sp"; reap "$sp" 20; src=$?
+echo "many: -c $N2: client fds at most $cfd, server $sfd0 -> $sfd, client QPs at once $qps, server RSS $srss0 -> $srss KiB"
+if [ "$crc" = 0 ] && [ "$served" = "$N2" ] && [ "$src" = 0 ]; then
+	ok "-c $N2 from one client: every connection served"
+else
+	ko "-c $N2 from one client" "client rc $crc, $served served, server rc $src: $(tail -2 "$T/c.out" | tr '\n' ' ')"
+fi
+# the client's fds: the loop's, stdio, the CM channel, the verbs
+# contexts and one completion channel per device: never one a connection
+[ "$cfd" -le 24 ] && ok "-c $N2: the client holds $cfd fds, not one a connection" ||
+	ko "-c $N2: client fds" "$cfd"
+[ "$sfd" -le $((sfd0 + 1)) ] && ok "-c $N2: the server holds one fd more than idle ($sfd0 -> $sfd)" ||
+	ko "-c $N2: server fds" "$sfd0 -> $sfd"
+[ "$qps" -ge $((N2 * 9 / 10)) ] && ok "-c $N2: its connections were up at once ($qps QPs seen)" ||
+	ko "-c $N2: connections at once" "at most $qps QPs seen"
+# the sizes: the client's N2 connections all get the share of N2 (queue
+# depth 384 x 16 / N2, rings 1 MiB x 16 / N2, never below 16 entries and
+# 8 KiB); the server sizes each as it comes, by how many it holds
+ring=$((1048576 * 16 / N2 / 4096 * 4096)); [ "$ring" -lt 8192 ] && ring=8192
+dep=$((384 * 16 / N2)); [ "$dep" -lt 16 ] && dep=16
+n=$(grep -c "rdma sbuf $ring rbuf $ring inline [0-9]* sq $dep rq $((dep + 16)) credits $dep " "$T/c.out")
+[ "$n" = "$N2" ] && ok "-c $N2: every client connection sized for $N2 (rings $ring, queues $dep)" ||
+	ko "-c $N2: client connections sized for $N2" "$n of $N2 lines with rings $ring, queues $dep: $(grep -m1 'rdma sbuf' "$T/c.out")"
+first=$(grep -m1 'rdma sbuf' "$T/s.out" | sed -n 's/.*rbuf \([0-9]*\) .* credits \([0-9]*\) .*/\1 \2/p')
+last=$(grep 'rdma sbuf' "$T/s.out" | tail -1 | sed -n 's/.*rbuf \([0-9]*\) .* credits \([0-9]*\) .*/\1 \2/p')
+read -r lr lc <<<"${last:-0 999}"
+if [ "$first" = "1048576 384" ] && [ "$lr" -le "$ring" ] && [ "$lc" -le "$dep" ]; then
+	ok "-c $N2: the server's first connection full-sized ($first), its last for $N2 ($last)"
+else
+	ko "-c $N2: server sizes by the count it holds" "first $first, last $last"
+fi
 
 # ---- peers killed mid-transfer
 # kill PEER-TO-KILL: start "server", then "client"; kill one with SIGKILL

@@ -13,7 +13,8 @@
 # host's packages, so binaries built here run there unchanged.
 #
 # usage: tests/rxe/vm.sh [--add SRC[=DEST]]... [--timeout SEC] [--mtu N]
-#                        [--log FILE] SCRIPT [ARGS...]
+#                        [--mem MIB] [--log FILE] SCRIPT [ARGS...]
+#        (--mem: the guest's memory, 1024 MiB unless given)
 #        tests/rxe/vm.sh --prepare        (install, download, build; cached)
 #        tests/rxe/vm.sh --check          (exit 0 if qemu can run here)
 # exit: the guest script's status; 124 timeout; 125 the guest never
@@ -26,6 +27,7 @@ CACHE=${EVR_RXE_CACHE:-/var/tmp/evrdma-rxe}
 LAYOUT=4                    # bump when the base image changes
 TIMEOUT=900
 MTU=1500
+MEM=1024
 LOG=
 ADDS=()
 MODE=run
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--add) ADDS+=("$2"); shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--mtu) MTU=$2; shift 2 ;;
+	--mem) MEM=$2; shift 2 ;;
 	--log) LOG=$2; shift 2 ;;
 	--prepare) MODE=prepare; shift ;;
 	--check) MODE=check; shift ;;
@@ -271,7 +274,7 @@ say "booting $KVER under qemu TCG (timeout ${TIMEOUT}s)"
 set +e
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config \
 	-nic none -display none -monitor none -serial stdio -no-reboot \
-	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
+	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m "$MEM" \
 	-kernel "$KROOT/root/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
 	-append "console=ttyS0,115200 panic=-1 oops=panic rdinit=/init nokaslr mitigations=off tsc=reliable no_timer_check quiet loglevel=1" \
 	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$console" ${LOG:+"$LOG"} &
