@@ -119,10 +119,12 @@ static const struct metric metrics[] = {
 	{ "evrdma_rstream_rtt_seconds", "summary",
 	  "Round trip of each iteration: quantiles of the last "
 	  "successful run; sum and count over all runs.", RSTREAM, RTT, 0 },
-	{ "evrdma_rstream_throughput_bits_per_second", "gauge",
-	  "Bytes moved in both directions, times 8, over the elapsed "
-	  "time of the last successful run (rstream's Gb/sec).", RSTREAM,
-	  DBL, STAT(throughput_bps) },
+	/* bytes, Prometheus's base unit (promtool rejects bits): rstream's
+	 * Gb/sec is this times 8e-9 */
+	{ "evrdma_rstream_throughput_bytes_per_second", "gauge",
+	  "Bytes moved in both directions over the elapsed time of the "
+	  "last successful run (rstream's Gb/sec is this times 8e-9).",
+	  RSTREAM, DBL, STAT(throughput_Bps) },
 	{ "evrdma_mckey_sent_total", "counter",
 	  "Multicast messages sent by sender probes.", MC_SENDER, U64,
 	  STAT(mc_sent) },

@@ -176,7 +176,7 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 		secs = p->pend_elapsed_ns / 1e9;
 		/* the mean round trip of one iteration of this run */
 		observe_latency(s, secs / p->pend_iters);
-		s->throughput_bps = p->pend_bytes * 8.0 / secs;
+		s->throughput_Bps = p->pend_bytes / secs;
 		if (p->pend_have_lat && p->pend_lat.samples) {
 			s->have_lat = 1;
 			s->last_lat = p->pend_lat;

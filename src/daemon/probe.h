@@ -58,7 +58,7 @@ struct probe_stats {
 	struct evr_lat_stats last_lat;
 	double rtt_sum;             /* all iterations of all runs, s */
 	uint64_t rtt_count;
-	double throughput_bps;      /* last successful run */
+	double throughput_Bps;      /* bytes/s, last successful run */
 	/* mckey */
 	uint64_t mc_sent, mc_received, mc_lost, mc_shortfall;
 	uint64_t mc_bad;            /* malformed or out-of-range headers */

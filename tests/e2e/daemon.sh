@@ -160,6 +160,20 @@ check_hist() { # DESC FILE PROBE
 	esac
 }
 
+# Prometheus's own linter on a scrape: names, unit suffixes (base units:
+# seconds, bytes), _total on counters, HELP and TYPE.  Any complaint fails.
+promtool_ok() { # DESC FILE
+	local out rc=0
+	out=$(promtool check metrics <"$2" 2>&1) || rc=$?
+	if [ "$rc" = 0 ] && [ -z "$out" ]; then
+		ok "$1: promtool check metrics passes"
+	else
+		not_ok "$1: promtool check metrics passes" "exit $rc: $(echo "$out" | head -5)"
+	fi
+}
+command -v promtool >/dev/null ||
+	not_ok "promtool is installed (scripts/deps.sh: prometheus)"
+
 meta_ok() { # DESC NAME: 200 and the 0.0.4 content type
 	local m
 	m=$(cat "$T/$2.meta" 2>/dev/null)
@@ -309,10 +323,11 @@ sleep 1.1
 until_scraped scrape_hp m2 2 'evrdma_probe_runs_total{probe="lo"}' $((${r1:-0} + 1))
 meta_ok "GET /metrics: 200 with text/plain; version=0.0.4" m1
 check_format "/metrics: the exposition format, HELP and TYPE per family" "$T/m1.txt"
+promtool_ok "rstream probes up" "$T/m1.txt"
 for fam in evrdma_probe_runs_total evrdma_probe_failures_total \
 	evrdma_probe_last_success_timestamp_seconds evrdma_probe_duration_seconds \
 	evrdma_rstream_latency_seconds evrdma_rstream_rtt_seconds \
-	evrdma_rstream_throughput_bits_per_second evrdma_mckey_received_total \
+	evrdma_rstream_throughput_bytes_per_second evrdma_mckey_received_total \
 	evrdma_mckey_lost_total evrdma_mckey_shortfall_total evrdma_mckey_join_latency_seconds \
 	evrdma_probed_build_info evrdma_probed_config_reloads_total; do
 	family_ok "family $fam: HELP and TYPE" "$T/m1.txt" "$fam"
@@ -334,8 +349,10 @@ assert_eq "summary: one sample per iteration (20 per run)" "$((r2b * 20))" \
 	"$(val "$T/m2.txt" 'evrdma_rstream_rtt_seconds_count{probe="lo"}')"
 num_gt "summary: p50 round trip > 0" \
 	"$(val "$T/m2.txt" 'evrdma_rstream_rtt_seconds{probe="lo",quantile="0.5"}')" 0
-num_gt "throughput gauge > 0" \
-	"$(val "$T/m2.txt" 'evrdma_rstream_throughput_bits_per_second{probe="lo"}')" 0
+tput=$(val "$T/m2.txt" 'evrdma_rstream_throughput_bytes_per_second{probe="lo"}')
+num_gt "throughput gauge > 0" "$tput" 0
+assert_eq "the old bits family is gone" "" \
+	"$(grep '_bits_per_second' "$T/m2.txt")"
 now=$(date +%s)
 num_ge "last success is recent" \
 	"$(val "$T/m2.txt" 'evrdma_probe_last_success_timestamp_seconds{probe="lo"}')" $((now - 3))
@@ -371,6 +388,7 @@ scrape m3 "$HP"
 sleep 1.1
 scrape m4 "$HP"
 meta_ok "/metrics answers with the target down" m4
+promtool_ok "a probe failing" "$T/m4.txt"
 f3=$(val "$T/m3.txt" 'evrdma_probe_failures_total{probe="lo",reason="refused"}')
 f4=$(val "$T/m4.txt" 'evrdma_probe_failures_total{probe="lo",reason="refused"}')
 num_ge "failures{reason=refused} after the server died" "$f3" 1
@@ -411,6 +429,7 @@ until_scraped scrape_hp m5 2 'evrdma_probe_runs_total{probe="added"}' 1 \
 	'evrdma_probe_runs_total{probe="lo"}' $((${lo_before:-0} + 1))
 assert_eq "SIGHUP: config_reloads_total 1" 1 \
 	"$(val "$T/m5.txt" evrdma_probed_config_reloads_total)"
+promtool_ok "after a reload (stalled, refused, kept probes)" "$T/m5.txt"
 assert_eq "SIGHUP: the removed probe is gone" "" \
 	"$(val "$T/m5.txt" 'evrdma_probe_runs_total{probe="gone"}')"
 num_ge "SIGHUP: the added probe runs" \
@@ -442,6 +461,7 @@ assert_eq "broken SIGHUP: reloads_total stays 1" 1 \
 	"$(val "$T/m6.txt" evrdma_probed_config_reloads_total)"
 assert_eq "broken SIGHUP: reload_failures_total 1" 1 \
 	"$(val "$T/m6.txt" evrdma_probed_config_reload_failures_total)"
+promtool_ok "after a rejected reload" "$T/m6.txt"
 assert_eq "broken SIGHUP: last_reload_successful 0" 0 \
 	"$(val "$T/m6.txt" evrdma_probed_config_last_reload_successful)"
 num_ge "broken SIGHUP: the probes go on" \
@@ -725,6 +745,7 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 		'evrdma_probe_runs_total{probe="mshort"}' 2
 	meta_ok "mckey netns: /metrics" mc1
 	check_format "mckey netns: the exposition format" "$T/mc1.txt"
+	promtool_ok "mckey netns (sender, receivers, failing receivers)" "$T/mc1.txt"
 	runs=$(val "$T/mc1.txt" 'evrdma_probe_runs_total{probe="mrx"}')
 	num_ge "mckey netns: receiver runs (4 on a quiet host)" "$runs" 2
 	assert_eq "mckey netns: receiver never failed" 0 \
@@ -839,6 +860,7 @@ elif start_server upsrv "$UPS" "$R" -T s -T a -p "$UPS"; then
 			"$(awk '/^Uid:/ { print $2 }' "/proc/$(bg_child_pid unpriv)/status" 2>/dev/null)"
 		family_ok "family evrdma_host_check_ok: HELP and TYPE" "$T/um.txt" \
 			evrdma_host_check_ok gauge
+		promtool_ok "host checks' series" "$T/um.txt"
 		assert_eq "a TCP probe has no host check series" 0 \
 			"$(grep -c '^evrdma_host_check_ok{probe="unpriv",' "$T/um.txt")"
 		if [ "$NODEV" = 1 ]; then
