@@ -273,6 +273,36 @@ START_TEST(test_render)
 }
 END_TEST
 
+/* Samples fold into the Prometheus buckets one by one: a value on a
+ * bound counts in it (le), one above in the next, a range by its
+ * midpoint, beyond the last bound in +Inf; n at a time. */
+START_TEST(test_hist_add)
+{
+	uint64_t h[PROBE_NBUCKETS + 1] = { 0 }, count = 0, total = 0;
+	double sum = 0;
+	int i;
+
+	probe_hist_add(h, &sum, &count, 25000, 25000, 1);
+	ck_assert_uint_eq(h[0], 1);
+	probe_hist_add(h, &sum, &count, 25001, 25001, 3);
+	ck_assert_uint_eq(h[1], 3);
+	probe_hist_add(h, &sum, &count, 24900, 25150, 2); /* mid 25025 */
+	ck_assert_uint_eq(h[1], 5);
+	probe_hist_add(h, &sum, &count, 0, 0, 1);
+	ck_assert_uint_eq(h[0], 2);
+	probe_hist_add(h, &sum, &count, 3000000000ull, 3000000000ull, 4);
+	ck_assert_uint_eq(h[PROBE_NBUCKETS], 4);
+	probe_hist_add(h, &sum, &count, 2500000000ull, 2500000000ull, 1);
+	ck_assert_uint_eq(h[PROBE_NBUCKETS - 1], 1);
+	ck_assert_uint_eq(count, 1 + 3 + 2 + 1 + 4 + 1);
+	for (i = 0; i <= PROBE_NBUCKETS; i++)
+		total += h[i];
+	ck_assert_uint_eq(total, count);
+	ck_assert_double_eq_tol(sum, 25e-6 + 3 * 25.001e-6 + 2 * 25.025e-6 +
+				12 + 2.5, 1e-9);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probed");
@@ -283,6 +313,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_syntax_error_line);
 	tcase_add_test(tc, test_escape);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_hist_add);
 	tcase_add_test(tc, test_stream_reason);
 	suite_add_tcase(s, tc);
 	return s;

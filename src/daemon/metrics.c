@@ -113,9 +113,8 @@ static const struct metric metrics[] = {
 	  "How long the last finished run took, start to end.", ANY, DBL,
 	  STAT(last_duration_s) },
 	{ "evrdma_rstream_latency_seconds", "histogram",
-	  "Mean round trip per iteration of each successful run "
-	  "(elapsed / iterations), one observation per run.", RSTREAM,
-	  LAT_HIST, 0 },
+	  "Round trip of each iteration of each successful run, one "
+	  "observation per iteration.", RSTREAM, LAT_HIST, 0 },
 	{ "evrdma_rstream_rtt_seconds", "summary",
 	  "Round trip of each iteration: quantiles of the last "
 	  "successful run; sum and count over all runs.", RSTREAM, RTT, 0 },
