@@ -16,6 +16,7 @@
 #include "daemon/metrics.h"
 #include "daemon/pconf.h"
 #include "daemon/probe.h"
+#include "daemon/responder.h"
 
 static char path[64];
 
@@ -303,6 +304,131 @@ START_TEST(test_hist_add)
 }
 END_TEST
 
+/* responders: defaults, the label, the plan for upstream clients; the
+ * errors, one line each naming the entry */
+START_TEST(test_responders_conf)
+{
+	struct pconf *c;
+	char err[512];
+
+	put("{ \"responders\": [\n"
+	    " { \"transport\": \"tcp\", \"port\": 7471 },\n"
+	    " { \"transport\": \"rdma\", \"port\": \"7472\", \"bind\": \"::1\",\n"
+	    "   \"max_conns\": 3, \"max_memory\": 65536, \"size\": 1000 },\n"
+	    " { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"10.0.0.1\" } ] }\n");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_uint_eq(c->nprobes, 0);
+	ck_assert_uint_eq(c->nresponders, 3);
+	ck_assert_str_eq(c->responders[0].label, "tcp:*:7471");
+	ck_assert_int_eq(c->responders[0].xport, EVR_XPORT_TCP);
+	ck_assert_ptr_null(c->responders[0].bind);
+	ck_assert_uint_eq(c->responders[0].max_conns, 0);
+	ck_assert_int_eq(c->responders[0].custom, 0);
+	ck_assert_str_eq(c->responders[1].label, "rdma:[::1]:7472");
+	ck_assert_uint_eq(c->responders[1].port, 7472);
+	ck_assert_uint_eq(c->responders[1].max_conns, 3);
+	ck_assert_uint_eq(c->responders[1].max_memory, 65536);
+	ck_assert_int_eq(c->responders[1].custom, 1);
+	ck_assert_uint_eq(c->responders[1].size, 1000);
+	ck_assert_uint_eq(c->responders[1].count, 1);
+	ck_assert_uint_eq(c->responders[1].iters, 100);
+	ck_assert_str_eq(c->responders[2].label, "tcp:10.0.0.1:7471");
+	ck_assert(pconf_responder_equal(&c->responders[0], &c->responders[0]));
+	ck_assert(!pconf_responder_equal(&c->responders[0], &c->responders[2]));
+	pconf_free(c);
+
+	bad("{ \"responders\": 1 }", "\"responders\" must be an array");
+	bad("{ \"responders\": [ 1 ] }", "responders[0]: must be an object");
+	bad("{ \"responders\": [ { \"port\": 1 } ] }",
+	    "responders[0]: \"transport\" is required");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 0 } ] }",
+	    "responders[0]: \"port\" must be a port number 1 to 65535");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1,"
+	    " \"max_memory\": 1 } ] }",
+	    "responders[0]: \"max_memory\" is 1, must be 4096 to 1099511627776");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1 },"
+	    " { \"transport\": \"tcp\", \"port\": 1 } ] }",
+	    "responders[1]: the same transport, bind and port as responders[0]");
+	/* a probe's error still names the probe */
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\" } ],"
+	    " \"responders\": [] }", "probes[0] (\"a\"): \"host\" is required");
+}
+END_TEST
+
+/* What a server's conn_failed says, as a drop reason. */
+START_TEST(test_responder_reason)
+{
+	struct evr_failure f;
+
+	memset(&f, 0, sizeof(f));
+	/* the once-per-episode report of turned-away connections: counted
+	 * one by one from EVR_INFO_TURNED_AWAY instead */
+	f.err = -ECONNREFUSED;
+	f.detail = EVR_REJECT_CONNS;
+	ck_assert_int_eq(resp_reason_of(&f), -1);
+	f.err = -EMFILE;
+	f.detail = 0;
+	ck_assert_int_eq(resp_reason_of(&f), RR_FDS);
+	f.conn_id = 4;
+	f.err = -ENOBUFS;
+	f.detail = EVR_REJECT_BUDGET;
+	ck_assert_int_eq(resp_reason_of(&f), RR_BUDGET);
+	f.err = -EVR_E_REJECTED;
+	ck_assert_int_eq(resp_reason_of(&f), RR_BUDGET);
+	f.detail = EVR_REJECT_SIZE;
+	ck_assert_int_eq(resp_reason_of(&f), RR_REJECTED);
+	f.detail = 0;
+	f.err = -EVR_E_STALL;
+	ck_assert_int_eq(resp_reason_of(&f), RR_STALL);
+	f.err = -EVR_E_EOF;
+	ck_assert_int_eq(resp_reason_of(&f), RR_EOF);
+	f.err = -ECONNRESET;
+	ck_assert_int_eq(resp_reason_of(&f), RR_RESET);
+	f.err = -EVR_E_VERIFY;
+	ck_assert_int_eq(resp_reason_of(&f), RR_VERIFY);
+	f.err = -EVR_E_EXTRA;
+	ck_assert_int_eq(resp_reason_of(&f), RR_PROTO);
+	f.err = -EIO;
+	ck_assert_int_eq(resp_reason_of(&f), RR_ERROR);
+	ck_assert_str_eq(resp_reason_names[RR_PROTO], "protocol");
+}
+END_TEST
+
+/* The responders' families: HELP and TYPE, a series per responder and
+ * reason, the label escaped. */
+START_TEST(test_render_responders)
+{
+	struct responder_cfg cfg = { .label = (char *)"tcp:*:7471" };
+	struct responder r, *rp = &r;
+	struct metrics_daemon d = { .version = "1" };
+	char *buf;
+	size_t len;
+
+	memset(&r, 0, sizeof(r));
+	r.cfg = &cfg;
+	r.st.listening = 1;
+	r.st.served = 9;
+	r.st.done = 7;
+	r.st.active = 1;
+	r.st.dropped[RR_CONNS] = 5;
+	d.responders = &rp;
+	d.nresponders = 1;
+	ck_assert_int_eq(metrics_render(&buf, &len, NULL, 0, &d), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probed_responders 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_responder_connections_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_responder_connections_active gauge\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_responder_dropped_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_listening{responder=\"tcp:*:7471\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_connections_total{responder=\"tcp:*:7471\"} 9\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_connections_finished_total{responder=\"tcp:*:7471\"} 7\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_connections_active{responder=\"tcp:*:7471\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_dropped_total{responder=\"tcp:*:7471\",reason=\"conns\"} 5\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_dropped_total{responder=\"tcp:*:7471\",reason=\"error\"} 0\n"));
+	free(buf);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probed");
@@ -314,6 +440,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_escape);
 	tcase_add_test(tc, test_render);
 	tcase_add_test(tc, test_hist_add);
+	tcase_add_test(tc, test_responders_conf);
+	tcase_add_test(tc, test_responder_reason);
+	tcase_add_test(tc, test_render_responders);
 	tcase_add_test(tc, test_stream_reason);
 	suite_add_tcase(s, tc);
 	return s;

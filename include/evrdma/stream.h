@@ -261,6 +261,10 @@ enum evr_info_kind {
 	EVR_INFO_CONN_DONE,         /* server: a connection finished well */
 	EVR_INFO_SETTINGS,          /* a connection is set up: what it got
 				     * (only with opts.report_settings) */
+	EVR_INFO_TURNED_AWAY,       /* server: a connection closed as it
+				     * came, opts.max_conns being served
+				     * (each one; conn_failed says it once
+				     * until one is served again) */
 };
 
 /* A connection's effective settings, as the kernel or the device set them

@@ -82,6 +82,67 @@ static void render_daemon(FILE *f, size_t n, const struct metrics_daemon *d)
 	family(f, "evrdma_probed_probes", "gauge",
 	       "Probes in the running configuration.");
 	fprintf(f, "evrdma_probed_probes %zu\n", n);
+	family(f, "evrdma_probed_responders", "gauge",
+	       "Responders in the running configuration.");
+	fprintf(f, "evrdma_probed_responders %zu\n", d->nresponders);
+}
+
+/* ---- the responders' series: label responder="tcp:ADDR:PORT" ---- */
+
+static void resp_u64(FILE *f, const char *name, const struct responder *r,
+		     const char *extra, uint64_t v)
+{
+	fprintf(f, "%s{responder=\"", name);
+	metrics_escape(f, r->cfg->label);
+	fprintf(f, "\"%s%s} %llu\n", extra ? "," : "", extra ? extra : "",
+		(unsigned long long)v);
+}
+
+static void render_responders(FILE *f, const struct metrics_daemon *d)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} rows[] = {
+		{ "evrdma_responder_listening", "gauge",
+		  "1 while the responder listens, 0 while it cannot (tried "
+		  "again every 5 s).", 0 },
+		{ "evrdma_responder_connections_total", "counter",
+		  "Connections the responder accepted and served.",
+		  offsetof(struct responder_stats, served) },
+		{ "evrdma_responder_connections_finished_total", "counter",
+		  "Connections served to their end without a failure.",
+		  offsetof(struct responder_stats, done) },
+		{ "evrdma_responder_connections_active", "gauge",
+		  "Connections being served now.",
+		  offsetof(struct responder_stats, active) },
+	};
+	const struct responder *r;
+	char extra[64];
+	size_t i, k;
+	int rr;
+
+	for (k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+		family(f, rows[k].name, rows[k].type, rows[k].help);
+		for (i = 0; i < d->nresponders; i++) {
+			r = d->responders[i];
+			resp_u64(f, rows[k].name, r, NULL, k == 0 ?
+				 (uint64_t)r->st.listening :
+				 *(const uint64_t *)((const char *)&r->st +
+						     rows[k].off));
+		}
+	}
+	family(f, "evrdma_responder_dropped_total", "counter",
+	       "Connections the responder dropped or turned away, by "
+	       "reason.");
+	for (i = 0; i < d->nresponders; i++)
+		for (rr = 0; rr < RR_MAX; rr++) {
+			snprintf(extra, sizeof(extra), "reason=\"%s\"",
+				 resp_reason_names[rr]);
+			resp_u64(f, "evrdma_responder_dropped_total",
+				 d->responders[i], extra,
+				 d->responders[i]->st.dropped[rr]);
+		}
 }
 
 /* ---- the probes' series: a row each ---- */
@@ -292,6 +353,7 @@ int metrics_render(char **buf, size_t *len, struct probe *const *probes,
 			if (probes[i] && applies(metrics[k].who, probes[i]))
 				render_metric(f, &metrics[k], probes[i]);
 	}
+	render_responders(f, d);
 	if (fclose(f) || !*buf) {
 		free(*buf);
 		*buf = NULL;

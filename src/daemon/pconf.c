@@ -3,7 +3,9 @@
  * The configuration file.  One JSON object:
  *
  *   { "listen_address": "127.0.0.1", "listen_port": 9471,
- *     "probes": [ { "name": ..., "type": "rstream" | "mckey", ... } ] }
+ *     "probes": [ { "name": ..., "type": "rstream" | "mckey", ... } ],
+ *     "responders": [ { "transport": "tcp" | "rdma", "port": N,
+ *                       "bind": ADDR, ... } ] }
  *
  * Every key is checked against the list of keys its object may hold, so
  * a misspelt key is an error rather than a silently ignored setting.
@@ -321,6 +323,64 @@ static int parse_probe(struct ctx *c, json_t *o, size_t i,
 	return 0;
 }
 
+static int parse_responder(struct ctx *c, json_t *o, size_t i,
+			   struct responder_cfg *r)
+{
+	static const char *const keys[] = {
+		"transport", "port", "bind", "max_conns", "max_memory",
+		"size", "count", "iters", NULL,
+	};
+	const char *xports[MAX_WORDS];
+	unsigned long long conns, mem, size, count, iters;
+	char buf[300];
+	int x;
+
+	snprintf(c->where, sizeof(c->where), "responders[%zu]", i);
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	ENUM_WORDS(xports, evr_xport_name);
+	if (check_keys(c, o, keys))
+		return -1;
+	/* no defaults for what a peer must know to reach it */
+	if (!json_object_get(o, "transport"))
+		return fail(c, "\"transport\" is required");
+	if (!json_object_get(o, "port"))
+		return fail(c, "\"port\" is required");
+	if (get_enum(c, o, "transport", xports, 0, &x) ||
+	    get_port(c, o, "port", 0, &r->port) ||
+	    get_str(c, o, "bind", NULL, &r->bind) ||
+	    get_uint(c, o, "max_conns", 1, EVR_MAX_CONNS, 0, &conns) ||
+	    get_uint(c, o, "max_memory", 4096, 1ull << 40, 0, &mem) ||
+	    get_uint(c, o, "size", 1, 64u << 20, 64, &size) ||
+	    get_uint(c, o, "count", 1, 1000000000, 1, &count) ||
+	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters))
+		return -1;
+	r->custom = json_object_get(o, "size") || json_object_get(o, "count") ||
+		    json_object_get(o, "iters");
+	r->size = (uint32_t)size;
+	r->count = (uint32_t)count;
+	r->iters = (uint32_t)iters;
+	if (r->bind && !name_ok(r->bind))
+		return fail(c, "\"bind\" must be printable");
+	r->xport = (enum evr_xport_kind)x;
+	r->max_conns = (unsigned)conns;
+	r->max_memory = mem;
+	snprintf(buf, sizeof(buf), strchr(r->bind ? r->bind : "", ':') ?
+		 "%s:[%s]:%u" : "%s:%s:%u", evr_xport_name(r->xport),
+		 r->bind ? r->bind : "*", r->port);
+	if (!(r->label = strdup(buf)))
+		return fail(c, "out of memory");
+	r->raw = json_incref(o);
+	return 0;
+}
+
+static void responder_cfg_fini(struct responder_cfg *r)
+{
+	free(r->label);
+	free(r->bind);
+	json_decref(r->raw);
+}
+
 static void probe_cfg_fini(struct probe_cfg *p)
 {
 	free(p->name);
@@ -340,6 +400,9 @@ void pconf_free(struct pconf *c)
 	for (i = 0; i < c->nprobes; i++)
 		probe_cfg_fini(&c->probes[i]);
 	free(c->probes);
+	for (i = 0; i < c->nresponders; i++)
+		responder_cfg_fini(&c->responders[i]);
+	free(c->responders);
 	free(c->listen_addr);
 	free(c);
 }
@@ -401,12 +464,12 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 {
 	static const char *const keys[] = {
-		"listen_address", "listen_port", "probes", NULL,
+		"listen_address", "listen_port", "probes", "responders", NULL,
 	};
 	struct ctx c = { .file = file, .err = err, .len = len };
 	struct pconf *conf = NULL;
 	json_error_t jerr;
-	json_t *root, *probes;
+	json_t *root, *probes, *resp;
 	size_t i, j;
 	int ret = -1;
 
@@ -456,6 +519,35 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 				goto out;
 			}
 	}
+	c.where[0] = '\0';
+	resp = json_object_get(root, "responders");
+	if (resp && !json_is_array(resp)) {
+		fail(&c, "\"responders\" must be an array");
+		goto out;
+	}
+	if (resp && json_array_size(resp)) {
+		conf->responders = calloc(json_array_size(resp),
+					  sizeof(*conf->responders));
+		if (!conf->responders) {
+			fail(&c, "out of memory");
+			goto out;
+		}
+	}
+	for (i = 0; resp && i < json_array_size(resp); i++) {
+		conf->nresponders = i + 1;
+		if (parse_responder(&c, json_array_get(resp, i), i,
+				    &conf->responders[i]))
+			goto out;
+		/* one listener per transport, address and port; an address
+		 * and the wildcard may still clash: listen() says so */
+		for (j = 0; j < i; j++)
+			if (!strcmp(conf->responders[j].label,
+				    conf->responders[i].label)) {
+				fail(&c, "the same transport, bind and port "
+				     "as responders[%zu]", j);
+				goto out;
+			}
+	}
 	*out = conf;
 	conf = NULL;
 	ret = 0;
@@ -466,6 +558,12 @@ out:
 }
 
 int pconf_probe_equal(const struct probe_cfg *a, const struct probe_cfg *b)
+{
+	return json_equal(a->raw, b->raw);
+}
+
+int pconf_responder_equal(const struct responder_cfg *a,
+			  const struct responder_cfg *b)
 {
 	return json_equal(a->raw, b->raw);
 }

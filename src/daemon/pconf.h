@@ -43,11 +43,29 @@ struct probe_cfg {
 	unsigned udp_port;
 };
 
+/* An rstream server the daemon runs in its loop, for its peers' probes:
+ * the engine's server mode with its limits (rstream(1), SERVER LIMITS). */
+struct responder_cfg {
+	char *label;            /* "tcp:127.0.0.1:7471", the metrics' label */
+	enum evr_xport_kind xport;
+	unsigned port;
+	char *bind;             /* NULL: every address */
+	unsigned max_conns;     /* 0: the engine's default */
+	uint64_t max_memory;    /* 0: the engine's default */
+	/* the test a client that sends no plan (upstream rstream) runs:
+	 * custom 0, rstream's series; 1, size x count x iters */
+	int custom;
+	uint32_t size, count, iters;
+	json_t *raw;            /* equal => unchanged */
+};
+
 struct pconf {
 	char *listen_addr;
 	unsigned listen_port;
 	size_t nprobes;
 	struct probe_cfg *probes;
+	size_t nresponders;
+	struct responder_cfg *responders;
 };
 
 /* Parse FILE.  0, or -1 with one line (no newline) in err naming the file
@@ -56,5 +74,7 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len);
 void pconf_free(struct pconf *c);
 /* The two probe configurations are the same (nothing to restart). */
 int pconf_probe_equal(const struct probe_cfg *a, const struct probe_cfg *b);
+int pconf_responder_equal(const struct responder_cfg *a,
+			  const struct responder_cfg *b);
 
 #endif
