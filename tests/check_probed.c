@@ -17,6 +17,7 @@
 #include "daemon/pconf.h"
 #include "daemon/probe.h"
 #include "daemon/responder.h"
+#include "daemon/mesh.h"
 
 static char path[64];
 
@@ -429,6 +430,121 @@ START_TEST(test_render_responders)
 }
 END_TEST
 
+/* A peers file's line: NAME ADDRESS [KEY=VALUE ...], comments, blanks;
+ * the label names Prometheus accepts and the daemon does not use. */
+static void line_ok(const char *line, const char *name, const char *addr,
+		    const char *labels)
+{
+	char *n, *a, *l, err[256] = "";
+
+	ck_assert_msg(mesh_parse_line(line, &n, &a, &l, err, sizeof(err)) == 0,
+		      "%s: %s", line, err);
+	ck_assert_str_eq(n, name);
+	ck_assert_str_eq(a, addr);
+	ck_assert_str_eq(l, labels);
+	free(n);
+	free(a);
+	free(l);
+}
+
+static void line_bad(const char *line, const char *want)
+{
+	char *n = (char *)1, *a = (char *)1, *l = (char *)1, err[256] = "";
+
+	ck_assert_int_eq(mesh_parse_line(line, &n, &a, &l, err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_null(n);
+	ck_assert_ptr_null(l);
+	ck_assert_msg(strstr(err, want), "%s: '%s' lacks '%s'", line, err,
+		      want);
+}
+
+START_TEST(test_mesh_lines)
+{
+	char *n, *a, *l, err[64];
+
+	line_ok("h1 10.0.0.1", "h1", "10.0.0.1", "peer=\"h1\"");
+	line_ok("\th1   fe80::1  rack=r1\tzone=a # why", "h1", "fe80::1",
+		"peer=\"h1\",rack=\"r1\",zone=\"a\"");
+	line_ok("x\"y h rack=a\\b\r", "x\"y", "h",
+		"peer=\"x\\\"y\",rack=\"a\\\\b\"");
+	line_ok("h h _ok=", "h", "h", "peer=\"h\",_ok=\"\"");
+	ck_assert_int_eq(mesh_parse_line("", &n, &a, &l, err, sizeof(err)), 1);
+	ck_assert_int_eq(mesh_parse_line("   # only a comment", &n, &a, &l,
+					 err, sizeof(err)), 1);
+	line_bad("lonely", "NAME ADDRESS");
+	line_bad("h a rack", "\"rack\" is not KEY=VALUE");
+	line_bad("h a 1x=2", "\"1x\" is not a usable label name");
+	line_bad("h a __name__=x", "\"__name__\" is not a usable");
+	line_bad("h a le=1", "\"le\" is not a usable");
+	line_bad("h a peer=1", "\"peer\" is not a usable");
+	line_bad("h a probe=1", "\"probe\" is not a usable");
+	line_bad("h a ra-ck=1", "\"ra-ck\" is not a usable");
+	line_bad("h a =1", "\"\" is not a usable");
+	line_bad("h a k=1 k=2", "label \"k\" given twice");
+	line_bad("h a k\001=1", "a control character");
+	line_bad("h a a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 "
+		 "n=1 o=1 p=1 q=1", "more than 16 labels");
+	line_bad("12345678901234567890123456789012345678901234567890123456789"
+		 "0123456 a", "a name longer than 64");
+}
+END_TEST
+
+START_TEST(test_mesh_local)
+{
+	ck_assert_int_eq(mesh_addr_is_local("127.0.0.1"), 1);
+	ck_assert_int_eq(mesh_addr_is_local("127.0.0.2"), 0);
+	ck_assert_int_eq(mesh_addr_is_local("192.0.2.77"), 0);
+	ck_assert_int_eq(mesh_addr_is_local("localhost"), 0); /* no lookup */
+}
+END_TEST
+
+/* "mesh": the probe keys but a peer's own; a mesh probe's series carry
+ * its labels after probe="...". */
+START_TEST(test_mesh_conf)
+{
+	struct pconf *c;
+	struct probe p, *pp = &p;
+	struct probe_cfg cfg;
+	struct metrics_daemon d = { .version = "1" };
+	char err[512], *buf;
+	size_t len;
+
+	put("{ \"mesh\": { \"peers_file\": \"/etc/peers\", \"transport\": \"tcp\",\n"
+	    "  \"port\": 7000, \"interval_s\": 2, \"iters\": 5 } }\n");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_ptr_nonnull(c->mesh);
+	ck_assert_str_eq(c->mesh->peers_file, "/etc/peers");
+	ck_assert_int_eq(c->mesh->tmpl.xport, EVR_XPORT_TCP);
+	ck_assert_str_eq(c->mesh->tmpl.port, "7000");
+	ck_assert_double_eq(c->mesh->tmpl.interval_s, 2);
+	ck_assert_double_eq(c->mesh->tmpl.timeout_s, 5);
+	ck_assert_uint_eq(c->mesh->tmpl.iters, 5);
+	ck_assert_int_eq(pconf_probe_copy(&cfg, &c->mesh->tmpl), 0);
+	ck_assert_ptr_ne(cfg.port, c->mesh->tmpl.port);
+	ck_assert_str_eq(cfg.port, "7000");
+	free(cfg.labels);
+	cfg.labels = strdup("peer=\"h2\",rack=\"r1\"");
+	memset(&p, 0, sizeof(p));
+	p.cfg = &cfg;
+	ck_assert_int_eq(metrics_render(&buf, &len, &pp, 1, &d), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_runs_total{probe=\"mesh\",peer=\"h2\",rack=\"r1\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_failures_total{probe=\"mesh\",peer=\"h2\",rack=\"r1\",reason=\"refused\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_rstream_latency_seconds_bucket{probe=\"mesh\",peer=\"h2\",rack=\"r1\",le=\"+Inf\"} 0\n"));
+	free(buf);
+	pconf_probe_fini(&cfg);
+	pconf_free(c);
+	bad("{ \"mesh\": [] }", "mesh: must be an object");
+	bad("{ \"mesh\": { \"peers_file\": \"p\", \"type\": \"rstream\" } }",
+	    "mesh: unknown key \"type\" (each peer's, from the peers file)");
+	bad("{ \"mesh\": { \"peers_file\": \"p\", \"interval_s\": 0 } }",
+	    "mesh: \"interval_s\" is 0, must be 0.1 to 86400");
+	bad("{ \"mesh\": { \"peers_file\": 1 } }",
+	    "mesh: \"peers_file\" must be a string");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probed");
@@ -443,6 +559,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_responders_conf);
 	tcase_add_test(tc, test_responder_reason);
 	tcase_add_test(tc, test_render_responders);
+	tcase_add_test(tc, test_mesh_lines);
+	tcase_add_test(tc, test_mesh_local);
+	tcase_add_test(tc, test_mesh_conf);
 	tcase_add_test(tc, test_stream_reason);
 	suite_add_tcase(s, tc);
 	return s;

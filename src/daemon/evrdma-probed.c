@@ -24,6 +24,7 @@
 #include "evrdma/loop.h"
 #include "http.h"
 #include "log.h"
+#include "mesh.h"
 #include "metrics.h"
 #include "pconf.h"
 #include "probe.h"
@@ -43,6 +44,7 @@ struct probed {
 	size_t nprobes;
 	struct responder **responders;
 	size_t nresponders;
+	struct mesh *mesh;          /* NULL: no "mesh" */
 	struct ev_loop *evl;
 	struct evr_loop *loop;
 	struct http http;
@@ -58,9 +60,25 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 		"evrdma-probed: metrics at /metrics\n";
 
 	if (!strcmp(url, "/metrics")) {
+		struct probe **all;
+		size_t n = d->nprobes, i;
+		int ret;
+
 		*type = METRICS_CONTENT_TYPE;
-		return metrics_render(body, len, d->probes, d->nprobes,
-				      &d->md) ? -1 : 1;
+		if (!d->mesh || !d->mesh->npeers)
+			return metrics_render(body, len, d->probes, n,
+					      &d->md) ? -1 : 1;
+		/* the configured probes, then the mesh's */
+		all = calloc(n + d->mesh->npeers, sizeof(*all));
+		if (!all)
+			return -1;
+		memcpy(all, d->probes, n * sizeof(*all));
+		for (i = 0; i < d->mesh->npeers; i++)
+			if (d->mesh->peers[i].p)
+				all[n++] = d->mesh->peers[i].p;
+		ret = metrics_render(body, len, all, n, &d->md);
+		free(all);
+		return ret ? -1 : 1;
 	}
 	if (!strcmp(url, "/")) {
 		*type = "text/plain; charset=utf-8";
@@ -152,6 +170,29 @@ static void resp_commit(struct probed *d, struct pconf *conf,
 	free(rp->isnew);
 }
 
+/* The mesh of conf: the same keys keep the running one (its peers' probes
+ * and counters), which reads its peers file again (SIGHUP); other keys
+ * start it afresh. */
+static void apply_mesh(struct probed *d, struct pconf *conf)
+{
+	if (d->mesh && conf->mesh &&
+	    json_equal(d->mesh->cfg->raw, conf->mesh->raw)) {
+		d->mesh->cfg = conf->mesh;
+		mesh_reread(d->mesh);
+		return;
+	}
+	mesh_free(d->mesh);
+	d->mesh = NULL;
+	if (!conf->mesh)
+		return;
+	if (mesh_new(&d->mesh, d->loop, conf->mesh)) {
+		d->mesh = NULL;
+		plog(PLOG_ERR, "mesh: out of memory, no mesh");
+		return;
+	}
+	mesh_start(d->mesh);
+}
+
 /* Probes of conf: the running one kept where its configuration is
  * unchanged (its run in flight and counters go on), the rest new.  All
  * allocation comes first, so that a failure leaves the running set as it
@@ -220,6 +261,7 @@ static int apply(struct probed *d, struct pconf *conf)
 	d->probes = np;
 	np = NULL;
 	d->nprobes = conf->nprobes;
+	apply_mesh(d, conf);
 	pconf_free(d->conf);
 	d->conf = conf;
 	plog(PLOG_INFO, "configuration %s: %zu probes (%zu added, %zu "
@@ -328,6 +370,8 @@ static void shutdown_all(struct probed *d)
 	free(d->probes);
 	d->probes = NULL;
 	d->nprobes = 0;
+	mesh_free(d->mesh);
+	d->mesh = NULL;
 	for (i = 0; i < d->nresponders; i++)
 		responder_free(d->responders[i]);
 	free(d->responders);

@@ -33,13 +33,16 @@ static void family(FILE *f, const char *name, const char *type,
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* name{probe="..."[,extra]} */
+/* name{probe="..."[,peer="...",labels][,extra]} */
 static void series(FILE *f, const char *name, const struct probe *p,
 		   const char *extra)
 {
 	fprintf(f, "%s{probe=\"", name);
 	metrics_escape(f, p->cfg->name);
-	fprintf(f, "\"%s%s}", extra ? "," : "", extra ? extra : "");
+	/* a mesh peer's: peer="NAME" and its file's labels, escaped */
+	fprintf(f, "\"%s%s%s%s}", p->cfg->labels ? "," : "",
+		p->cfg->labels ? p->cfg->labels : "", extra ? "," : "",
+		extra ? extra : "");
 }
 
 static void u64(FILE *f, const char *name, const struct probe *p,

@@ -381,14 +381,78 @@ static void responder_cfg_fini(struct responder_cfg *r)
 	json_decref(r->raw);
 }
 
-static void probe_cfg_fini(struct probe_cfg *p)
+void pconf_probe_fini(struct probe_cfg *p)
 {
 	free(p->name);
 	free(p->host);
 	free(p->port);
 	free(p->bind);
 	free(p->group);
+	free(p->labels);
 	json_decref(p->raw);
+	memset(p, 0, sizeof(*p));
+}
+
+static int dup_or_null(char **dst, const char *src)
+{
+	*dst = NULL;
+	return src && !(*dst = strdup(src)) ? -ENOMEM : 0;
+}
+
+int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src)
+{
+	*dst = *src;
+	dst->raw = json_incref(src->raw);
+	if (dup_or_null(&dst->name, src->name) |
+	    dup_or_null(&dst->host, src->host) |
+	    dup_or_null(&dst->port, src->port) |
+	    dup_or_null(&dst->bind, src->bind) |
+	    dup_or_null(&dst->group, src->group) |
+	    dup_or_null(&dst->labels, src->labels)) {
+		pconf_probe_fini(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* "mesh": the keys of an rstream probe but its name, type and host (the
+ * peers'), and peers_file. */
+static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
+{
+	static const char *const own[] = { "name", "type", "host", NULL };
+	json_t *t;
+	int i, ret = -1;
+
+	snprintf(c->where, sizeof(c->where), "mesh");
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	for (i = 0; own[i]; i++)
+		if (json_object_get(o, own[i]))
+			return fail(c, "unknown key \"%s\" (each peer's, "
+				    "from the peers file)", own[i]);
+	if (!json_object_get(o, "peers_file"))
+		return fail(c, "\"peers_file\" is required");
+	if (get_str(c, o, "peers_file", NULL, &m->peers_file))
+		return -1;
+	t = json_deep_copy(o);
+	if (!t || json_object_del(t, "peers_file") ||
+	    json_object_set_new(t, "host", json_string("peer")))
+		goto nomem;
+	m->tmpl.type = PROBE_RSTREAM;
+	if (!(m->tmpl.name = strdup("mesh")))
+		goto nomem;
+	if (get_num(c, t, "interval_s", 0.1, 86400, 10, &m->tmpl.interval_s) ||
+	    get_num(c, t, "timeout_s", 0.1, 3600, 5, &m->tmpl.timeout_s) ||
+	    parse_rstream(c, t, &m->tmpl))
+		goto out;
+	m->raw = json_incref(o);
+	ret = 0;
+	goto out;
+nomem:
+	fail(c, "out of memory");
+out:
+	json_decref(t);
+	return ret;
 }
 
 void pconf_free(struct pconf *c)
@@ -398,11 +462,17 @@ void pconf_free(struct pconf *c)
 	if (!c)
 		return;
 	for (i = 0; i < c->nprobes; i++)
-		probe_cfg_fini(&c->probes[i]);
+		pconf_probe_fini(&c->probes[i]);
 	free(c->probes);
 	for (i = 0; i < c->nresponders; i++)
 		responder_cfg_fini(&c->responders[i]);
 	free(c->responders);
+	if (c->mesh) {
+		free(c->mesh->peers_file);
+		pconf_probe_fini(&c->mesh->tmpl);
+		json_decref(c->mesh->raw);
+		free(c->mesh);
+	}
 	free(c->listen_addr);
 	free(c);
 }
@@ -464,12 +534,13 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 {
 	static const char *const keys[] = {
-		"listen_address", "listen_port", "probes", "responders", NULL,
+		"listen_address", "listen_port", "probes", "responders", "mesh",
+		NULL,
 	};
 	struct ctx c = { .file = file, .err = err, .len = len };
 	struct pconf *conf = NULL;
 	json_error_t jerr;
-	json_t *root, *probes, *resp;
+	json_t *root, *probes, *resp, *mesh;
 	size_t i, j;
 	int ret = -1;
 
@@ -547,6 +618,16 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 				     "as responders[%zu]", j);
 				goto out;
 			}
+	}
+	mesh = json_object_get(root, "mesh");
+	if (mesh) {
+		conf->mesh = calloc(1, sizeof(*conf->mesh));
+		if (!conf->mesh) {
+			fail(&c, "out of memory");
+			goto out;
+		}
+		if (parse_mesh(&c, mesh, conf->mesh))
+			goto out;
 	}
 	*out = conf;
 	conf = NULL;

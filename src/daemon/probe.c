@@ -514,7 +514,12 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 
 void probe_start(struct probe *p)
 {
-	ev_timer_set(&p->tick_w, 0., p->cfg->interval_s);
+	probe_start_in(p, 0.);
+}
+
+void probe_start_in(struct probe *p, double delay)
+{
+	ev_timer_set(&p->tick_w, delay, p->cfg->interval_s);
 	ev_timer_start(p->evl, &p->tick_w);
 }
 

@@ -111,6 +111,8 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 	      const struct probe_cfg *cfg);
 /* First run now, then every interval_s. */
 void probe_start(struct probe *p);
+/* First run in delay seconds, then every interval_s. */
+void probe_start_in(struct probe *p, double delay);
 /* Run the host checks for the probe's run into p->hc (before each run). */
 void probe_hostcheck(struct probe *p);
 /* Cancel a run in flight, stop every watcher, free. */
