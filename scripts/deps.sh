@@ -14,6 +14,8 @@ pkgs=(
 	libjansson-dev            # JSON Lines output (--json), evrdma-probed's config
 	libmicrohttpd-dev         # evrdma-probed's /metrics HTTP server
 	curl                      # tests/e2e/daemon.sh scrapes /metrics with it
+	prometheus                # its promtool: daemon.sh lints every scrape
+	                          # (promtool check metrics: names, base units, _total)
 	check libsubunit-dev      # unit tests
 	jq                        # tests parse the JSON output with it
 	mandoc                    # tests/e2e/manpages.sh lints the man pages

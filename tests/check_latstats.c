@@ -552,6 +552,94 @@ START_TEST(test_select_shapes)
 }
 END_TEST
 
+/* evr_result_lat_walk() over a result's samples. */
+struct walk {
+	uint64_t n, calls, last_hi;
+	long double sum_lo;
+	int ascending;
+	uint64_t in_range; /* samples of probe_v found in a range */
+	uint64_t probe_v;
+};
+
+static void walk_cb(void *ud, uint64_t lo, uint64_t hi, uint64_t n)
+{
+	struct walk *w = ud;
+
+	ck_assert_uint_le(lo, hi);
+	ck_assert_uint_ge(n, 1);
+	if (w->calls && lo <= w->last_hi)
+		w->ascending = 0;
+	w->last_hi = hi;
+	w->calls++;
+	w->n += n;
+	w->sum_lo += (long double)lo * n;
+	if (lo <= w->probe_v && w->probe_v <= hi)
+		w->in_range += n;
+}
+
+/* Exact samples: each once, as it is. */
+START_TEST(test_walk_exact)
+{
+	static const uint64_t v[5] = { 500, 100, 300, 100, 900 };
+	struct evr_latstats l;
+	struct evr_lat_stats res;
+	struct evr_result r = { 0 };
+	struct walk w = { .probe_v = 100 };
+
+	evr__lat_init(&l);
+	add_all(&l, v, 5);
+	evr__lat_compute(&l, &res);  /* reorders them: the walk still holds */
+	r.lat = &res;
+	r.lat_samples = &l;
+	ck_assert_uint_eq(evr_result_lat_walk(&r, walk_cb, &w), 5);
+	ck_assert_uint_eq(w.calls, 5);
+	ck_assert_uint_eq(w.n, 5);
+	ck_assert(w.sum_lo == 1900);
+	ck_assert_uint_eq(w.in_range, 2);
+	/* no lat (opts.percentiles off): nothing */
+	r.lat = NULL;
+	w.calls = 0;
+	ck_assert_uint_eq(evr_result_lat_walk(&r, walk_cb, &w), 0);
+	ck_assert_uint_eq(w.calls, 0);
+	evr__lat_free(&l);
+}
+END_TEST
+
+/* Past the cap, the histogram's buckets: ascending, disjoint, each
+ * holding its samples, all of them counted. */
+START_TEST(test_walk_hist)
+{
+	struct evr_latstats l;
+	struct evr_lat_stats res;
+	struct evr_result r = { 0 };
+	struct walk w = { .ascending = 1, .probe_v = 25000 };
+	uint64_t i, n25 = 0, x;
+
+	evr__lat_init(&l);
+	l.exact_max = 1000;
+	for (i = 0; i < 5000; i++) {
+		x = 20000 + (i * 7919u) % 10000u; /* 20 to 30 us */
+		if (evr__lat_bucket(x) == evr__lat_bucket(25000))
+			n25++;
+		ck_assert_int_eq(evr__lat_add(&l, x), 0);
+	}
+	ck_assert_ptr_nonnull(l.hist);
+	evr__lat_compute(&l, &res);
+	r.lat = &res;
+	r.lat_samples = &l;
+	ck_assert_uint_eq(evr_result_lat_walk(&r, walk_cb, &w), 5000);
+	ck_assert_uint_eq(w.n, 5000);
+	ck_assert_int_eq(w.ascending, 1);
+	ck_assert_uint_gt(w.calls, 10);
+	ck_assert_uint_lt(w.calls, 1000);
+	ck_assert_uint_eq(w.in_range, n25);
+	ck_assert_uint_gt(n25, 0);
+	/* the buckets' lower bounds: within 0.4 % of the true total */
+	ck_assert(w.sum_lo <= l.sum && w.sum_lo >= l.sum * (1 - 1 / 256.0));
+	evr__lat_free(&l);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("latstats");
@@ -566,6 +654,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_histogram_error);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_format);
+	tcase_add_test(tc, test_walk_exact);
+	tcase_add_test(tc, test_walk_hist);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("merge");
 	tcase_add_test(tc, test_merge_exact_exact);

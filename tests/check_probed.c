@@ -16,6 +16,8 @@
 #include "daemon/metrics.h"
 #include "daemon/pconf.h"
 #include "daemon/probe.h"
+#include "daemon/responder.h"
+#include "daemon/mesh.h"
 
 static char path[64];
 
@@ -273,6 +275,276 @@ START_TEST(test_render)
 }
 END_TEST
 
+/* Samples fold into the Prometheus buckets one by one: a value on a
+ * bound counts in it (le), one above in the next, a range by its
+ * midpoint, beyond the last bound in +Inf; n at a time. */
+START_TEST(test_hist_add)
+{
+	uint64_t h[PROBE_NBUCKETS + 1] = { 0 }, count = 0, total = 0;
+	double sum = 0;
+	int i;
+
+	probe_hist_add(h, &sum, &count, 25000, 25000, 1);
+	ck_assert_uint_eq(h[0], 1);
+	probe_hist_add(h, &sum, &count, 25001, 25001, 3);
+	ck_assert_uint_eq(h[1], 3);
+	probe_hist_add(h, &sum, &count, 24900, 25150, 2); /* mid 25025 */
+	ck_assert_uint_eq(h[1], 5);
+	probe_hist_add(h, &sum, &count, 0, 0, 1);
+	ck_assert_uint_eq(h[0], 2);
+	probe_hist_add(h, &sum, &count, 3000000000ull, 3000000000ull, 4);
+	ck_assert_uint_eq(h[PROBE_NBUCKETS], 4);
+	probe_hist_add(h, &sum, &count, 2500000000ull, 2500000000ull, 1);
+	ck_assert_uint_eq(h[PROBE_NBUCKETS - 1], 1);
+	ck_assert_uint_eq(count, 1 + 3 + 2 + 1 + 4 + 1);
+	for (i = 0; i <= PROBE_NBUCKETS; i++)
+		total += h[i];
+	ck_assert_uint_eq(total, count);
+	ck_assert_double_eq_tol(sum, 25e-6 + 3 * 25.001e-6 + 2 * 25.025e-6 +
+				12 + 2.5, 1e-9);
+}
+END_TEST
+
+/* responders: defaults, the label, the plan for upstream clients; the
+ * errors, one line each naming the entry */
+START_TEST(test_responders_conf)
+{
+	struct pconf *c;
+	char err[512];
+
+	put("{ \"responders\": [\n"
+	    " { \"transport\": \"tcp\", \"port\": 7471 },\n"
+	    " { \"transport\": \"rdma\", \"port\": \"7472\", \"bind\": \"::1\",\n"
+	    "   \"max_conns\": 3, \"max_memory\": 65536, \"size\": 1000 },\n"
+	    " { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"10.0.0.1\" } ] }\n");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_uint_eq(c->nprobes, 0);
+	ck_assert_uint_eq(c->nresponders, 3);
+	ck_assert_str_eq(c->responders[0].label, "tcp:*:7471");
+	ck_assert_int_eq(c->responders[0].xport, EVR_XPORT_TCP);
+	ck_assert_ptr_null(c->responders[0].bind);
+	ck_assert_uint_eq(c->responders[0].max_conns, 0);
+	ck_assert_int_eq(c->responders[0].custom, 0);
+	ck_assert_str_eq(c->responders[1].label, "rdma:[::1]:7472");
+	ck_assert_uint_eq(c->responders[1].port, 7472);
+	ck_assert_uint_eq(c->responders[1].max_conns, 3);
+	ck_assert_uint_eq(c->responders[1].max_memory, 65536);
+	ck_assert_int_eq(c->responders[1].custom, 1);
+	ck_assert_uint_eq(c->responders[1].size, 1000);
+	ck_assert_uint_eq(c->responders[1].count, 1);
+	ck_assert_uint_eq(c->responders[1].iters, 100);
+	ck_assert_str_eq(c->responders[2].label, "tcp:10.0.0.1:7471");
+	ck_assert(pconf_responder_equal(&c->responders[0], &c->responders[0]));
+	ck_assert(!pconf_responder_equal(&c->responders[0], &c->responders[2]));
+	pconf_free(c);
+
+	bad("{ \"responders\": 1 }", "\"responders\" must be an array");
+	bad("{ \"responders\": [ 1 ] }", "responders[0]: must be an object");
+	bad("{ \"responders\": [ { \"port\": 1 } ] }",
+	    "responders[0]: \"transport\" is required");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 0 } ] }",
+	    "responders[0]: \"port\" must be a port number 1 to 65535");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1,"
+	    " \"max_memory\": 1 } ] }",
+	    "responders[0]: \"max_memory\" is 1, must be 4096 to 1099511627776");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1 },"
+	    " { \"transport\": \"tcp\", \"port\": 1 } ] }",
+	    "responders[1]: the same transport, bind and port as responders[0]");
+	/* a probe's error still names the probe */
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\" } ],"
+	    " \"responders\": [] }", "probes[0] (\"a\"): \"host\" is required");
+}
+END_TEST
+
+/* What a server's conn_failed says, as a drop reason. */
+START_TEST(test_responder_reason)
+{
+	struct evr_failure f;
+
+	memset(&f, 0, sizeof(f));
+	/* the once-per-episode report of turned-away connections: counted
+	 * one by one from EVR_INFO_TURNED_AWAY instead */
+	f.err = -ECONNREFUSED;
+	f.detail = EVR_REJECT_CONNS;
+	ck_assert_int_eq(resp_reason_of(&f), -1);
+	f.err = -EMFILE;
+	f.detail = 0;
+	ck_assert_int_eq(resp_reason_of(&f), RR_FDS);
+	f.conn_id = 4;
+	f.err = -ENOBUFS;
+	f.detail = EVR_REJECT_BUDGET;
+	ck_assert_int_eq(resp_reason_of(&f), RR_BUDGET);
+	f.err = -EVR_E_REJECTED;
+	ck_assert_int_eq(resp_reason_of(&f), RR_BUDGET);
+	f.detail = EVR_REJECT_SIZE;
+	ck_assert_int_eq(resp_reason_of(&f), RR_REJECTED);
+	f.detail = 0;
+	f.err = -EVR_E_STALL;
+	ck_assert_int_eq(resp_reason_of(&f), RR_STALL);
+	f.err = -EVR_E_EOF;
+	ck_assert_int_eq(resp_reason_of(&f), RR_EOF);
+	f.err = -ECONNRESET;
+	ck_assert_int_eq(resp_reason_of(&f), RR_RESET);
+	f.err = -EVR_E_VERIFY;
+	ck_assert_int_eq(resp_reason_of(&f), RR_VERIFY);
+	f.err = -EVR_E_EXTRA;
+	ck_assert_int_eq(resp_reason_of(&f), RR_PROTO);
+	f.err = -EIO;
+	ck_assert_int_eq(resp_reason_of(&f), RR_ERROR);
+	ck_assert_str_eq(resp_reason_names[RR_PROTO], "protocol");
+}
+END_TEST
+
+/* The responders' families: HELP and TYPE, a series per responder and
+ * reason, the label escaped. */
+START_TEST(test_render_responders)
+{
+	struct responder_cfg cfg = { .label = (char *)"tcp:*:7471" };
+	struct responder r, *rp = &r;
+	struct metrics_daemon d = { .version = "1" };
+	char *buf;
+	size_t len;
+
+	memset(&r, 0, sizeof(r));
+	r.cfg = &cfg;
+	r.st.listening = 1;
+	r.st.served = 9;
+	r.st.done = 7;
+	r.st.active = 1;
+	r.st.dropped[RR_CONNS] = 5;
+	d.responders = &rp;
+	d.nresponders = 1;
+	ck_assert_int_eq(metrics_render(&buf, &len, NULL, 0, &d), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probed_responders 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_responder_connections_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_responder_connections_active gauge\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE evrdma_responder_dropped_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_listening{responder=\"tcp:*:7471\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_connections_total{responder=\"tcp:*:7471\"} 9\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_connections_finished_total{responder=\"tcp:*:7471\"} 7\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_connections_active{responder=\"tcp:*:7471\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_dropped_total{responder=\"tcp:*:7471\",reason=\"conns\"} 5\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_responder_dropped_total{responder=\"tcp:*:7471\",reason=\"error\"} 0\n"));
+	free(buf);
+}
+END_TEST
+
+/* A peers file's line: NAME ADDRESS [KEY=VALUE ...], comments, blanks;
+ * the label names Prometheus accepts and the daemon does not use. */
+static void line_ok(const char *line, const char *name, const char *addr,
+		    const char *labels)
+{
+	char *n, *a, *l, err[256] = "";
+
+	ck_assert_msg(mesh_parse_line(line, &n, &a, &l, err, sizeof(err)) == 0,
+		      "%s: %s", line, err);
+	ck_assert_str_eq(n, name);
+	ck_assert_str_eq(a, addr);
+	ck_assert_str_eq(l, labels);
+	free(n);
+	free(a);
+	free(l);
+}
+
+static void line_bad(const char *line, const char *want)
+{
+	char *n = (char *)1, *a = (char *)1, *l = (char *)1, err[256] = "";
+
+	ck_assert_int_eq(mesh_parse_line(line, &n, &a, &l, err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_null(n);
+	ck_assert_ptr_null(l);
+	ck_assert_msg(strstr(err, want), "%s: '%s' lacks '%s'", line, err,
+		      want);
+}
+
+START_TEST(test_mesh_lines)
+{
+	char *n, *a, *l, err[64];
+
+	line_ok("h1 10.0.0.1", "h1", "10.0.0.1", "peer=\"h1\"");
+	line_ok("\th1   fe80::1  rack=r1\tzone=a # why", "h1", "fe80::1",
+		"peer=\"h1\",rack=\"r1\",zone=\"a\"");
+	line_ok("x\"y h rack=a\\b\r", "x\"y", "h",
+		"peer=\"x\\\"y\",rack=\"a\\\\b\"");
+	line_ok("h h _ok=", "h", "h", "peer=\"h\",_ok=\"\"");
+	ck_assert_int_eq(mesh_parse_line("", &n, &a, &l, err, sizeof(err)), 1);
+	ck_assert_int_eq(mesh_parse_line("   # only a comment", &n, &a, &l,
+					 err, sizeof(err)), 1);
+	line_bad("lonely", "NAME ADDRESS");
+	line_bad("h a rack", "\"rack\" is not KEY=VALUE");
+	line_bad("h a 1x=2", "\"1x\" is not a usable label name");
+	line_bad("h a __name__=x", "\"__name__\" is not a usable");
+	line_bad("h a le=1", "\"le\" is not a usable");
+	line_bad("h a peer=1", "\"peer\" is not a usable");
+	line_bad("h a probe=1", "\"probe\" is not a usable");
+	line_bad("h a ra-ck=1", "\"ra-ck\" is not a usable");
+	line_bad("h a =1", "\"\" is not a usable");
+	line_bad("h a k=1 k=2", "label \"k\" given twice");
+	line_bad("h a k\001=1", "a control character");
+	line_bad("h a a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 "
+		 "n=1 o=1 p=1 q=1", "more than 16 labels");
+	line_bad("12345678901234567890123456789012345678901234567890123456789"
+		 "0123456 a", "a name longer than 64");
+}
+END_TEST
+
+START_TEST(test_mesh_local)
+{
+	ck_assert_int_eq(mesh_addr_is_local("127.0.0.1"), 1);
+	ck_assert_int_eq(mesh_addr_is_local("127.0.0.2"), 0);
+	ck_assert_int_eq(mesh_addr_is_local("192.0.2.77"), 0);
+	ck_assert_int_eq(mesh_addr_is_local("localhost"), 0); /* no lookup */
+}
+END_TEST
+
+/* "mesh": the probe keys but a peer's own; a mesh probe's series carry
+ * its labels after probe="...". */
+START_TEST(test_mesh_conf)
+{
+	struct pconf *c;
+	struct probe p, *pp = &p;
+	struct probe_cfg cfg;
+	struct metrics_daemon d = { .version = "1" };
+	char err[512], *buf;
+	size_t len;
+
+	put("{ \"mesh\": { \"peers_file\": \"/etc/peers\", \"transport\": \"tcp\",\n"
+	    "  \"port\": 7000, \"interval_s\": 2, \"iters\": 5 } }\n");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_ptr_nonnull(c->mesh);
+	ck_assert_str_eq(c->mesh->peers_file, "/etc/peers");
+	ck_assert_int_eq(c->mesh->tmpl.xport, EVR_XPORT_TCP);
+	ck_assert_str_eq(c->mesh->tmpl.port, "7000");
+	ck_assert_double_eq(c->mesh->tmpl.interval_s, 2);
+	ck_assert_double_eq(c->mesh->tmpl.timeout_s, 5);
+	ck_assert_uint_eq(c->mesh->tmpl.iters, 5);
+	ck_assert_int_eq(pconf_probe_copy(&cfg, &c->mesh->tmpl), 0);
+	ck_assert_ptr_ne(cfg.port, c->mesh->tmpl.port);
+	ck_assert_str_eq(cfg.port, "7000");
+	free(cfg.labels);
+	cfg.labels = strdup("peer=\"h2\",rack=\"r1\"");
+	memset(&p, 0, sizeof(p));
+	p.cfg = &cfg;
+	ck_assert_int_eq(metrics_render(&buf, &len, &pp, 1, &d), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_runs_total{probe=\"mesh\",peer=\"h2\",rack=\"r1\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_probe_failures_total{probe=\"mesh\",peer=\"h2\",rack=\"r1\",reason=\"refused\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "evrdma_rstream_latency_seconds_bucket{probe=\"mesh\",peer=\"h2\",rack=\"r1\",le=\"+Inf\"} 0\n"));
+	free(buf);
+	pconf_probe_fini(&cfg);
+	pconf_free(c);
+	bad("{ \"mesh\": [] }", "mesh: must be an object");
+	bad("{ \"mesh\": { \"peers_file\": \"p\", \"type\": \"rstream\" } }",
+	    "mesh: unknown key \"type\" (each peer's, from the peers file)");
+	bad("{ \"mesh\": { \"peers_file\": \"p\", \"interval_s\": 0 } }",
+	    "mesh: \"interval_s\" is 0, must be 0.1 to 86400");
+	bad("{ \"mesh\": { \"peers_file\": 1 } }",
+	    "mesh: \"peers_file\" must be a string");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("probed");
@@ -283,6 +555,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_syntax_error_line);
 	tcase_add_test(tc, test_escape);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_hist_add);
+	tcase_add_test(tc, test_responders_conf);
+	tcase_add_test(tc, test_responder_reason);
+	tcase_add_test(tc, test_render_responders);
+	tcase_add_test(tc, test_mesh_lines);
+	tcase_add_test(tc, test_mesh_local);
+	tcase_add_test(tc, test_mesh_conf);
 	tcase_add_test(tc, test_stream_reason);
 	suite_add_tcase(s, tc);
 	return s;

@@ -45,6 +45,9 @@ struct rec {
 	unsigned cancel_at_result;  /* ... from the n-th result(), from 1 */
 	unsigned ntrace_after_cancel; /* ntrace when that cancel returned */
 	unsigned ndone_after_cancel;
+	/* evr_result_lat_walk() on each result, in order (MAXR at most) */
+	uint64_t walked[4], walk_n[4], lat_samples[4];
+	long double walk_sum[4], lat_sum[4];
 };
 
 static struct evr_loop *L;
@@ -87,10 +90,29 @@ static void cancel_here(struct rec *r)
 	r->ndone_after_cancel = r->ndone;
 }
 
+static void walk_cb(void *ud, uint64_t lo, uint64_t hi, uint64_t n)
+{
+	struct rec *r = ud;
+	unsigned i = r->nresult;
+
+	ck_assert_uint_le(lo, hi);
+	ck_assert_uint_ge(n, 1);
+	r->walk_n[i] += n;
+	r->walk_sum[i] += (long double)lo * n;
+}
+
 static void on_result(void *ud, const struct evr_result *res)
 {
 	struct rec *r = ud;
 
+	if (r->nresult < 4) {
+		r->walked[r->nresult] = evr_result_lat_walk(res, walk_cb, r);
+		if (res->lat) {
+			r->lat_samples[r->nresult] = res->lat->samples;
+			r->lat_sum[r->nresult] = (long double)res->lat->mean_ns *
+						 res->lat->samples;
+		}
+	}
 	r->nresult++;
 	if (res->nconns)
 		r->nagg++;
@@ -522,6 +544,60 @@ START_TEST(test_client_many_aggregate)
 }
 END_TEST
 
+/* evr_result_lat_walk(): every iteration's sample of each connection's
+ * result, and of the aggregate all of theirs; nothing without
+ * opts.percentiles. */
+START_TEST(test_client_lat_walk)
+{
+	struct evr_stream_opts o;
+	char port[16];
+	unsigned i;
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	o.conns = 2;
+	o.iters = 7;
+	o.percentiles = 1;
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert_uint_eq(C.nresult, 3);
+	for (i = 0; i < 3; i++) {
+		/* 7 a connection, 14 in the aggregate (the last) */
+		ck_assert_uint_eq(C.walked[i], i < 2 ? 7 : 14);
+		ck_assert_uint_eq(C.walk_n[i], C.walked[i]);
+		ck_assert_uint_eq(C.lat_samples[i], C.walked[i]);
+		/* exact samples: their sum is the mean's total (to the
+		 * rounding of a double mean) */
+		ck_assert_msg(C.walk_sum[i] > 0 &&
+			      C.walk_sum[i] - C.lat_sum[i] < 1 + C.walked[i] &&
+			      C.lat_sum[i] - C.walk_sum[i] < 1 + C.walked[i],
+			      "result %u: walked %.0Lf ns, mean x n %.0Lf", i,
+			      C.walk_sum[i], C.lat_sum[i]);
+	}
+	ck_assert(C.walk_sum[0] + C.walk_sum[1] == C.walk_sum[2]);
+}
+END_TEST
+
+START_TEST(test_client_lat_walk_off)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	server_up(NULL, port, sizeof(port));
+	opts_client(&o, port);
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	RUN_UNTIL(C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert_uint_eq(C.nresult, 1);
+	ck_assert_uint_eq(C.walked[0], 0);
+	ck_assert_uint_eq(C.walk_n[0], 0);
+	ck_assert_uint_eq(evr_result_lat_walk(NULL, walk_cb, &C), 0);
+}
+END_TEST
+
 /* A cancel outside callbacks, before the client is even started: done()
  * follows from the loop, cancelled, with nothing to tell. */
 START_TEST(test_client_cancel_idle)
@@ -728,6 +804,8 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_client_cancel_in_callback_is_deferred);
 	tcase_add_test(tc, test_client_cancel_idle);
 	tcase_add_test(tc, test_client_many_aggregate);
+	tcase_add_test(tc, test_client_lat_walk);
+	tcase_add_test(tc, test_client_lat_walk_off);
 	tcase_add_test(tc, test_client_cancel_in_result_stops_aggregate);
 	suite_add_tcase(su, tc);
 

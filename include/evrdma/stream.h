@@ -235,7 +235,24 @@ struct evr_result {
 	 * an aggregate the mean of the connections' own, so that usec/xfer
 	 * = iter_mean_ns / 1000 / (2 * count) is the mean of theirs */
 	double iter_mean_ns;
+	/* With opts.percentiles: the samples behind lat, every iteration's
+	 * round trip, for evr_result_lat_walk().  Opaque; valid during the
+	 * callback only; NULL when lat is. */
+	const struct evr_latstats *lat_samples;
 };
+
+/* Walk every iteration's round trip behind r->lat (a result given to
+ * result() with opts.percentiles; an aggregate holds all N connections'):
+ * fn(ud, lo_ns, hi_ns, n) says n samples lie in [lo_ns, hi_ns].  Up to
+ * 10^6 samples each is exact (lo_ns == hi_ns, n == 1); beyond, the
+ * log-linear histogram's non-empty buckets (hi_ns - lo_ns within 0.4 % of
+ * lo_ns), ascending; exact samples come in no particular order.  Returns
+ * the number of samples walked: r->lat->samples, less any lost to
+ * ENOMEM; 0 when r->lat is NULL.  Call it from result() only. */
+uint64_t evr_result_lat_walk(const struct evr_result *r,
+			     void (*fn)(void *ud, uint64_t lo_ns,
+					uint64_t hi_ns, uint64_t n),
+			     void *ud);
 
 enum evr_info_kind {
 	EVR_INFO_LISTENING = 0,     /* server: the listener is ready */
@@ -244,6 +261,10 @@ enum evr_info_kind {
 	EVR_INFO_CONN_DONE,         /* server: a connection finished well */
 	EVR_INFO_SETTINGS,          /* a connection is set up: what it got
 				     * (only with opts.report_settings) */
+	EVR_INFO_TURNED_AWAY,       /* server: a connection closed as it
+				     * came, opts.max_conns being served
+				     * (each one; conn_failed says it once
+				     * until one is served again) */
 };
 
 /* A connection's effective settings, as the kernel or the device set them

@@ -330,6 +330,8 @@ json_t *jo_info(const struct evr_info *i)
 	case EVR_INFO_SETTINGS:
 		return i->settings ? jo_settings(i->conn_id, i->peer,
 						 i->settings) : NULL;
+	case EVR_INFO_TURNED_AWAY:
+		return NULL; /* the conn_failed record says it, once */
 	}
 	return NULL;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * evrdma-probed: runs rstream and mckey probes periodically and serves
- * their outcome as Prometheus metrics.  One libev loop carries all of it:
- * the engines (attached with evr_loop_new(&l, host)), libmicrohttpd (see
- * http.c) and the signals.  Only the public API, include/evrdma/, is used.
+ * their outcome as Prometheus metrics, and answers its peers' probes with
+ * rstream servers of its own (responders).  One libev loop carries all of
+ * it: the engines (attached with evr_loop_new(&l, host)), libmicrohttpd
+ * (see http.c) and the signals.  Only the public API, include/evrdma/, is used.
  *
  * Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the
  * file good; 1 usage or a bad configuration file; 2 cannot listen on the
@@ -23,9 +24,11 @@
 #include "evrdma/loop.h"
 #include "http.h"
 #include "log.h"
+#include "mesh.h"
 #include "metrics.h"
 #include "pconf.h"
 #include "probe.h"
+#include "responder.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -39,6 +42,9 @@ struct probed {
 	struct pconf *conf;
 	struct probe **probes;
 	size_t nprobes;
+	struct responder **responders;
+	size_t nresponders;
+	struct mesh *mesh;          /* NULL: no "mesh" */
 	struct ev_loop *evl;
 	struct evr_loop *loop;
 	struct http http;
@@ -54,9 +60,25 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 		"evrdma-probed: metrics at /metrics\n";
 
 	if (!strcmp(url, "/metrics")) {
+		struct probe **all;
+		size_t n = d->nprobes, i;
+		int ret;
+
 		*type = METRICS_CONTENT_TYPE;
-		return metrics_render(body, len, d->probes, d->nprobes,
-				      &d->md) ? -1 : 1;
+		if (!d->mesh || !d->mesh->npeers)
+			return metrics_render(body, len, d->probes, n,
+					      &d->md) ? -1 : 1;
+		/* the configured probes, then the mesh's */
+		all = calloc(n + d->mesh->npeers, sizeof(*all));
+		if (!all)
+			return -1;
+		memcpy(all, d->probes, n * sizeof(*all));
+		for (i = 0; i < d->mesh->npeers; i++)
+			if (d->mesh->peers[i].p)
+				all[n++] = d->mesh->peers[i].p;
+		ret = metrics_render(body, len, all, n, &d->md);
+		free(all);
+		return ret ? -1 : 1;
 	}
 	if (!strcmp(url, "/")) {
 		*type = "text/plain; charset=utf-8";
@@ -67,17 +89,124 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 	return 0;
 }
 
+/* The responders of conf, as apply() does the probes: an unchanged one
+ * keeps listening and its counters.  Step one allocates (new ones into
+ * nr, not started; 0 or -1 with nothing changed); step two commits. */
+struct resp_plan {
+	struct responder **nr;
+	char *reused, *isnew;
+	size_t kept, added, removed;
+};
+
+static int resp_prepare(struct probed *d, struct pconf *conf,
+			struct resp_plan *rp)
+{
+	size_t i, j;
+
+	memset(rp, 0, sizeof(*rp));
+	rp->nr = calloc(conf->nresponders + 1, sizeof(*rp->nr));
+	rp->reused = calloc(d->nresponders + 1, 1);
+	rp->isnew = calloc(conf->nresponders + 1, 1);
+	if (!rp->nr || !rp->reused || !rp->isnew)
+		goto fail;
+	for (i = 0; i < conf->nresponders; i++) {
+		for (j = 0; j < d->nresponders; j++)
+			if (!rp->reused[j] &&
+			    pconf_responder_equal(d->responders[j]->cfg,
+						  &conf->responders[i]))
+				break;
+		if (j < d->nresponders) {
+			rp->reused[j] = 1;
+			rp->nr[i] = d->responders[j];
+			rp->kept++;
+			continue;
+		}
+		if (responder_new(&rp->nr[i], d->loop, &conf->responders[i]))
+			goto fail;
+		rp->isnew[i] = 1;
+		rp->added++;
+	}
+	return 0;
+fail:
+	for (i = 0; rp->isnew && i < conf->nresponders; i++)
+		if (rp->isnew[i])
+			responder_free(rp->nr[i]);
+	free(rp->nr);
+	free(rp->reused);
+	free(rp->isnew);
+	memset(rp, 0, sizeof(*rp));
+	return -1;
+}
+
+static void resp_commit(struct probed *d, struct pconf *conf,
+			struct resp_plan *rp)
+{
+	size_t i, j;
+
+	for (i = 0; i < conf->nresponders; i++)
+		rp->nr[i]->cfg = &conf->responders[i];
+	/* the removed first: a changed responder's port is free for its
+	 * successor */
+	for (j = 0; j < d->nresponders; j++) {
+		if (rp->reused[j])
+			continue;
+		plog(PLOG_INFO, "responder %s: removed",
+		     d->responders[j]->cfg->label);
+		responder_free(d->responders[j]);
+		rp->removed++;
+	}
+	for (i = 0; i < conf->nresponders; i++) {
+		if (!rp->isnew[i])
+			continue;
+		plog(PLOG_INFO, "responder %s: started", rp->nr[i]->cfg->label);
+		responder_start(rp->nr[i]);
+	}
+	free(d->responders);
+	d->responders = rp->nr;
+	d->nresponders = conf->nresponders;
+	d->md.responders = d->responders;
+	d->md.nresponders = d->nresponders;
+	free(rp->reused);
+	free(rp->isnew);
+}
+
+/* The mesh of conf: the same keys keep the running one (its peers' probes
+ * and counters), which reads its peers file again (SIGHUP); other keys
+ * start it afresh. */
+static void apply_mesh(struct probed *d, struct pconf *conf)
+{
+	if (d->mesh && conf->mesh &&
+	    json_equal(d->mesh->cfg->raw, conf->mesh->raw)) {
+		d->mesh->cfg = conf->mesh;
+		mesh_reread(d->mesh);
+		return;
+	}
+	mesh_free(d->mesh);
+	d->mesh = NULL;
+	if (!conf->mesh)
+		return;
+	if (mesh_new(&d->mesh, d->loop, conf->mesh)) {
+		d->mesh = NULL;
+		plog(PLOG_ERR, "mesh: out of memory, no mesh");
+		return;
+	}
+	mesh_start(d->mesh);
+}
+
 /* Probes of conf: the running one kept where its configuration is
  * unchanged (its run in flight and counters go on), the rest new.  All
  * allocation comes first, so that a failure leaves the running set as it
  * was. */
 static int apply(struct probed *d, struct pconf *conf)
 {
+	struct resp_plan rp;
 	struct probe **np = NULL;
 	size_t i, j, kept = 0, added = 0, removed = 0;
 	char *reused = NULL, *isnew = NULL;
 	int ret = -1;
 
+	if (resp_prepare(d, conf, &rp))
+		return -1;
 	np = calloc(conf->nprobes + 1, sizeof(*np));
 	reused = calloc(d->nprobes + 1, 1);
 	isnew = calloc(conf->nprobes + 1, 1);
@@ -107,6 +236,8 @@ static int apply(struct probed *d, struct pconf *conf)
 		added++;
 	}
 	/* commit */
+	resp_commit(d, conf, &rp);
+	rp.nr = NULL;
 	for (i = 0; i < conf->nprobes; i++)
 		np[i]->cfg = &conf->probes[i];
 	for (j = 0; j < d->nprobes; j++) {
@@ -130,13 +261,26 @@ static int apply(struct probed *d, struct pconf *conf)
 	d->probes = np;
 	np = NULL;
 	d->nprobes = conf->nprobes;
+	apply_mesh(d, conf);
 	pconf_free(d->conf);
 	d->conf = conf;
 	plog(PLOG_INFO, "configuration %s: %zu probes (%zu added, %zu "
 	     "removed, %zu unchanged)", d->conf_file, d->nprobes, added,
 	     removed, kept);
+	if (rp.added || rp.removed || rp.kept)
+		plog(PLOG_INFO, "configuration %s: %zu responders (%zu added, "
+		     "%zu removed, %zu unchanged)", d->conf_file,
+		     d->nresponders, rp.added, rp.removed, rp.kept);
 	ret = 0;
 out:
+	if (rp.nr) { /* not committed: the new ones go, nothing changed */
+		for (i = 0; i < conf->nresponders; i++)
+			if (rp.isnew[i])
+				responder_free(rp.nr[i]);
+		free(rp.nr);
+		free(rp.reused);
+		free(rp.isnew);
+	}
 	free(np);
 	free(reused);
 	free(isnew);
@@ -226,6 +370,13 @@ static void shutdown_all(struct probed *d)
 	free(d->probes);
 	d->probes = NULL;
 	d->nprobes = 0;
+	mesh_free(d->mesh);
+	d->mesh = NULL;
+	for (i = 0; i < d->nresponders; i++)
+		responder_free(d->responders[i]);
+	free(d->responders);
+	d->responders = NULL;
+	d->nresponders = 0;
 	http_close(&d->http);
 	if (d->evl) {
 		ev_signal_stop(d->evl, &d->hup_w);
@@ -315,9 +466,12 @@ int main(int argc, char **argv)
 		return EXIT_CONFIG;
 	}
 	if (check) {
-		printf("evrdma-probed: %s: ok, %zu probes, HTTP on %s port %u\n",
+		printf("evrdma-probed: %s: ok, %zu probes, HTTP on %s port %u",
 		       d.conf_file, conf->nprobes, conf->listen_addr,
 		       conf->listen_port);
+		if (conf->nresponders)
+			printf(", %zu responders", conf->nresponders);
+		printf("\n");
 		pconf_free(conf);
 		return EXIT_OK;
 	}

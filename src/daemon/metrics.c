@@ -33,13 +33,16 @@ static void family(FILE *f, const char *name, const char *type,
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* name{probe="..."[,extra]} */
+/* name{probe="..."[,peer="...",labels][,extra]} */
 static void series(FILE *f, const char *name, const struct probe *p,
 		   const char *extra)
 {
 	fprintf(f, "%s{probe=\"", name);
 	metrics_escape(f, p->cfg->name);
-	fprintf(f, "\"%s%s}", extra ? "," : "", extra ? extra : "");
+	/* a mesh peer's: peer="NAME" and its file's labels, escaped */
+	fprintf(f, "\"%s%s%s%s}", p->cfg->labels ? "," : "",
+		p->cfg->labels ? p->cfg->labels : "", extra ? "," : "",
+		extra ? extra : "");
 }
 
 static void u64(FILE *f, const char *name, const struct probe *p,
@@ -82,6 +85,67 @@ static void render_daemon(FILE *f, size_t n, const struct metrics_daemon *d)
 	family(f, "evrdma_probed_probes", "gauge",
 	       "Probes in the running configuration.");
 	fprintf(f, "evrdma_probed_probes %zu\n", n);
+	family(f, "evrdma_probed_responders", "gauge",
+	       "Responders in the running configuration.");
+	fprintf(f, "evrdma_probed_responders %zu\n", d->nresponders);
+}
+
+/* ---- the responders' series: label responder="tcp:ADDR:PORT" ---- */
+
+static void resp_u64(FILE *f, const char *name, const struct responder *r,
+		     const char *extra, uint64_t v)
+{
+	fprintf(f, "%s{responder=\"", name);
+	metrics_escape(f, r->cfg->label);
+	fprintf(f, "\"%s%s} %llu\n", extra ? "," : "", extra ? extra : "",
+		(unsigned long long)v);
+}
+
+static void render_responders(FILE *f, const struct metrics_daemon *d)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} rows[] = {
+		{ "evrdma_responder_listening", "gauge",
+		  "1 while the responder listens, 0 while it cannot (tried "
+		  "again every 5 s).", 0 },
+		{ "evrdma_responder_connections_total", "counter",
+		  "Connections the responder accepted and served.",
+		  offsetof(struct responder_stats, served) },
+		{ "evrdma_responder_connections_finished_total", "counter",
+		  "Connections served to their end without a failure.",
+		  offsetof(struct responder_stats, done) },
+		{ "evrdma_responder_connections_active", "gauge",
+		  "Connections being served now.",
+		  offsetof(struct responder_stats, active) },
+	};
+	const struct responder *r;
+	char extra[64];
+	size_t i, k;
+	int rr;
+
+	for (k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+		family(f, rows[k].name, rows[k].type, rows[k].help);
+		for (i = 0; i < d->nresponders; i++) {
+			r = d->responders[i];
+			resp_u64(f, rows[k].name, r, NULL, k == 0 ?
+				 (uint64_t)r->st.listening :
+				 *(const uint64_t *)((const char *)&r->st +
+						     rows[k].off));
+		}
+	}
+	family(f, "evrdma_responder_dropped_total", "counter",
+	       "Connections the responder dropped or turned away, by "
+	       "reason.");
+	for (i = 0; i < d->nresponders; i++)
+		for (rr = 0; rr < RR_MAX; rr++) {
+			snprintf(extra, sizeof(extra), "reason=\"%s\"",
+				 resp_reason_names[rr]);
+			resp_u64(f, "evrdma_responder_dropped_total",
+				 d->responders[i], extra,
+				 d->responders[i]->st.dropped[rr]);
+		}
 }
 
 /* ---- the probes' series: a row each ---- */
@@ -113,16 +177,17 @@ static const struct metric metrics[] = {
 	  "How long the last finished run took, start to end.", ANY, DBL,
 	  STAT(last_duration_s) },
 	{ "evrdma_rstream_latency_seconds", "histogram",
-	  "Mean round trip per iteration of each successful run "
-	  "(elapsed / iterations), one observation per run.", RSTREAM,
-	  LAT_HIST, 0 },
+	  "Round trip of each iteration of each successful run, one "
+	  "observation per iteration.", RSTREAM, LAT_HIST, 0 },
 	{ "evrdma_rstream_rtt_seconds", "summary",
 	  "Round trip of each iteration: quantiles of the last "
 	  "successful run; sum and count over all runs.", RSTREAM, RTT, 0 },
-	{ "evrdma_rstream_throughput_bits_per_second", "gauge",
-	  "Bytes moved in both directions, times 8, over the elapsed "
-	  "time of the last successful run (rstream's Gb/sec).", RSTREAM,
-	  DBL, STAT(throughput_bps) },
+	/* bytes, Prometheus's base unit (promtool rejects bits): rstream's
+	 * Gb/sec is this times 8e-9 */
+	{ "evrdma_rstream_throughput_bytes_per_second", "gauge",
+	  "Bytes moved in both directions over the elapsed time of the "
+	  "last successful run (rstream's Gb/sec is this times 8e-9).",
+	  RSTREAM, DBL, STAT(throughput_Bps) },
 	{ "evrdma_mckey_sent_total", "counter",
 	  "Multicast messages sent by sender probes.", MC_SENDER, U64,
 	  STAT(mc_sent) },
@@ -291,6 +356,7 @@ int metrics_render(char **buf, size_t *len, struct probe *const *probes,
 			if (probes[i] && applies(metrics[k].who, probes[i]))
 				render_metric(f, &metrics[k], probes[i]);
 	}
+	render_responders(f, d);
 	if (fclose(f) || !*buf) {
 		free(*buf);
 		*buf = NULL;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "probe.h"
+#include "responder.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -20,6 +21,8 @@ struct metrics_daemon {
 	uint64_t reloads, reload_failures;
 	int last_reload_ok;
 	double start_ts;
+	struct responder *const *responders;
+	size_t nresponders;
 };
 
 /* Escape a label value: backslash, double quote and newline. */

@@ -3,7 +3,9 @@
  * The configuration file.  One JSON object:
  *
  *   { "listen_address": "127.0.0.1", "listen_port": 9471,
- *     "probes": [ { "name": ..., "type": "rstream" | "mckey", ... } ] }
+ *     "probes": [ { "name": ..., "type": "rstream" | "mckey", ... } ],
+ *     "responders": [ { "transport": "tcp" | "rdma", "port": N,
+ *                       "bind": ADDR, ... } ] }
  *
  * Every key is checked against the list of keys its object may hold, so
  * a misspelt key is an error rather than a silently ignored setting.
@@ -321,14 +323,136 @@ static int parse_probe(struct ctx *c, json_t *o, size_t i,
 	return 0;
 }
 
-static void probe_cfg_fini(struct probe_cfg *p)
+static int parse_responder(struct ctx *c, json_t *o, size_t i,
+			   struct responder_cfg *r)
+{
+	static const char *const keys[] = {
+		"transport", "port", "bind", "max_conns", "max_memory",
+		"size", "count", "iters", NULL,
+	};
+	const char *xports[MAX_WORDS];
+	unsigned long long conns, mem, size, count, iters;
+	char buf[300];
+	int x;
+
+	snprintf(c->where, sizeof(c->where), "responders[%zu]", i);
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	ENUM_WORDS(xports, evr_xport_name);
+	if (check_keys(c, o, keys))
+		return -1;
+	/* no defaults for what a peer must know to reach it */
+	if (!json_object_get(o, "transport"))
+		return fail(c, "\"transport\" is required");
+	if (!json_object_get(o, "port"))
+		return fail(c, "\"port\" is required");
+	if (get_enum(c, o, "transport", xports, 0, &x) ||
+	    get_port(c, o, "port", 0, &r->port) ||
+	    get_str(c, o, "bind", NULL, &r->bind) ||
+	    get_uint(c, o, "max_conns", 1, EVR_MAX_CONNS, 0, &conns) ||
+	    get_uint(c, o, "max_memory", 4096, 1ull << 40, 0, &mem) ||
+	    get_uint(c, o, "size", 1, 64u << 20, 64, &size) ||
+	    get_uint(c, o, "count", 1, 1000000000, 1, &count) ||
+	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters))
+		return -1;
+	r->custom = json_object_get(o, "size") || json_object_get(o, "count") ||
+		    json_object_get(o, "iters");
+	r->size = (uint32_t)size;
+	r->count = (uint32_t)count;
+	r->iters = (uint32_t)iters;
+	if (r->bind && !name_ok(r->bind))
+		return fail(c, "\"bind\" must be printable");
+	r->xport = (enum evr_xport_kind)x;
+	r->max_conns = (unsigned)conns;
+	r->max_memory = mem;
+	snprintf(buf, sizeof(buf), strchr(r->bind ? r->bind : "", ':') ?
+		 "%s:[%s]:%u" : "%s:%s:%u", evr_xport_name(r->xport),
+		 r->bind ? r->bind : "*", r->port);
+	if (!(r->label = strdup(buf)))
+		return fail(c, "out of memory");
+	r->raw = json_incref(o);
+	return 0;
+}
+
+static void responder_cfg_fini(struct responder_cfg *r)
+{
+	free(r->label);
+	free(r->bind);
+	json_decref(r->raw);
+}
+
+void pconf_probe_fini(struct probe_cfg *p)
 {
 	free(p->name);
 	free(p->host);
 	free(p->port);
 	free(p->bind);
 	free(p->group);
+	free(p->labels);
 	json_decref(p->raw);
+	memset(p, 0, sizeof(*p));
+}
+
+static int dup_or_null(char **dst, const char *src)
+{
+	*dst = NULL;
+	return src && !(*dst = strdup(src)) ? -ENOMEM : 0;
+}
+
+int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src)
+{
+	*dst = *src;
+	dst->raw = json_incref(src->raw);
+	if (dup_or_null(&dst->name, src->name) |
+	    dup_or_null(&dst->host, src->host) |
+	    dup_or_null(&dst->port, src->port) |
+	    dup_or_null(&dst->bind, src->bind) |
+	    dup_or_null(&dst->group, src->group) |
+	    dup_or_null(&dst->labels, src->labels)) {
+		pconf_probe_fini(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* "mesh": the keys of an rstream probe but its name, type and host (the
+ * peers'), and peers_file. */
+static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
+{
+	static const char *const own[] = { "name", "type", "host", NULL };
+	json_t *t;
+	int i, ret = -1;
+
+	snprintf(c->where, sizeof(c->where), "mesh");
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	for (i = 0; own[i]; i++)
+		if (json_object_get(o, own[i]))
+			return fail(c, "unknown key \"%s\" (each peer's, "
+				    "from the peers file)", own[i]);
+	if (!json_object_get(o, "peers_file"))
+		return fail(c, "\"peers_file\" is required");
+	if (get_str(c, o, "peers_file", NULL, &m->peers_file))
+		return -1;
+	t = json_deep_copy(o);
+	if (!t || json_object_del(t, "peers_file") ||
+	    json_object_set_new(t, "host", json_string("peer")))
+		goto nomem;
+	m->tmpl.type = PROBE_RSTREAM;
+	if (!(m->tmpl.name = strdup("mesh")))
+		goto nomem;
+	if (get_num(c, t, "interval_s", 0.1, 86400, 10, &m->tmpl.interval_s) ||
+	    get_num(c, t, "timeout_s", 0.1, 3600, 5, &m->tmpl.timeout_s) ||
+	    parse_rstream(c, t, &m->tmpl))
+		goto out;
+	m->raw = json_incref(o);
+	ret = 0;
+	goto out;
+nomem:
+	fail(c, "out of memory");
+out:
+	json_decref(t);
+	return ret;
 }
 
 void pconf_free(struct pconf *c)
@@ -338,8 +462,17 @@ void pconf_free(struct pconf *c)
 	if (!c)
 		return;
 	for (i = 0; i < c->nprobes; i++)
-		probe_cfg_fini(&c->probes[i]);
+		pconf_probe_fini(&c->probes[i]);
 	free(c->probes);
+	for (i = 0; i < c->nresponders; i++)
+		responder_cfg_fini(&c->responders[i]);
+	free(c->responders);
+	if (c->mesh) {
+		free(c->mesh->peers_file);
+		pconf_probe_fini(&c->mesh->tmpl);
+		json_decref(c->mesh->raw);
+		free(c->mesh);
+	}
 	free(c->listen_addr);
 	free(c);
 }
@@ -401,12 +534,13 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 {
 	static const char *const keys[] = {
-		"listen_address", "listen_port", "probes", NULL,
+		"listen_address", "listen_port", "probes", "responders", "mesh",
+		NULL,
 	};
 	struct ctx c = { .file = file, .err = err, .len = len };
 	struct pconf *conf = NULL;
 	json_error_t jerr;
-	json_t *root, *probes;
+	json_t *root, *probes, *resp, *mesh;
 	size_t i, j;
 	int ret = -1;
 
@@ -456,6 +590,45 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 				goto out;
 			}
 	}
+	c.where[0] = '\0';
+	resp = json_object_get(root, "responders");
+	if (resp && !json_is_array(resp)) {
+		fail(&c, "\"responders\" must be an array");
+		goto out;
+	}
+	if (resp && json_array_size(resp)) {
+		conf->responders = calloc(json_array_size(resp),
+					  sizeof(*conf->responders));
+		if (!conf->responders) {
+			fail(&c, "out of memory");
+			goto out;
+		}
+	}
+	for (i = 0; resp && i < json_array_size(resp); i++) {
+		conf->nresponders = i + 1;
+		if (parse_responder(&c, json_array_get(resp, i), i,
+				    &conf->responders[i]))
+			goto out;
+		/* one listener per transport, address and port; an address
+		 * and the wildcard may still clash: listen() says so */
+		for (j = 0; j < i; j++)
+			if (!strcmp(conf->responders[j].label,
+				    conf->responders[i].label)) {
+				fail(&c, "the same transport, bind and port "
+				     "as responders[%zu]", j);
+				goto out;
+			}
+	}
+	mesh = json_object_get(root, "mesh");
+	if (mesh) {
+		conf->mesh = calloc(1, sizeof(*conf->mesh));
+		if (!conf->mesh) {
+			fail(&c, "out of memory");
+			goto out;
+		}
+		if (parse_mesh(&c, mesh, conf->mesh))
+			goto out;
+	}
 	*out = conf;
 	conf = NULL;
 	ret = 0;
@@ -466,6 +639,12 @@ out:
 }
 
 int pconf_probe_equal(const struct probe_cfg *a, const struct probe_cfg *b)
+{
+	return json_equal(a->raw, b->raw);
+}
+
+int pconf_responder_equal(const struct responder_cfg *a,
+			  const struct responder_cfg *b)
 {
 	return json_equal(a->raw, b->raw);
 }

@@ -34,6 +34,9 @@ struct probe_cfg {
 	 * exactly upstream's wire, for an upstream server */
 	int negotiate;
 	int poll_us;            /* evr_stream_opts.poll_us: -1 never polls */
+	/* a mesh peer's labels beyond probe="...": 'peer="NAME",k="v"'
+	 * (escaped), or NULL */
+	char *labels;
 	/* mckey */
 	char *group;
 	enum evr_mc_transport mc_xport;
@@ -43,18 +46,51 @@ struct probe_cfg {
 	unsigned udp_port;
 };
 
+/* An rstream server the daemon runs in its loop, for its peers' probes:
+ * the engine's server mode with its limits (rstream(1), SERVER LIMITS). */
+struct responder_cfg {
+	char *label;            /* "tcp:127.0.0.1:7471", the metrics' label */
+	enum evr_xport_kind xport;
+	unsigned port;
+	char *bind;             /* NULL: every address */
+	unsigned max_conns;     /* 0: the engine's default */
+	uint64_t max_memory;    /* 0: the engine's default */
+	/* the test a client that sends no plan (upstream rstream) runs:
+	 * custom 0, rstream's series; 1, size x count x iters */
+	int custom;
+	uint32_t size, count, iters;
+	json_t *raw;            /* equal => unchanged */
+};
+
+/* A mesh: one rstream probe per line of peers_file (mesh.h), with the
+ * probe keys of tmpl (its name and host are the peer's). */
+struct mesh_cfg {
+	char *peers_file;
+	struct probe_cfg tmpl;
+	json_t *raw;            /* equal => the same probes */
+};
+
 struct pconf {
 	char *listen_addr;
 	unsigned listen_port;
 	size_t nprobes;
 	struct probe_cfg *probes;
+	size_t nresponders;
+	struct responder_cfg *responders;
+	struct mesh_cfg *mesh;  /* NULL: none */
 };
 
 /* Parse FILE.  0, or -1 with one line (no newline) in err naming the file
  * and the line or the field. */
 int pconf_load(struct pconf **out, const char *file, char *err, size_t len);
 void pconf_free(struct pconf *c);
+/* A copy of a probe's configuration (strings duplicated, raw shared);
+ * 0 or -ENOMEM.  Free with pconf_probe_fini(). */
+int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src);
+void pconf_probe_fini(struct probe_cfg *p);
 /* The two probe configurations are the same (nothing to restart). */
 int pconf_probe_equal(const struct probe_cfg *a, const struct probe_cfg *b);
+int pconf_responder_equal(const struct responder_cfg *a,
+			  const struct responder_cfg *b);
 
 #endif

@@ -83,16 +83,18 @@ enum probe_reason probe_stream_reason(const struct evr_failure *f)
 	}
 }
 
-static void observe_latency(struct probe_stats *s, double secs)
+void probe_hist_add(uint64_t *hist, double *sum, uint64_t *count,
+		    uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 {
+	double secs = (lo_ns + (hi_ns - lo_ns) / 2) / 1e9;
 	int i;
 
 	for (i = 0; i < PROBE_NBUCKETS; i++)
 		if (secs <= probe_bucket_le[i])
 			break;
-	s->hist[i]++;
-	s->hist_sum += secs;
-	s->hist_count++;
+	hist[i] += n;
+	*sum += secs * n;
+	*count += n;
 }
 
 /* A run is over, well (ok) or not: count it, log a change of state. */
@@ -148,11 +150,25 @@ static void reap_later(struct probe *p)
 
 /* ------------------------------------------------------------ rstream */
 
+static void rs_sample(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
+{
+	struct probe *p = ud;
+
+	probe_hist_add(p->pend_hist, &p->pend_hist_sum, &p->pend_hist_count,
+		       lo_ns, hi_ns, n);
+}
+
 /* The one test's row: held until done() says the run as a whole went
- * well (a close that fails after the row is still a failed run). */
+ * well (a close that fails after the row is still a failed run).  Its
+ * samples are only valid now: walked into the run's own histogram. */
 static void rs_result(void *ud, const struct evr_result *r)
 {
 	struct probe *p = ud;
+
+	memset(p->pend_hist, 0, sizeof(p->pend_hist));
+	p->pend_hist_sum = 0;
+	p->pend_hist_count = 0;
+	evr_result_lat_walk(r, rs_sample, p);
 
 	p->pend_have = 1;
 	p->pend_elapsed_ns = r->elapsed_ns;
@@ -169,14 +185,18 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 	struct probe *p = ud;
 	struct probe_stats *s = &p->st;
 	double secs;
+	int i;
 
 	if (!p->running)
 		return;
 	if (!status && p->pend_have && p->pend_iters && p->pend_elapsed_ns) {
 		secs = p->pend_elapsed_ns / 1e9;
-		/* the mean round trip of one iteration of this run */
-		observe_latency(s, secs / p->pend_iters);
-		s->throughput_bps = p->pend_bytes * 8.0 / secs;
+		/* every iteration's round trip of this run */
+		for (i = 0; i <= PROBE_NBUCKETS; i++)
+			s->hist[i] += p->pend_hist[i];
+		s->hist_sum += p->pend_hist_sum;
+		s->hist_count += p->pend_hist_count;
+		s->throughput_Bps = p->pend_bytes / secs;
 		if (p->pend_have_lat && p->pend_lat.samples) {
 			s->have_lat = 1;
 			s->last_lat = p->pend_lat;
@@ -249,6 +269,7 @@ static void start_rstream(struct probe *p)
 
 	rs_opts(p->cfg, &o);
 	p->pend_have = 0;
+	p->pend_hist_count = 0;
 	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->rs = NULL;
@@ -493,7 +514,12 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 
 void probe_start(struct probe *p)
 {
-	ev_timer_set(&p->tick_w, 0., p->cfg->interval_s);
+	probe_start_in(p, 0.);
+}
+
+void probe_start_in(struct probe *p, double delay)
+{
+	ev_timer_set(&p->tick_w, delay, p->cfg->interval_s);
 	ev_timer_start(p->evl, &p->tick_w);
 }
 

@@ -44,6 +44,13 @@ enum probe_reason probe_stream_reason(const struct evr_failure *f);
 extern const double probe_bucket_le[PROBE_NBUCKETS];
 extern const char *const probe_bucket_str[PROBE_NBUCKETS];
 
+/* n round trips in [lo_ns, hi_ns] into a histogram of PROBE_NBUCKETS + 1
+ * (not cumulative), its sum (seconds) and count: a range counts in the
+ * bucket of its midpoint (the engine's ranges are exact samples, or 0.4 %
+ * wide past 10^6 samples a run). */
+void probe_hist_add(uint64_t *hist, double *sum, uint64_t *count,
+		    uint64_t lo_ns, uint64_t hi_ns, uint64_t n);
+
 struct probe_stats {
 	uint64_t runs, successes;
 	uint64_t failures[R_MAX];
@@ -51,14 +58,15 @@ struct probe_stats {
 	double last_duration_s;     /* the last finished run */
 	int up;                     /* the last run succeeded */
 	/* rstream */
+	/* every iteration's round trip of every successful run */
 	uint64_t hist[PROBE_NBUCKETS + 1]; /* not cumulative; +Inf last */
-	double hist_sum;
+	double hist_sum;                   /* s */
 	uint64_t hist_count;
 	int have_lat;               /* last_lat is set */
 	struct evr_lat_stats last_lat;
 	double rtt_sum;             /* all iterations of all runs, s */
 	uint64_t rtt_count;
-	double throughput_bps;      /* last successful run */
+	double throughput_Bps;      /* bytes/s, last successful run */
 	/* mckey */
 	uint64_t mc_sent, mc_received, mc_lost, mc_shortfall;
 	uint64_t mc_bad;            /* malformed or out-of-range headers */
@@ -85,6 +93,11 @@ struct probe {
 	uint64_t pend_elapsed_ns, pend_bytes;
 	uint32_t pend_iters;
 	struct evr_lat_stats pend_lat;
+	/* the run's samples (evr_result_lat_walk), folded into st.hist if
+	 * the run succeeds */
+	uint64_t pend_hist[PROBE_NBUCKETS + 1];
+	double pend_hist_sum;
+	uint64_t pend_hist_count;
 	double pend_join_s;
 	/* the host checks for the probe's run (evrdma/hostcheck.h), made
 	 * before each run: whether this host can do what the probe asks,
@@ -98,6 +111,8 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 	      const struct probe_cfg *cfg);
 /* First run now, then every interval_s. */
 void probe_start(struct probe *p);
+/* First run in delay seconds, then every interval_s. */
+void probe_start_in(struct probe *p, double delay);
 /* Run the host checks for the probe's run into p->hc (before each run). */
 void probe_hostcheck(struct probe *p);
 /* Cancel a run in flight, stop every watcher, free. */

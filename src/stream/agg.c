@@ -56,8 +56,10 @@ void evr__agg_result(struct evr_agg *a, struct evr_result *r)
 	r->iter_mean_ns = a->n_timed ?
 			  (double)(a->sum_iter_ns / a->n_timed) : 0.0;
 	r->lat = NULL;
+	r->lat_samples = NULL;
 	if (a->lat_on) {
 		evr__lat_compute(&a->lat, &a->lat_res);
 		r->lat = &a->lat_res;
+		r->lat_samples = &a->lat;
 	}
 }

@@ -323,3 +323,33 @@ void evr__lat_compute(struct evr_latstats *l, struct evr_lat_stats *out)
 		lo = k;
 	}
 }
+
+/* Public: the samples of a result (include/evrdma/stream.h).  The exact
+ * samples may have been reordered by evr__lat_compute(): order is not
+ * promised, only the values. */
+uint64_t evr_result_lat_walk(const struct evr_result *r,
+			     void (*fn)(void *ud, uint64_t lo_ns,
+					uint64_t hi_ns, uint64_t n),
+			     void *ud)
+{
+	const struct evr_latstats *l = r ? r->lat_samples : NULL;
+	uint64_t total = 0, lo, hi;
+	unsigned b;
+	size_t i;
+
+	if (!l || !r->lat)
+		return 0;
+	if (l->hist) {
+		for (b = 0; b < EVR_LAT_NBUCKETS; b++) {
+			if (!l->hist[b])
+				continue;
+			evr__lat_bucket_range(b, &lo, &hi);
+			fn(ud, lo, hi, l->hist[b]);
+			total += l->hist[b];
+		}
+		return total;
+	}
+	for (i = 0; i < l->n; i++)
+		fn(ud, l->v[i], l->v[i], 1);
+	return l->n;
+}

@@ -404,6 +404,7 @@ static void server_turn_away(struct stream_server *sv, struct evr_conn *c,
 	struct evr_stream *st = &sv->st;
 	uint8_t hello[EVR_SYNC_LEN];
 	struct evr_failure f;
+	struct evr_info i = { .kind = EVR_INFO_TURNED_AWAY };
 
 	/* Read what the client sent first, so that the close is a FIN
 	 * behind our message rather than a reset that may overtake it;
@@ -411,6 +412,15 @@ static void server_turn_away(struct stream_server *sv, struct evr_conn *c,
 	(void)c->ops->recv(c, hello, sizeof(hello));
 	(void)c->ops->send(c, evr__busy_msg, EVR_SYNC_LEN, 0);
 	c->ops->close(c);
+	if (!evr__stream_reporting(st))
+		return;
+	/* every one, for a host that counts them (evrdma-probed's dropped
+	 * connections); the conn_failed below stays once per episode, the
+	 * line rstream prints */
+	memset(&f, 0, sizeof(f));
+	evr__sockaddr_str(sa, f.peer, sizeof(f.peer));
+	i.peer = f.peer;
+	EVR__STREAM_EMIT(st, info, &i);
 	if (sv->at_max_conns || !st->cbs.conn_failed ||
 	    !evr__stream_reporting(st))
 		return;

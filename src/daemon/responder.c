@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * A responder's life: an rstream server engine started on the daemon's
+ * loop, listening until the responder is removed.  A start that fails
+ * (the port taken, the address not yet up) is logged once and tried
+ * again every RESPONDER_RETRY_S; an engine that ends by itself is freed
+ * from the loop (never from its own callback) and started again the same
+ * way.  Its callbacks count what /metrics shows.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "responder.h"
+
+const char *const resp_reason_names[RR_MAX] = {
+	"conns", "budget", "fds", "rejected", "stall", "eof", "reset",
+	"verify", "protocol", "error",
+};
+
+int resp_reason_of(const struct evr_failure *f)
+{
+	/* before a session: the listener turned it away */
+	if (!f->conn_id) {
+		if (f->err == -ECONNREFUSED && f->detail == EVR_REJECT_CONNS)
+			return -1;
+		if (f->err == -EMFILE || f->err == -ENFILE)
+			return RR_FDS;
+		return RR_ERROR;
+	}
+	if (f->detail == EVR_REJECT_BUDGET &&
+	    (f->err == -EVR_E_REJECTED || f->err == -ENOBUFS))
+		return RR_BUDGET;
+	switch (-f->err) {
+	case EVR_E_REJECTED:
+		return RR_REJECTED;
+	case EVR_E_STALL:
+		return RR_STALL;
+	case EVR_E_EOF:
+		return RR_EOF;
+	case EVR_E_VERIFY:
+		return RR_VERIFY;
+	case EVR_E_PROTO:
+	case EVR_E_EXTRA:
+		return RR_PROTO;
+	case ECONNRESET:
+	case EPIPE:
+	case ECONNABORTED:
+		return RR_RESET;
+	case EMFILE:
+	case ENFILE:
+		return RR_FDS;
+	default:
+		return RR_ERROR;
+	}
+}
+
+static void on_info(void *ud, const struct evr_info *i)
+{
+	struct responder *r = ud;
+
+	switch (i->kind) {
+	case EVR_INFO_LISTENING:
+		r->st.listening = 1;
+		break;
+	case EVR_INFO_ACCEPTED:
+		r->st.served++;
+		r->st.active++;
+		break;
+	case EVR_INFO_CONN_DONE:
+		r->st.done++;
+		if (r->st.active)
+			r->st.active--;
+		break;
+	case EVR_INFO_TURNED_AWAY:
+		r->st.dropped[RR_CONNS]++;
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_conn_failed(void *ud, const struct evr_failure *f)
+{
+	struct responder *r = ud;
+	char why[256];
+	int reason = resp_reason_of(f);
+
+	/* a session's end (an accepted connection) */
+	if (f->conn_id && r->st.active)
+		r->st.active--;
+	if (reason < 0)
+		return;
+	r->st.dropped[reason]++;
+	evr_failure_str(f, why, sizeof(why));
+	plog(PLOG_DEBUG, "responder %s: dropped a connection (%s): %s",
+	     r->cfg->label, resp_reason_names[reason], why);
+}
+
+static void retry_later(struct responder *r)
+{
+	ev_timer_stop(r->evl, &r->retry_w);
+	ev_timer_set(&r->retry_w, RESPONDER_RETRY_S, 0.);
+	ev_timer_start(r->evl, &r->retry_w);
+}
+
+static void on_done(void *ud, int status, const struct evr_failure *f,
+		    int in_child)
+{
+	struct responder *r = ud;
+	char why[256] = "it stopped";
+
+	(void)in_child;
+	r->st.listening = 0;
+	r->st.active = 0;
+	if (f)
+		evr_failure_str(f, why, sizeof(why));
+	plog(PLOG_WARN, "responder %s: stopped (status %d: %s); listening "
+	     "again in %g s", r->cfg->label, status, why, RESPONDER_RETRY_S);
+	r->failing = 1;
+	/* not from its own callback: the engine goes from the loop */
+	ev_timer_stop(r->evl, &r->reap_w);
+	ev_timer_set(&r->reap_w, 0., 0.);
+	ev_timer_start(r->evl, &r->reap_w);
+	retry_later(r);
+}
+
+static void reap_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct responder *r = w->data;
+
+	(void)l;
+	(void)revents;
+	evr_stream_free(r->srv);
+	r->srv = NULL;
+}
+
+static void start_now(struct responder *r)
+{
+	static const struct evr_stream_cbs cbs = {
+		.info = on_info,
+		.conn_failed = on_conn_failed,
+		.done = on_done,
+	};
+	const struct responder_cfg *c = r->cfg;
+	struct evr_stream_opts o;
+	struct evr_failure f;
+	char port[8], why[256];
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	o.server = 1;
+	o.bind_addr = c->bind;
+	snprintf(port, sizeof(port), "%u", c->port);
+	o.port = port;
+	o.xport = c->xport;
+	o.io = EVR_IO_ASYNC;        /* sleep in the loop between messages */
+	o.max_conns = c->max_conns;
+	o.max_memory = c->max_memory;
+	/* what an upstream client runs (an evrdma client sends its plan) */
+	o.custom = c->custom;
+	o.size = c->size;
+	o.count = c->count;
+	o.iters = c->iters;
+	memset(&f, 0, sizeof(f));
+	ret = evr_stream_new(&r->srv, r->loop, &o, &cbs, r);
+	if (ret) {
+		r->srv = NULL;
+		snprintf(why, sizeof(why), "%s", strerror(-ret));
+	} else {
+		ret = evr_stream_start(r->srv, &f);
+		if (ret) {
+			evr_failure_str(&f, why, sizeof(why));
+			evr_stream_free(r->srv);
+			r->srv = NULL;
+		}
+	}
+	if (ret) {
+		if (!r->failing)
+			plog(PLOG_WARN, "responder %s: cannot listen: %s; "
+			     "trying again every %g s", c->label, why,
+			     RESPONDER_RETRY_S);
+		r->failing = 1;
+		retry_later(r);
+		return;
+	}
+	if (r->failing)
+		plog(PLOG_INFO, "responder %s: listening", c->label);
+	r->failing = 0;
+}
+
+static void retry_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct responder *r = w->data;
+
+	(void)l;
+	(void)revents;
+	if (r->srv) /* an ended engine whose reap has not run yet */
+		reap_cb(r->evl, &r->reap_w, 0);
+	ev_timer_stop(r->evl, &r->reap_w);
+	start_now(r);
+}
+
+int responder_new(struct responder **out, struct evr_loop *loop,
+		  const struct responder_cfg *cfg)
+{
+	struct responder *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->cfg = cfg;
+	r->loop = loop;
+	r->evl = evr_loop_ev(loop);
+	ev_timer_init(&r->retry_w, retry_cb, RESPONDER_RETRY_S, 0.);
+	ev_timer_init(&r->reap_w, reap_cb, 0., 0.);
+	r->retry_w.data = r;
+	r->reap_w.data = r;
+	*out = r;
+	return 0;
+}
+
+void responder_start(struct responder *r)
+{
+	start_now(r);
+}
+
+void responder_free(struct responder *r)
+{
+	if (!r)
+		return;
+	ev_timer_stop(r->evl, &r->retry_w);
+	ev_timer_stop(r->evl, &r->reap_w);
+	/* at once: its sockets close, the port is free for a successor */
+	evr_stream_free(r->srv);
+	free(r);
+}
