@@ -3,7 +3,7 @@
 # Runs inside the Soft-RoCE guest (bench/rstream-rxe.sh --conns boots it):
 # the connection-scaling curve.  For each N, a fresh evrdma server and one
 # rstream -c N client (default sizes: the queues and rings shrink with N),
-# a short test on every connection.  Prints one "conns:" line per N:
+# a short test on every connection once all N are up (--all-at-once).  Prints one "conns:" line per N:
 #   conns: N rc S seconds T connect_s C qps_max Q qps_left L
 #          server_kib_per_conn M avail_mib_per_kconn K
 # connect_s: until all N QPs of the client were up (sampled every 0.5 s);
@@ -19,27 +19,29 @@ T=$(mktemp -d)
 . "${EVR_BIN:-/opt/evr}/tests/lib-guest.sh"
 rss() { awk '/^VmRSS/{print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 avail() { awk '/MemAvailable/{print $2}' /proc/meminfo; }
-qps() { rdma resource show qp 2>/dev/null | grep -c "pid $1 "; }
+qps() { rdma resource show qp 2>/dev/null | grep -cE "pid $1( |$)"; }
 echo "conns: guest $(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo) MiB, $(nproc) CPUs"
 for n in ${*:-1 16 64 256 1024 2048 4096 8192 10000}; do
 	server $R -b "$A2" -T a --stall-timeout 600 ||
 		{ echo "conns: server did not start"; break; }
 	base=$(rss "$sp"); a0=$(avail)
 	t0=$(now)
-	timeout 1500 $R -s "$A2" -c "$n" -S 64 -C 10 -I 3 -T a \
+	$R -s "$A2" -c "$n" --all-at-once -S 64 -C 10 -I 3 -T a \
 		--stall-timeout 600 >"$T/c.out" 2>&1 &
 	cp=$!
+	rp=$cp
 	peak=0; amin=$a0; qmax=0; cs=-
-	while kill -0 "$cp" 2>/dev/null; do
+	for i in $(seq 3000); do   # 1,500 s at most
+		kill -0 "$cp" 2>/dev/null || break
 		r=$(rss "$sp"); [ "${r:-0}" -gt "$peak" ] && peak=$r
 		a=$(avail); [ "$a" -lt "$amin" ] && amin=$a
-		rp=$(pgrep -P "$cp" | head -1)
-		if [ -n "$rp" ] && [ "$cs" = - ]; then
+		if [ "$cs" = - ]; then
 			q=$(qps "$rp"); [ "$q" -gt "$qmax" ] && qmax=$q
 			[ "$q" -ge "$n" ] && cs=$(since "$t0")
 		fi
 		sleep 0.5
 	done
+	kill -KILL "$cp" 2>/dev/null
 	wait "$cp"; rc=$?
 	el=$(since "$t0")
 	kill -TERM "$sp"; reap "$sp" 60 >/dev/null 2>&1

@@ -83,6 +83,10 @@ struct evr_stream_opts {
 	/* client: at most this many connects in flight at a time;
 	 * 0 = EVR_DEFAULT_MAX_CONNECTING */
 	unsigned max_connecting;
+	/* client with conns > 1: a connection starts its tests only once
+	 * all conns of its series are connected, so that they are all up at
+	 * once (rstream --all-at-once); the wait counts for no stall */
+	int all_at_once;
 	/* Server limits: what the server holds is bounded by these, never
 	 * by what a peer asks for (rstream(1), SERVER LIMITS).
 	 * chunk_size: a connection's data buffer is at most this many

@@ -167,6 +167,7 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 					  "auto");
 	set_bool(opt, "settings", o->report_settings);
 	if (!o->server) {
+		set_bool(opt, "all_at_once", o->all_at_once);
 		set_real(opt, "duration_s", o->duration_ms / 1000.0);
 		set_bool(opt, "percentiles", o->percentiles);
 	}

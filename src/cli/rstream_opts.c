@@ -67,6 +67,8 @@ static void help_extra(FILE *out)
 		     "\t                     one aggregate row per test\n");
 	fprintf(out, "\t--per-conn           with -c: a row per connection "
 		     "too, named test#K\n");
+	fprintf(out, "\t--all-at-once        with -c: tests start once all N "
+		     "are connected\n");
 	fprintf(out, "\t--max-conns N        server: serve at most N "
 		     "connections at once (default 16384)\n");
 	fprintf(out, "\t--max-memory SIZE    server: at most SIZE bytes of "
@@ -232,7 +234,7 @@ static int set_poll(void *obj, const char *arg)
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
        OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL,
-       OPT_CHECK, OPT_NO_HOST_CHECK };
+       OPT_CHECK, OPT_NO_HOST_CHECK, OPT_ALL_AT_ONCE };
 
 #define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct rstream_cli, m)
@@ -295,6 +297,8 @@ static const struct cli_opt options[] = {
 	  .side = CLI_CLIENT },
 	{ OPT_PER_CONN, "per-conn", "--per-conn", CLI_FLAG, C(per_conn),
 	  .side = CLI_CLIENT },
+	{ OPT_ALL_AT_ONCE, "all-at-once", "--all-at-once", CLI_FLAG,
+	  O(all_at_once), .side = CLI_CLIENT },
 	{ OPT_NO_NEG, "no-negotiate", "--no-negotiate", CLI_FLAG,
 	  O(no_negotiate), .side = CLI_CLIENT,
 	  .why = "a server speaks upstream's wire to every client that does" },

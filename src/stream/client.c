@@ -21,6 +21,8 @@ struct cli_sess {
 	struct evr_sess s;
 	unsigned k;
 	int connecting;           /* counted in cs_connecting */
+	int held;                 /* --all-at-once: connected, waiting for
+				   * the rest of its series */
 };
 
 struct stream_client {
@@ -29,6 +31,7 @@ struct stream_client {
 	struct cli_sess **cs;
 	unsigned nconn, max_connecting;
 	unsigned cs_started, cs_live, cs_connecting;
+	unsigned cs_up;           /* connected in this series */
 	unsigned conn_next;       /* the next series of the plan */
 	int progressing, progress_again; /* client_progress() re-entered */
 	struct evr_failure first_fail; /* FAILING: what the run ends with */
@@ -159,6 +162,23 @@ static const struct evr_sess_owner client_owner = {
 	.progress = client_sess_progress,
 };
 
+/* --all-at-once: every connection of the series is up; each held one
+ * starts (a session may end in its start, so one at a time by index). */
+static void release_held(struct stream_client *cl)
+{
+	unsigned k;
+
+	for (k = 0; k < cl->cs_started; k++) {
+		struct cli_sess *cs = cl->cs[k];
+
+		if (!cs || !cs->held)
+			continue;
+		cs->held = 0;
+		cs->s.held = 0;
+		evr__sess_drive(&cs->s, EVR_SE_CONNECTED, 0);
+	}
+}
+
 static void client_connected(void *ud, struct evr_conn *c, int err)
 {
 	struct stream_client *cl = client_of(ud);
@@ -175,6 +195,20 @@ static void client_connected(void *ud, struct evr_conn *c, int err)
 	client_not_connecting(cl, cs);
 	if (!err) /* (a cancel in its info() is deferred) */
 		evr__stream_settings(&cl->st, s->id, c);
+	if (!err && cl->st.o.all_at_once && cl->nconn > 1 &&
+	    s->conn == c && !evr__stream_ending(&cl->st) &&
+	    cl->st.state != EVR_STREAM_FAILING) {
+		/* --all-at-once: the tests start when the last one is up */
+		cs->held = 1;
+		s->held = 1;
+		if (++cl->cs_up < cl->nconn) {
+			client_progress(cl);
+			return;
+		}
+		release_held(cl);
+		client_progress(cl);
+		return;
+	}
 	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
 	client_progress(cl);
 }
@@ -330,6 +364,7 @@ static void client_progress(struct stream_client *cl)
 			/* the next series, N connections again */
 			cl->conn_next++;
 			cl->cs_started = 0;
+			cl->cs_up = 0;
 			for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
 				evr__agg_fini(&cl->agg[i]);
 			cl->progress_again = 1;

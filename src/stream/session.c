@@ -786,7 +786,7 @@ static void wd_cb(struct ev_loop *l, ev_timer *w, int revents)
 	struct evr_sess *s = evr__container_of(w, struct evr_sess, wd_w);
 	ev_tstamp now = ev_now(l);
 
-	if (s->bytes != s->wd_bytes) {
+	if (s->bytes != s->wd_bytes || s->held) {
 		s->wd_bytes = s->bytes;
 		s->wd_last = now;
 		s->wd_idle = 0;

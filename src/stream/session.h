@@ -168,6 +168,8 @@ struct evr_sess {
 	uint64_t wd_bytes;
 	ev_tstamp wd_last;
 	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
+	int held;               /* its owner holds it back (connected,
+				 * waiting for others): no stall */
 	int wd_state;
 	/* -T a's adaptive polling (session.c, poll_async()) */
 	struct evr_pollest pe;

@@ -240,6 +240,29 @@ else
 	skip "root without setpriv: cannot drop CAP_SYS_RESOURCE"
 fi
 
+# ---- --all-at-once: each connection starts its tests once all N are up.
+# Against --max-conns 8, nine held at once: the ninth is turned away and
+# the run fails (each of the first eight waits, connected, for it); eight
+# pass, and the rows are the same as without the option.
+P2=$(e2e_port)
+if start_server aao "$P2" "$R" -T s -b $H -p "$P2" --max-conns 8 \
+	--stall-timeout "$(tscale 60)"; then
+	run_cmd aao9 60 "$R" -T s -s $H -p "$P2" -c 9 --all-at-once -S 64 -C 1 -I 1
+	assert_exit "--all-at-once -c 9, server --max-conns 8: turned away (exit 3)" \
+		3 "$RC" "$T/aao9.out" "$T/aao9.err"
+	assert_match "--all-at-once -c 9: the reason" \
+		"the server serves as many connections as it allows" "$T/aao9.err"
+	run_cmd aao8 60 "$R" -T s -s $H -p "$P2" -c 8 --all-at-once -S 64 -C 10 -I 20
+	assert_exit "--all-at-once -c 8, server --max-conns 8: passes" 0 "$RC" \
+		"$T/aao8.out" "$T/aao8.err"
+	check_row "$T/aao8.out" custom 64 10 20 200k 1 "--all-at-once -c 8"
+	run_cmd aaoj 60 "$R" -T s -s $H -p "$P2" -c 2 --all-at-once -S 64 -C 1 -I 1 --json
+	assert_match "--json: options.all_at_once" '"all_at_once":true' "$T/aaoj.out"
+	bg_stop aao 5
+else
+	not_ok "--all-at-once: server starts"
+fi
+
 # ---- bad values
 for v in 0 100001 x; do
 	run_cmd "bad$v" 10 "$R" $C -p "$P" -c "$v"

@@ -41,7 +41,7 @@ static void check_accepted(const struct fuzz_argv *a,
 	FUZZ_CHECK(!(o->custom && o->size_all));
 	FUZZ_CHECK(!(o->no_negotiate && o->force_negotiate));
 	FUZZ_CHECK(!o->server || (!o->duration_ms && !o->percentiles &&
-				  o->conns <= 1));
+				  o->conns <= 1 && !o->all_at_once));
 	FUZZ_CHECK(o->server || !o->fork);
 	FUZZ_CHECK(!o->duration_ms || (o->duration_ms >= 10 &&
 				       o->duration_ms <= 86400000 &&

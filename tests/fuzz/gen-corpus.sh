@@ -68,6 +68,7 @@ seed dashdash          rstream_opts -s h -- -S 64
 seed check             rstream_opts --check -b 198.18.0.1 -c 4
 seed no-host-check     rstream_opts -s h --no-host-check
 seed poll-usec         rstream_opts -s h -T a --poll-usec 1000
+seed all-at-once       rstream_opts -s h -c 100 --all-at-once
 
 # mckey: README and mckey.1
 seed recv              mckey_opts -m 239.1.1.1 -b 198.18.0.2
