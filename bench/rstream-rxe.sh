@@ -107,6 +107,27 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 			echo
 		done
 	done
+	# CPU: each side's user + system seconds (its rusage), medians
+	# over the rounds, both sides summed; the ratio is evrdma's
+	# (or the mixed pairing's) over upstream's at both ends
+	if grep -qa '^@@ cpu ' "$log"; then
+		echo "CPU seconds per run (client + server, medians of the rounds):"
+		echo
+		echo "| case | upstream | evrdma | ratio | evrdma client, upstream server | upstream client, evrdma server |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		tr -d '\r' <"$log" | awk '
+		function med(s,   a, n, i, j, t) { n = split(s, a, " ")
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+			return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+		$1 == "@@" && $2 == "cpu" { k = $3; if (!(k in seen)) { seen[k] = 1; order[++no] = k }
+			v[k, $4] = v[k, $4] " " ($6 + $7) }
+		END { for (i = 1; i <= no; i++) { k = order[i]
+			u = (k, "up") in v ? med(v[k, "up"]) : 0; e = (k, "ev") in v ? med(v[k, "ev"]) : 0
+			eu = (k, "eu") in v ? sprintf("%.2f", med(v[k, "eu"])) : "-"
+			ue = (k, "ue") in v ? sprintf("%.2f", med(v[k, "ue"])) : "-"
+			printf "| %s | %.2f | %.2f | %s | %s | %s |\n", k, u, e, u > 0 ? sprintf("%.2f", e / u) : "-", eu, ue } }'
+		echo
+	fi
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
 	echo "$rounds rounds ($drounds for the default run), medians and per-round paired ratios; $(date -u +%F)."
 } | tee "${out:-/dev/null}"

@@ -3,7 +3,8 @@
 # Runs inside the Soft-RoCE guest (bench/rstream-rxe.sh --conns boots it):
 # the connection-scaling curve.  For each N, a fresh evrdma server and one
 # rstream -c N client (default sizes: the queues and rings shrink with N),
-# a short test on every connection once all N are up (--all-at-once).  Prints one "conns:" line per N:
+# a short test on every connection once all N are up (--all-at-once).
+# Prints one "conns:" line per N:
 #   conns: N rc S seconds T connect_s C qps_max Q qps_left L
 #          server_kib_per_conn M avail_mib_per_kconn K
 # connect_s: until all N QPs of the client were up (sampled every 0.5 s);

@@ -17,6 +17,15 @@ only=${3:-}
 T=$(mktemp -d)
 . "${EVR_BIN:-/opt/evr}/tests/lib-guest.sh"
 
+# CPU seconds (user + system) of the children this shell has waited for,
+# from a file `times` wrote (times itself must run in this shell: a
+# subshell's children are its own)
+cpu_of() {
+	awk 'NR == 2 { n = split($0, a, / +/); s = 0
+		for (i = 1; i <= n; i++) { split(a[i], m, /[ms]/); s += m[1] * 60 + m[2] }
+		printf "%.3f\n", s }' "$1"
+}
+
 # one CASE WHO ROUND OPTIONS...
 #   WHO: ev (evrdma at both ends), up (upstream at both ends), and the
 #   mixed pairings eu (evrdma client, upstream server) and ue (the reverse)
@@ -36,9 +45,15 @@ one() {
 	if ! server "$sbin" -b "$A2" "${srv[@]}" "$@"; then
 		echo "bench: $who server did not start ($c)"; return
 	fi
+	times >"$T/t0"
 	timeout 1200 "$cbin" -s "$A2" "${cli[@]}" "$@" >"$T/c.out" 2>&1 ||
 		echo "bench: $who client failed in round $r of $c: $(tail -1 "$T/c.out")"
+	times >"$T/t1"
 	reap "$sp" 20 >/dev/null 2>&1
+	times >"$T/t2"
+	t0=$(cpu_of "$T/t0"); t1=$(cpu_of "$T/t1"); t2=$(cpu_of "$T/t2")
+	# the CPU each side spent (rusage of the waited-for process)
+	echo "@@ cpu $c $who $r $(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "%.3f %.3f", b - a, c - b }')"
 	echo "@@ begin $c $who $r"
 	cat "$T/c.out"
 	echo "@@ end"

@@ -784,7 +784,9 @@ static void cq_release(struct rconn *rc)
 		return;
 	set_waiting(rc, 0);
 	rc->rcq = NULL;
-	/* what the CQ still holds of rc: the next poll drops it */
+	/* what the CQ holds of rc now (its slot is stale: dropped) leaves
+	 * before another connection takes the room */
+	poll_rcq(q, NULL);
 	q->used -= rc->cq_need;
 	if (!--q->nconns)
 		cq_free(q);
