@@ -703,8 +703,10 @@ static void cq_free(struct rcq *q)
 		;
 	*pp = q->next;
 	d->ncqs--;
-	/* every event taken must be acked, or destroying blocks */
-	dev_drain(d);
+	/* every event of q taken must be acked, or destroying blocks; the
+	 * other CQs' events taken with them are served here (dev_events),
+	 * or their sleepers would never hear of them */
+	dev_events(d, NULL);
 	if (q->unacked)
 		ibv_ack_cq_events(q->cq, q->unacked);
 	ibv_destroy_cq(q->cq);

@@ -260,6 +260,20 @@ else
 	ko "-c $N2: server sizes by the count it holds" "first $first, last $last"
 fi
 
+# ---- connections ending while others sleep: a server's connections share
+# CQs on one completion channel; one's close frees a CQ while the others
+# sleep on theirs, and no event of theirs may be lost with it (each was,
+# once: a run in two stalled)
+server $R -b $A2 -T a --stall-timeout 60
+bad=0
+for i in 1 2 3 4 5 6; do
+	timeout "$(tsc 60)" $R -s $A2 -c 16 -S 64 -C 10 -I 3 -T a --stall-timeout 8 >"$T/c.out" 2>&1 ||
+		{ bad=$((bad + 1)); tail -1 "$T/c.out"; }
+done
+kill -TERM "$sp"; reap "$sp" 20; src=$?
+[ "$bad" = 0 ] && [ "$src" = 0 ] && ok "6 runs of -c 16 -T a in a row: none stalled" ||
+	ko "6 runs of -c 16 -T a in a row" "$bad stalled, server rc $src"
+
 # ---- peers killed mid-transfer
 # kill PEER-TO-KILL: start "server", then "client"; kill one with SIGKILL
 # after 2 s; the survivor must notice within a few seconds.
