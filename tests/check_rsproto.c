@@ -807,19 +807,19 @@ END_TEST
  * below the floor. */
 START_TEST(test_scale)
 {
-	ck_assert_uint_eq(EVR_RS_SCALE_FULL, 16);
+	ck_assert_uint_eq(EVR_RS_SCALE_FULL, 4);
 	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 1), 384);
-	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 16), 384);
-	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 32), 192);
-	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 256), 24);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 4), 384);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 8), 192);
+	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 64), 24);
 	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 10000), 16);
 	ck_assert_uint_eq(evr__rs_scale(384, EVR_RS_QP_MIN, 0xffffffffu), 16);
-	ck_assert_uint_eq(evr__rs_scale(1 << 20, EVR_RS_RING_MIN, 1000),
-			  (1 << 20) * 16 / 1000);
+	ck_assert_uint_eq(evr__rs_scale(1 << 20, EVR_RS_RING_MIN, 100),
+			  (1 << 20) * 4 / 100);
 	ck_assert_uint_eq(evr__rs_scale(1 << 20, EVR_RS_RING_MIN, 10000),
 			  EVR_RS_RING_MIN);
 	/* a full size under the floor stays as it is */
-	ck_assert_uint_eq(evr__rs_scale(4096, EVR_RS_RING_MIN, 10000), 4096);
+	ck_assert_uint_eq(evr__rs_scale(2048, EVR_RS_RING_MIN, 10000), 2048);
 }
 END_TEST
 

@@ -41,8 +41,8 @@
  * for every connection at once; the rings, the memory a server spends on
  * each.  Both reach the peer as the rsocket protocol allows: the credits
  * and the ring half in the private data. */
-#define EVR_RS_SCALE_FULL 16
-#define EVR_RS_RING_MIN 8192
+#define EVR_RS_SCALE_FULL 4
+#define EVR_RS_RING_MIN 4096
 uint32_t evr__rs_scale(uint32_t full, uint32_t floor, unsigned n);
 
 /* The immediate: op in bits 31..29, data in 28..0, big-endian on the wire. */

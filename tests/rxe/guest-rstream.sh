@@ -244,10 +244,10 @@ fi
 [ "$qps" = "$N2" ] && ok "-c $N2 --all-at-once: all its connections up at once ($qps QPs seen)" ||
 	ko "-c $N2 --all-at-once: all up at once" "at most $qps QPs seen"
 # the sizes: the client's N2 connections all get the share of N2 (queue
-# depth 384 x 16 / N2, rings 1 MiB x 16 / N2, never below 16 entries and
-# 8 KiB); the server sizes each as it comes, by how many it holds
-ring=$((1048576 * 16 / N2 / 4096 * 4096)); [ "$ring" -lt 8192 ] && ring=8192
-dep=$((384 * 16 / N2)); [ "$dep" -lt 16 ] && dep=16
+# depth 384 x 4 / N2, rings 1 MiB x 4 / N2, never below 16 entries and
+# 4 KiB); the server sizes each as it comes, by how many it holds
+ring=$((1048576 * 4 / N2 / 4096 * 4096)); [ "$ring" -lt 4096 ] && ring=4096
+dep=$((384 * 4 / N2)); [ "$dep" -lt 16 ] && dep=16
 n=$(grep -c "rdma sbuf $ring rbuf $ring inline [0-9]* sq $dep rq $((dep + 16)) credits $dep " "$T/c.out")
 [ "$n" = "$N2" ] && ok "-c $N2: every client connection sized for $N2 (rings $ring, queues $dep)" ||
 	ko "-c $N2: client connections sized for $N2" "$n of $N2 lines with rings $ring, queues $dep: $(grep -m1 'rdma sbuf' "$T/c.out")"
