@@ -122,10 +122,11 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 		$1 == "@@" && $2 == "cpu" { k = $3; if (!(k in seen)) { seen[k] = 1; order[++no] = k }
 			v[k, $4] = v[k, $4] " " ($6 + $7) }
 		END { for (i = 1; i <= no; i++) { k = order[i]
-			u = (k, "up") in v ? med(v[k, "up"]) : 0; e = (k, "ev") in v ? med(v[k, "ev"]) : 0
-			eu = (k, "eu") in v ? sprintf("%.2f", med(v[k, "eu"])) : "-"
-			ue = (k, "ue") in v ? sprintf("%.2f", med(v[k, "ue"])) : "-"
-			printf "| %s | %.2f | %.2f | %s | %s | %s |\n", k, u, e, u > 0 ? sprintf("%.2f", e / u) : "-", eu, ue } }'
+			u = ((k SUBSEP "up") in v) ? med(v[k, "up"]) : 0
+			e = ((k SUBSEP "ev") in v) ? med(v[k, "ev"]) : 0
+			eu = ((k SUBSEP "eu") in v) ? sprintf("%.2f", med(v[k, "eu"])) : "-"
+			ue = ((k SUBSEP "ue") in v) ? sprintf("%.2f", med(v[k, "ue"])) : "-"
+			printf "| %s | %.2f | %.2f | %s | %s | %s |\n", k, u, e, (u > 0 ? sprintf("%.2f", e / u) : "-"), eu, ue } }'
 		echo
 	fi
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
