@@ -501,11 +501,21 @@ START_TEST(test_memlock_estimates)
 	ck_assert_uint_gt(one, 2u << 20);
 	ck_assert_uint_lt(one, (2u << 20) + (256u << 10));
 	ck_assert_uint_eq(one % pg, 0);
+	/* full sizes up to 4 connections; beyond, the rings and queues
+	 * shrink with the count (rstream(1), RDMA TRANSPORT) */
+	o.conns = 4;
+	ck_assert_uint_eq(evr_stream_memlock(&o), 4 * one);
 	o.conns = 8;
-	ck_assert_uint_eq(evr_stream_memlock(&o), 8 * one);
+	ck_assert_uint_lt(evr_stream_memlock(&o), 8 * one);
+	ck_assert_uint_gt(evr_stream_memlock(&o), 4 * one);
 	o.server = 1; /* one connection's */
 	ck_assert_uint_eq(evr_stream_memlock(&o), one);
 	o.server = 0;
+	/* -B fixes the rings: only the queues shrink */
+	o.buffer_size = 512 << 10;
+	ck_assert_uint_lt(evr_stream_memlock(&o), 8 * one);
+	ck_assert_uint_gt(evr_stream_memlock(&o), 8 * (2u << 20));
+	o.buffer_size = 0;
 	o.conns = 1;
 	o.buffer_size = 4 << 20;
 	ck_assert_uint_gt(evr_stream_memlock(&o), 16u << 20);
