@@ -1416,7 +1416,6 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 		return NULL;
 	rc->base.ops = &rdma_conn_ops;
 	rc->base.fd = -1;
-	rc->base.rd_only = 1;
 	if (o->keepalive) {
 		/* what rgetsockopt reads back on an rsocket */
 		rc->base.ka_on = 1;

@@ -918,8 +918,7 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 		ev_io_stop(l, &s->io_w);
 		return;
 	}
-	/* An RDMA completion channel signals sends and receives alike. */
-	events = w == EVR_WANT_READ || s->conn->rd_only ? EV_READ : EV_WRITE;
+	events = w == EVR_WANT_READ ? EV_READ : EV_WRITE;
 	if (!ev_is_active(&s->io_w) ||
 	    (s->io_w.events & (EV_READ | EV_WRITE)) != events ||
 	    s->io_w.fd != s->conn->fd) {

@@ -39,9 +39,6 @@ struct evr_conn {
 	const struct evr_conn_ops *ops;
 	int fd;             /* the fd whose readiness the loop watches, or
 			     * -1: none; the transport wakes the owner */
-	/* The fd only ever becomes readable (an RDMA completion channel):
-	 * wait for EV_READ on it whichever way the data goes. */
-	int rd_only;
 	/* Set by the owner while it polls (-T a's budget): a completion
 	 * channel transport then polls without arming the channel; the
 	 * owner clears it and calls once more before it sleeps. */
