@@ -53,7 +53,10 @@ tally() {
 	for log in $( (grep -l -E '^:test-result: (FAIL|ERROR)' "$@" 2>/dev/null || true) |
 		sed 's/\.trs$/.log/'); do
 		echo "--- $label: $log"
-		tail -n 40 "$log"
+		echo "failed checks:"
+		grep -a -E '^(not ok|FAIL:)' "$log" | head -n 20 || true
+		echo "its last lines:"
+		tail -n 30 "$log"
 	done
 	for log in "$@"; do
 		log=${log%.trs}.log
