@@ -54,7 +54,7 @@ tally() {
 		sed 's/\.trs$/.log/'); do
 		echo "--- $label: $log"
 		echo "failed checks:"
-		grep -a -E '^(not ok|FAIL:)' "$log" | head -n 20 || true
+		grep -a -E '^(not ok|FAIL)' "$log" | head -n 20 || true
 		echo "its last lines:"
 		tail -n 30 "$log"
 	done

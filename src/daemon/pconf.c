@@ -328,10 +328,11 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 {
 	static const char *const keys[] = {
 		"transport", "port", "bind", "max_conns", "max_memory",
-		"size", "count", "iters", NULL,
+		"size", "count", "iters", "stall_timeout_s", NULL,
 	};
 	const char *xports[MAX_WORDS];
 	unsigned long long conns, mem, size, count, iters;
+	double stall;
 	char buf[300];
 	int x;
 
@@ -353,8 +354,13 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 	    get_uint(c, o, "max_memory", 4096, 1ull << 40, 0, &mem) ||
 	    get_uint(c, o, "size", 1, 64u << 20, 64, &size) ||
 	    get_uint(c, o, "count", 1, 1000000000, 1, &count) ||
-	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters))
+	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters) ||
+	    get_num(c, o, "stall_timeout_s", 0.1, 3600,
+		    EVR_DEFAULT_STALL_MS / 1000.0, &stall))
 		return -1;
+	/* rstream --stall-timeout: a connection that moves nothing this
+	 * long is dropped (reason stall) */
+	r->stall_ms = (unsigned)(stall * 1000 + 0.5);
 	r->custom = json_object_get(o, "size") || json_object_get(o, "count") ||
 		    json_object_get(o, "iters");
 	r->size = (uint32_t)size;

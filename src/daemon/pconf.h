@@ -55,6 +55,7 @@ struct responder_cfg {
 	char *bind;             /* NULL: every address */
 	unsigned max_conns;     /* 0: the engine's default */
 	uint64_t max_memory;    /* 0: the engine's default */
+	unsigned stall_ms;      /* a connection that moves nothing */
 	/* the test a client that sends no plan (upstream rstream) runs:
 	 * custom 0, rstream's series; 1, size x count x iters */
 	int custom;

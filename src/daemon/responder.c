@@ -161,6 +161,7 @@ static void start_now(struct responder *r)
 	o.io = EVR_IO_ASYNC;        /* sleep in the loop between messages */
 	o.max_conns = c->max_conns;
 	o.max_memory = c->max_memory;
+	o.stall_ms = c->stall_ms;
 	/* what an upstream client runs (an evrdma client sends its plan) */
 	o.custom = c->custom;
 	o.size = c->size;
