@@ -1184,7 +1184,8 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 		while (got < len && (n = evr__rs_rx_peek(&rc->rx, &off))) {
 			if (n > len - got)
 				n = (uint32_t)(len - got);
-			memcpy(p + got, rc->rbuf + off, n);
+			if (p)
+				memcpy(p + got, rc->rbuf + off, n);
 			evr__rs_rx_consume(&rc->rx, n);
 			got += n;
 		}
@@ -1416,6 +1417,7 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 		return NULL;
 	rc->base.ops = &rdma_conn_ops;
 	rc->base.fd = -1;
+	rc->base.can_skip = 1;
 	if (o->keepalive) {
 		/* what rgetsockopt reads back on an rsocket */
 		rc->base.ka_on = 1;

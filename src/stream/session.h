@@ -155,6 +155,9 @@ struct evr_sess {
 	uint8_t *op_buf;
 	size_t op_len, op_off;
 	int op_send;
+	/* a receive whose bytes nobody reads (a client's echo without -v):
+	 * consumed, not copied, where the transport can (evr_conn.can_skip) */
+	int op_skip;
 	struct evr_pattern spat, rpat;
 	uint64_t t0;
 	uint64_t bytes;

@@ -23,7 +23,9 @@ struct evr_conn_ops {
 	 * call without more or a recv (the RDMA cork; TCP ignores it). */
 	ssize_t (*send)(struct evr_conn *c, const void *buf, size_t len,
 			int more);
-	/* Bytes received (> 0), 0 at end of stream, or a negative errno. */
+	/* Bytes received (> 0), 0 at end of stream, or a negative errno.
+	 * buf NULL (only where evr_conn.can_skip): the bytes are consumed
+	 * and counted, not copied. */
 	ssize_t (*recv)(struct evr_conn *c, void *buf, size_t len);
 	/* Orderly shutdown of both directions (upstream's rshutdown). */
 	void (*shutdown)(struct evr_conn *c);
@@ -43,6 +45,9 @@ struct evr_conn {
 	 * channel transport then polls without arming the channel; the
 	 * owner clears it and calls once more before it sleeps. */
 	int polling;
+	/* Set by the transport: recv(c, NULL, n) consumes up to n bytes
+	 * without copying them (RDMA: the ring space goes back unread) */
+	int can_skip;
 	char peer[64];
 	int ka_on, ka_idle; /* -k: keepalive as set on this connection */
 	/* Set by the owner: the transport calls it from the loop (never from
