@@ -97,6 +97,8 @@ MIXED=1 case_ 4KiB-stream "$rounds" -S 4096 -C 4000 -I 1
 case_ 64B-pingpong-async "$rounds" -S 64 -C 1 -I 20000 -T a
 case_ 4KiB-pingpong-async "$rounds" -S 4096 -C 1 -I 3000 -T a
 case_ 1MB-stream-async "$rounds" -S 1000000 -C 20 -I 2 -T a
+# CPU per million small messages when neither side spins
+case_ 64B-stream-async "$rounds" -S 64 -C 20000 -I 1 -T a
 # the emulated round trip is longer than the default poll (200 usec)
 EV_OPTS="--poll-usec 2000" case_ 64B-pingpong-async-poll2ms "$rounds" -S 64 -C 1 -I 20000 -T a
 echo "bench: done"
