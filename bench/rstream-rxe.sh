@@ -115,12 +115,17 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 	if grep -qa '^@@ cpu ' "$log"; then
 		echo "CPU seconds per run (client + server, medians of the rounds):"
 		echo
-		echo "| case | upstream | evrdma | ratio | evrdma client, upstream server | upstream client, evrdma server |"
-		echo "|---|---:|---:|---:|---:|---:|"
+		echo "| case | upstream | evrdma | ratio | evrdma client, upstream server | upstream client, evrdma server | upstream s/GB | evrdma s/GB | upstream s/M msgs | evrdma s/M msgs |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		tr -d '\r' <"$log" | awk '
 		function med(s,   a, n, i, j, t) { n = split(s, a, " ")
 			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 			return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+		# a case of one test: the bytes and messages a run moves, both
+		# ways (-S x -C x -I, twice), for the per-GB and per-million columns
+		$1 == "bench:" && $2 == "case" { k = $3; sub(/:$/, "", k); sz = cn = it = 0
+			for (j = 4; j < NF; j++) { if ($j == "-S") sz = $(j+1); if ($j == "-C") cn = $(j+1); if ($j == "-I") it = $(j+1) }
+			if (sz && cn && it) { gb[k] = 2 * sz * cn * it / 1e9; mm[k] = 2 * cn * it / 1e6 } }
 		$1 == "@@" && $2 == "cpu" { k = $3; if (!(k in seen)) { seen[k] = 1; order[++no] = k }
 			v[k, $4] = v[k, $4] " " ($6 + $7) }
 		END { for (i = 1; i <= no; i++) { k = order[i]
@@ -128,7 +133,9 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 			e = ((k SUBSEP "ev") in v) ? med(v[k, "ev"]) : 0
 			eu = ((k SUBSEP "eu") in v) ? sprintf("%.2f", med(v[k, "eu"])) : "-"
 			ue = ((k SUBSEP "ue") in v) ? sprintf("%.2f", med(v[k, "ue"])) : "-"
-			printf "| %s | %.2f | %.2f | %s | %s | %s |\n", k, u, e, (u > 0 ? sprintf("%.2f", e / u) : "-"), eu, ue } }'
+			pg = (k in gb) ? sprintf("%.1f | %.1f", u / gb[k], e / gb[k]) : "- | -"
+			pm = (k in mm) ? sprintf("%.1f | %.1f", u / mm[k], e / mm[k]) : "- | -"
+			printf "| %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n", k, u, e, (u > 0 ? sprintf("%.2f", e / u) : "-"), eu, ue, pg, pm } }'
 		echo
 	fi
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
