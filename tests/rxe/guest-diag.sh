@@ -17,17 +17,10 @@ D1=$RXE_DEV1
 N1=$RXE_NETDEV1
 N2=$RXE_NETDEV2
 G=$RXE_MCAST
-pass=0
-fail=0
 T=$(mktemp -d)
 chmod 777 "$T"
 . "$(dirname "$0")/lib-guest.sh"
 
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() {
-	echo "FAIL: $1: $2"; fail=$((fail + 1))
-	for f in "$T"/*.out "$T"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done
-}
 has() { grep -q -- "$2" "$1"; }
 
 # the unprivileged user

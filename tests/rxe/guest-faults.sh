@@ -28,16 +28,9 @@ A2=$RXE_ADDR2
 CYCLES=${FAULT_RXE_CYCLES:-200}
 MEM_TOL_KB=1024
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-pass=0
-fail=0
 T=$(mktemp -d)
 T00=$EPOCHREALTIME
 
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() {
-	echo "FAIL: $1: $2"; fail=$((fail + 1))
-	for f in "$T"/*.out "$T"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -15 "$f"; }; done
-}
 has() { grep -q -- "$2" "$1"; }
 say() { echo "# $*"; }
 . "$(dirname "$0")/lib-guest.sh"

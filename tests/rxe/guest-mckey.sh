@@ -9,12 +9,9 @@ U=/usr/bin/mckey
 G=$RXE_MCAST
 A1=$RXE_ADDR1
 A2=$RXE_ADDR2
-pass=0
-fail=0
 T=$(mktemp -d)
+. "$(dirname "$0")/lib-guest.sh"
 
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $1: $2"; fail=$((fail + 1)); for f in "$T"/*.out; do echo "--- $f"; cat "$f"; done; }
 has() { grep -q -- "$2" "$1"; }
 
 # pair NAME "receiver command" "sender command": run a receiver, then a

@@ -12,16 +12,9 @@ set -u
 P=${EVR_BIN:-/opt/evr}/evrdma-probed
 A1=$RXE_ADDR1
 A2=$RXE_ADDR2
-pass=0
-fail=0
 T=$(mktemp -d)
 . "$(dirname "$0")/lib-guest.sh"
 
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() {
-	echo "FAIL: $1: $2"; fail=$((fail + 1))
-	for f in "$T"/*.out; do echo "--- $f"; tail -20 "$f"; done
-}
 scrape() { # ADDR FILE
 	exec 3<>"/dev/tcp/$1/9471" || return 1
 	printf 'GET /metrics HTTP/1.0\r\nHost: probed\r\n\r\n' >&3

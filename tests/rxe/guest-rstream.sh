@@ -14,16 +14,9 @@ R=${EVR_BIN:-/opt/evr}/rstream
 U=/usr/bin/rstream
 A1=$RXE_ADDR1
 A2=$RXE_ADDR2
-pass=0
-fail=0
 T=$(mktemp -d)
 TO=60            # seconds per client run
 
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() {
-	echo "FAIL: $1: $2"; fail=$((fail + 1))
-	for f in "$T"/*.out; do echo "--- $f"; tail -20 "$f"; done
-}
 has() { grep -q -- "$2" "$1"; }
 rows() { grep -c "$2" "$1"; }
 . "$(dirname "$0")/lib-guest.sh"

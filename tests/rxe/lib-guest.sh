@@ -5,6 +5,21 @@
 
 now() { echo "$EPOCHREALTIME"; }
 
+# The tally of a guest script: ok DESC; ko DESC WHY, followed by the tail
+# of each non-empty $T/*.out and $T/*.err; the script ends with the line
+# "NAME: N passed, M failed" that check-rxe.sh and the CI summary read.
+pass=0
+fail=0
+ok() { echo "PASS: $1"; pass=$((pass + 1)); }
+ko() {
+	local f
+	echo "FAIL: $1: $2"; fail=$((fail + 1))
+	for f in "$T"/*.out "$T"/*.err; do
+		[ -s "$f" ] && { echo "--- $f"; tail -20 "$f"; }
+	done
+	return 0
+}
+
 # EVR_RXE_SAN=1 (set by check-rxe.sh for binaries of an
 # --enable-sanitizers build): ASan's processes start and run about three
 # times slower under TCG and take more memory of the guest's 1 GiB.
