@@ -21,7 +21,8 @@ struct evr__lookup;
  * err 0 and the first address (port 0), or a getaddrinfo(3) code
  * (EAI_NONAME for a name that does not exist, EAI_AGAIN when no server
  * answered, EAI_MEMORY ...), so that a failure reads as getaddrinfo's
- * did.  The callback may free the lookup.
+ * did.  sa is the lookup's own: copy it before freeing the lookup, which
+ * the callback may do.
  */
 typedef void evr__lookup_cb(void *ud, int err, const struct sockaddr *sa,
 			    socklen_t len);

@@ -609,10 +609,15 @@ static void looked_up(struct evr_mcast *m, unsigned i, int err,
 {
 	unsigned k;
 
-	evr__lookup_free(m->lk[i]);
-	m->lk[i] = NULL;
+	/* sa is the lookup's: copied before the lookup goes */
 	if (!err && len > sizeof(m->found[i]))
 		err = EAI_FAMILY;
+	if (!err) {
+		memcpy(&m->found[i], sa, len);
+		m->found_len[i] = len;
+	}
+	evr__lookup_free(m->lk[i]);
+	m->lk[i] = NULL;
 	if (err) {
 		lookups_stop(m);
 		addr_failed(m, err);
@@ -621,8 +626,6 @@ static void looked_up(struct evr_mcast *m, unsigned i, int err,
 		check_all_done(m);
 		return;
 	}
-	memcpy(&m->found[i], sa, len);
-	m->found_len[i] = len;
 	if (!m->lk[0] && !m->lk[1])
 		start_joining(m);
 }

@@ -303,10 +303,11 @@ static void looked_up(struct evr_stream *st, unsigned i, int err,
 	struct evr_failure f = { .phase = EVR_PH_SETUP };
 	int ret;
 
-	evr__lookup_free(st->lk[i]);
-	st->lk[i] = NULL;
+	/* sa is the lookup's: read it before the lookup goes */
 	if (!err && evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
 		err = EAI_NONAME;
+	evr__lookup_free(st->lk[i]);
+	st->lk[i] = NULL;
 	if (err) {
 		lookups_stop(st);
 		/* the port each call below would have been given */
