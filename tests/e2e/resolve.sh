@@ -128,8 +128,11 @@ assert_le "/metrics answers at once while names are looked up (slowest scrape, m
 	"$worst" "$(tscale 300)"
 fast1=$(val "$T/w$n.txt" 'evrdma_probe_runs_total{probe="fast"}')
 num=$(awk -v a="${fast1:-0}" -v b="${fast0:-0}" 'BEGIN { print a - b }')
+# (a lower bound: under valgrind a run takes longer, and turns are lost)
+least=5
+[ "$E2E_VG" = 1 ] && least=2
 assert_le "the fast probe kept running meanwhile (runs in 4 s, every 0.2 s)" \
-	"$(tscale 8)" "$num"
+	"$least" "$num"
 slow_q=$(grep -c ' slow\.evr\.test 1$' "$T/dns.log" 2>/dev/null)
 assert_le "the slow name was asked of the name server (A queries)" 1 "${slow_q:-0}"
 
