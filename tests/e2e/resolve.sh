@@ -84,7 +84,9 @@ HP=9481
 SP=9482
 cat >"$T/conf.json" <<EOF
 { "listen_address": "127.0.0.1", "listen_port": $HP,
-  "responders": [ { "transport": "tcp", "port": $SP, "bind": "127.0.0.1" } ],
+  "responders": [ { "transport": "tcp", "port": $SP, "bind": "127.0.0.1" },
+                  { "transport": "tcp", "port": 9483, "bind": "slow.evr.test" },
+                  { "transport": "tcp", "port": 9484, "bind": "gone.evr.test" } ],
   "probes": [
     { "name": "fast", "type": "rstream", "host": "127.0.0.1", "port": $SP,
       "transport": "tcp", "iters": 10, "interval_s": 0.2, "timeout_s": 2 },
@@ -144,7 +146,9 @@ while [ "$(now_ms)" -lt "$end" ]; do
 	scrape fin
 	if [ "$(val "$T/fin.txt" 'evrdma_probe_up{probe="slow"}')" = 1 ] &&
 		[ -n "$(val "$T/fin.txt" 'evrdma_probe_failures_total{probe="gone",reason="resolve"}')" ] &&
-		[ "$(val "$T/fin.txt" 'evrdma_probe_up{probe="mgroup"}')" = 1 ]; then
+		[ "$(val "$T/fin.txt" 'evrdma_probe_up{probe="mgroup"}')" = 1 ] &&
+		[ "$(val "$T/fin.txt" 'evrdma_responder_listening{responder="tcp:slow.evr.test:9483"}')" = 1 ] &&
+		grep -q 'responder tcp:gone' "$T/md.err"; then
 		ok=1
 		break
 	fi
@@ -164,6 +168,12 @@ assert_match "... logged with the resolver's words" \
 assert_eq "the mckey sender to a group by a slow name is up" 1 \
 	"$(val "$T/fin.txt" 'evrdma_probe_up{probe="mgroup"}')"
 assert_le "... and sent" 3 "$(val "$T/fin.txt" 'evrdma_mckey_sent_total{probe="mgroup"}')"
+assert_eq "a responder whose bind is a slow name listens" 1 \
+	"$(val "$T/fin.txt" 'evrdma_responder_listening{responder="tcp:slow.evr.test:9483"}')"
+assert_eq "a responder whose bind does not resolve does not" 0 \
+	"$(val "$T/fin.txt" 'evrdma_responder_listening{responder="tcp:gone.evr.test:9484"}')"
+assert_lines "... said once, with the resolver's words and the retry" 1 "$T/md.err" \
+	'warning: responder tcp:gone\.evr\.test:9484: cannot listen: cannot resolve gone\.evr\.test port 9484: getaddrinfo: Name or service not known; trying again every 5 s$'
 [ "$ok" = 1 ] || dump "$T/md.err" "$T/dns.log"
 
 # rstream given the names, against the daemon's responder
