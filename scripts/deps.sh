@@ -11,6 +11,7 @@ pkgs=(
 	build-essential autoconf automake libtool pkg-config  # the build
 	libev-dev                 # the event loop (no .pc on Debian; see m4/)
 	librdmacm-dev libibverbs-dev ibverbs-providers  # RDMA CM and verbs
+	libc-ares-dev             # host names looked up on the loop, never blocking it
 	libjansson-dev            # JSON Lines output (--json), evrdma-probed's config
 	libmicrohttpd-dev         # evrdma-probed's /metrics HTTP server
 	curl                      # tests/e2e/daemon.sh scrapes /metrics with it

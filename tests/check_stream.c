@@ -700,6 +700,117 @@ END_TEST
 static double tick_last, tick_gap;
 static unsigned ticks;
 
+/* ---- names, looked up on the loop (src/loop/resolve.c) ---- */
+
+/* A name (here "localhost", answered from /etc/hosts) is looked up on the
+ * loop: evr_stream_start() returns with the engine RESOLVING and nothing
+ * else done (a server not listening yet), the answer comes from the loop
+ * and the run goes on: a server whose bind address is a name listens, a
+ * client whose host is one runs to the end against it. */
+START_TEST(test_names_resolve_on_the_loop)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	opts_server(&o, free_port(port, sizeof(port)));
+	o.bind_addr = "localhost";
+	ck_assert_int_eq(evr_stream_new(&S.st, L, &o, &cbs, &S), 0);
+	ck_assert_int_eq(evr_stream_start(S.st, NULL), 0);
+	ASSERT_TRACE(&S, "IDLE -> RESOLVING");
+	ck_assert_uint_eq(S.nlistening, 0);
+	ck_assert_int_eq(try_connect(port), -ECONNREFUSED);
+	RUN_UNTIL(S.nlistening == 1, 5000);
+	ASSERT_TRACE(&S, "IDLE -> RESOLVING", "RESOLVING -> RUNNING");
+
+	opts_client(&o, port);
+	o.host = "localhost";
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	ASSERT_TRACE(&C, "IDLE -> RESOLVING");
+	RUN_UNTIL(C.ndone, 10000);
+	ck_assert_int_eq(C.status, 0);
+	ck_assert(!C.had_f);
+	ck_assert_uint_eq(C.nresult, 1);
+	ASSERT_TRACE(&C, "IDLE -> RESOLVING", "RESOLVING -> RUNNING",
+		     "RUNNING -> FINISHING", "FINISHING -> FINISHED");
+}
+END_TEST
+
+/* Cancelled while its name is looked up, a client finishes at once as a
+ * cancelled client does (done() from the loop, nothing to tell); freed
+ * while looking up, an engine leaves nothing behind (the lookup's socket
+ * and timers: ASan, valgrind) and calls nothing. */
+START_TEST(test_client_cancel_and_free_resolving)
+{
+	struct evr_stream_opts o;
+	char port[16];
+
+	opts_client(&o, free_port(port, sizeof(port)));
+	o.host = "localhost";
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	evr_stream_cancel(C.st);
+	ck_assert_uint_eq(C.ndone, 0);
+	RUN_UNTIL(C.ndone, 5000);
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 1);
+	ck_assert_int_eq(C.status, -EVR_E_CANCELLED);
+	ck_assert(!C.had_f);
+	ASSERT_TRACE(&C, "IDLE -> RESOLVING", "RESOLVING -> CANCELLING",
+		     "CANCELLING -> FINISHING", "FINISHING -> FINISHED");
+	evr_stream_free(C.st);
+
+	rec_init(&C, "client");
+	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
+	ck_assert_int_eq(evr_stream_start(C.st, NULL), 0);
+	evr_stream_free(C.st);
+	C.st = NULL;
+	run_ms(50);
+	ck_assert_uint_eq(C.ndone, 0);
+	ASSERT_TRACE(&C, "IDLE -> RESOLVING");
+}
+END_TEST
+
+/* The engine's own start, run when the name's answer comes, fails (the
+ * port is taken, by a first server of the same name, so of the same
+ * address whatever /etc/hosts says "localhost" is): evr_stream_start()
+ * returned 0 already, so the failure comes through done(), as a listen
+ * failure that evr_stream_start() would have returned for a number. */
+START_TEST(test_server_name_then_bind_fails_through_done)
+{
+	struct evr_stream_opts o;
+	struct evr_stream *first;
+	struct rec r1;
+	char port[16];
+
+	rec_init(&r1, "server");
+	opts_server(&o, free_port(port, sizeof(port)));
+	o.bind_addr = "localhost";
+	ck_assert_int_eq(evr_stream_new(&first, L, &o, &cbs, &r1), 0);
+	ck_assert_int_eq(evr_stream_start(first, NULL), 0);
+	RUN_UNTIL(r1.nlistening == 1, 5000);
+	/* (the first server's transitions went to S's trace: it makes none
+	 * from here on) */
+	rec_init(&S, "server");
+	ck_assert_int_eq(evr_stream_new(&S.st, L, &o, &cbs, &S), 0);
+	ck_assert_int_eq(evr_stream_start(S.st, NULL), 0);
+	RUN_UNTIL(S.ndone, 5000);
+	run_ms(50);
+	ck_assert_uint_eq(S.ndone, 1);
+	ck_assert_int_eq(S.status, -EADDRINUSE);
+	ck_assert(S.had_f);
+	ck_assert_int_eq(S.f.err, -EADDRINUSE);
+	ck_assert_int_eq(S.f.phase, EVR_PH_SETUP);
+	ck_assert_uint_eq(S.f.conn_id, 0);
+	ck_assert_str_eq(S.f.where, "bind");
+	ck_assert_uint_eq(S.nlistening, 0);
+	ASSERT_TRACE(&S, "IDLE -> RESOLVING", "RESOLVING -> FINISHING",
+		     "FINISHING -> FINISHED");
+	ck_assert_uint_eq(r1.ndone, 0);
+	evr_stream_free(first);
+}
+END_TEST
+
 static double thread_cpu(void)
 {
 	struct timespec ts;
@@ -814,6 +925,9 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_server_cancel_stops_listening);
 	tcase_add_test(tc, test_server_cancel_in_callback_is_deferred);
 	tcase_add_test(tc, test_server_once_finishes);
+	tcase_add_test(tc, test_names_resolve_on_the_loop);
+	tcase_add_test(tc, test_client_cancel_and_free_resolving);
+	tcase_add_test(tc, test_server_name_then_bind_fails_through_done);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("async");

@@ -365,7 +365,10 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
  * and then done() will not be called; free the engine.  After a 0 return
  * the rest comes through the callbacks, ending with done().  info() may
  * be called before this returns (a server's EVR_INFO_LISTENING, a
- * client's EVR_INFO_KEEPALIVE); done() never is.
+ * client's EVR_INFO_KEEPALIVE); done() never is.  A host or bind address
+ * that is a name is looked up on the loop, without blocking it: this then
+ * returns 0 at once, and a name that does not resolve (-EVR_E_RESOLVE) or
+ * a bind/listen/connect failure after it comes through done().
  */
 int evr_stream_start(struct evr_stream *s, struct evr_failure *f);
 /*

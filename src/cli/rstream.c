@@ -258,17 +258,21 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 {
 	struct app *a = ud;
 	char line[512];
+	/* A client's failure; or a server's own start, which ends here
+	 * when its -b name was looked up on the loop (no connection's:
+	 * those were told as they were dropped). */
+	int told = f && status && status != -EVR_E_CANCELLED &&
+		   (!a->cli.o.server ||
+		    (!f->conn_id && f->phase == EVR_PH_SETUP));
 
 	progress_clear(&a->prog);
 	a->done = 1;
 	a->in_child = in_child;
 	a->status = rstream_exit_status(f);
-	if (f && status && status != -EVR_E_CANCELLED && !a->cli.o.server &&
-	    diagnosed(a, f, line, sizeof(line))) {
+	if (told && diagnosed(a, f, line, sizeof(line))) {
 		a->status = RSTREAM_EXIT_LOCAL;
 		json_error(a, NULL, line, a->status);
-	} else if (f && status && status != -EVR_E_CANCELLED &&
-		   !a->cli.o.server) {
+	} else if (told) {
 		rstream_failure_str(f, &a->cli.o, line, sizeof(line));
 		fprintf(stderr, "rstream: %s\n", line);
 	} else if (a->out->failed) {

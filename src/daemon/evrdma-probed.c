@@ -466,11 +466,24 @@ int main(int argc, char **argv)
 		return EXIT_CONFIG;
 	}
 	if (check) {
+		struct mesh_counts mc;
+
+		/* the peers file too: a bad line, which the daemon skips
+		 * with a warning, fails the check, so that config
+		 * management notices it */
+		if (conf->mesh &&
+		    mesh_check(conf->mesh->peers_file, stderr, &mc)) {
+			pconf_free(conf);
+			return EXIT_CONFIG;
+		}
 		printf("evrdma-probed: %s: ok, %zu probes, HTTP on %s port %u",
 		       d.conf_file, conf->nprobes, conf->listen_addr,
 		       conf->listen_port);
 		if (conf->nresponders)
 			printf(", %zu responders", conf->nresponders);
+		if (conf->mesh)
+			printf(", a mesh of %zu peers (%zu of this host)",
+			       mc.peers, mc.own);
 		printf("\n");
 		pconf_free(conf);
 		return EXIT_OK;

@@ -226,6 +226,85 @@ out:
 	return buf;
 }
 
+static const char *slurp_error(int err)
+{
+	if (err == EINVAL)
+		return "not a regular file";
+	if (err == EFBIG)
+		return "larger than 1 MiB";
+	return strerror(err);
+}
+
+int mesh_check(const char *path, FILE *out, struct mesh_counts *c)
+{
+	char *buf, *line, *next, *name, *addr, *labels, err[256];
+	char **names = NULL;
+	size_t n = 0, nlines = 1, i;
+	unsigned lineno = 0;
+	int r, ret = 0;
+
+	memset(c, 0, sizeof(*c));
+	buf = slurp(path);
+	if (!buf) {
+		fprintf(out, "evrdma-probed: mesh: %s: %s\n", path,
+			slurp_error(errno));
+		return -1;
+	}
+	for (line = buf; *line; line++)
+		nlines += *line == '\n';
+	names = calloc(nlines, sizeof(*names));
+	if (!names) {
+		fprintf(out, "evrdma-probed: mesh: %s: out of memory\n", path);
+		free(buf);
+		return -1;
+	}
+	for (line = buf; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		r = mesh_parse_line(line, &name, &addr, &labels, err,
+				    sizeof(err));
+		if (r > 0)
+			continue;
+		if (r < 0) {
+			fprintf(out, "evrdma-probed: %s:%u: %s\n", path, lineno,
+				err);
+			c->bad++;
+			continue;
+		}
+		/* in mesh_reread()'s order: this host's first, then names
+		 * listed twice among the others */
+		for (i = 0; i < n && strcmp(names[i], name); i++)
+			;
+		if (mesh_addr_is_local(addr)) {
+			c->own++;
+			free(name);
+		} else if (i < n) {
+			fprintf(out, "evrdma-probed: %s:%u: peer \"%s\" is "
+				"listed twice\n", path, lineno, name);
+			c->bad++;
+			free(name);
+		} else {
+			c->peers++;
+			names[n++] = name;
+		}
+		free(addr);
+		free(labels);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(buf);
+	if (c->bad) {
+		fprintf(out, "evrdma-probed: mesh: %s: %zu bad line%s, which "
+			"the daemon skips\n", path, c->bad,
+			c->bad == 1 ? "" : "s");
+		ret = 1;
+	}
+	return ret;
+}
+
 static int peer_same(const struct probe_cfg *a, const struct probe_cfg *b)
 {
 	return !strcmp(a->name, b->name) && !strcmp(a->host, b->host) &&
@@ -265,6 +344,63 @@ static int make_peer(struct mesh *m, struct mesh_peer *pe, char *name,
 	return pe->cfg.name ? 0 : -ENOMEM;
 }
 
+/* Sampling: k runs an interval at most, evenly spaced (this spreads the
+ * starts as the jitter does), never more than k in flight. */
+static size_t sample_k(const struct mesh *m)
+{
+	return m->cfg->sample < m->npeers ? m->cfg->sample : m->npeers;
+}
+
+static void sample_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct mesh *m = w->data;
+	size_t i, busy = 0, k = sample_k(m), idx;
+
+	(void)l;
+	(void)revents;
+	for (i = 0; i < m->npeers; i++)
+		busy += m->peers[i].p && m->peers[i].p->running;
+	if (busy >= k) {
+		/* the turn waits: the same peer is next */
+		plog(PLOG_DEBUG, "mesh: %zu runs in flight, a sample's turn "
+		     "skipped", busy);
+		return;
+	}
+	/* the next peer in turn that is not still running (a slow run
+	 * from its last turn) */
+	for (i = 0; i < m->npeers; i++) {
+		idx = (m->cursor + i) % m->npeers;
+		if (m->peers[idx].p && !probe_run_once(m->peers[idx].p)) {
+			m->cursor = (idx + 1) % m->npeers;
+			return;
+		}
+	}
+}
+
+/* (Re)arm the sampling timer for the peers there are now: the same
+ * rotation goes on across a re-read. */
+static void sample_arm(struct mesh *m)
+{
+	double period;
+
+	if (!m->cfg->sample)
+		return;
+	if (!m->npeers) {
+		ev_timer_stop(m->evl, &m->sample_w);
+		return;
+	}
+	m->cursor %= m->npeers;
+	period = m->cfg->tmpl.interval_s / (double)sample_k(m);
+	if (ev_is_active(&m->sample_w)) {
+		m->sample_w.repeat = period;
+		return; /* from its next turn on */
+	}
+	/* the first turn anywhere in the first period */
+	ev_timer_set(&m->sample_w, period * (rand_r(&m->seed) /
+					     ((double)RAND_MAX + 1)), period);
+	ev_timer_start(m->evl, &m->sample_w);
+}
+
 void mesh_reread(struct mesh *m)
 {
 	const char *path = m->cfg->peers_file;
@@ -278,7 +414,7 @@ void mesh_reread(struct mesh *m)
 	buf = slurp(path);
 	if (!buf) {
 		plog(PLOG_WARN, "mesh: cannot read %s: %s; the %zu peers stay",
-		     path, strerror(errno), m->npeers);
+		     path, slurp_error(errno), m->npeers);
 		return;
 	}
 	for (line = buf; *line; line++)
@@ -358,9 +494,12 @@ void mesh_reread(struct mesh *m)
 			     np[i].cfg.name + 5);
 			continue;
 		}
-		/* anywhere in the first interval */
-		probe_start_in(np[i].p, np[i].cfg.interval_s *
-			       (rand_r(&m->seed) / ((double)RAND_MAX + 1)));
+		/* anywhere in the first interval; sampled: when its turn
+		 * comes (sample_cb) */
+		if (!m->cfg->sample)
+			probe_start_in(np[i].p, np[i].cfg.interval_s *
+				       (rand_r(&m->seed) /
+					((double)RAND_MAX + 1)));
 		added++;
 	}
 	for (j = 0; j < m->npeers; j++)
@@ -372,6 +511,7 @@ void mesh_reread(struct mesh *m)
 	free_peers(m->peers, m->npeers);
 	m->peers = np;
 	m->npeers = n;
+	sample_arm(m);
 	plog(PLOG_INFO, "mesh: %s: %zu peers (%zu added, %zu removed, %zu "
 	     "unchanged; %zu of this host, %zu bad lines skipped)", path, n,
 	     added, removed, kept, own, bad);
@@ -427,6 +567,8 @@ int mesh_new(struct mesh **out, struct evr_loop *loop,
 	m->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	ev_timer_init(&m->poll_w, poll_cb, MESH_POLL_S, MESH_POLL_S);
 	m->poll_w.data = m;
+	ev_init(&m->sample_w, sample_cb);
+	m->sample_w.data = m;
 	*out = m;
 	return 0;
 }
@@ -446,6 +588,7 @@ void mesh_free(struct mesh *m)
 	if (!m)
 		return;
 	ev_timer_stop(m->evl, &m->poll_w);
+	ev_timer_stop(m->evl, &m->sample_w);
 	free_peers(m->peers, m->npeers);
 	free(m);
 }

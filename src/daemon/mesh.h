@@ -13,6 +13,7 @@
 
 #include <ev.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "evrdma/loop.h"
 #include "pconf.h"
@@ -35,6 +36,10 @@ struct mesh {
 	struct mesh_peer *peers;
 	size_t npeers;
 	unsigned seed;              /* the start jitter's */
+	/* "sample": k: one run every interval_s / min(k, peers), of the
+	 * next peer in turn (cursor), while fewer than k are in flight */
+	ev_timer sample_w;
+	size_t cursor;
 	ev_timer poll_w;
 	int have_stat;
 	struct { long long dev, ino, size, mtime_ns, ctime_ns; } st;
@@ -49,6 +54,17 @@ int mesh_parse_line(const char *line, char **name, char **addr,
 		    char **labels, char *err, size_t len);
 /* ADDRESS is one of this host's own (numeric addresses only). */
 int mesh_addr_is_local(const char *addr);
+
+struct mesh_counts {
+	size_t peers;               /* to probe */
+	size_t own;                 /* this host's own addresses */
+	size_t bad;                 /* bad lines, listed twice included */
+};
+/* --check-config: read the peers file at path as the daemon would, each
+ * bad line as "evrdma-probed: PATH:LINE: why" on out.  0 (all good), 1
+ * (bad lines, which the daemon would skip) or -1 (the file cannot be
+ * read: one line on out). */
+int mesh_check(const char *path, FILE *out, struct mesh_counts *c);
 
 int mesh_new(struct mesh **out, struct evr_loop *loop,
 	     const struct mesh_cfg *cfg);

@@ -426,6 +426,7 @@ int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src)
 static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
 {
 	static const char *const own[] = { "name", "type", "host", NULL };
+	unsigned long long sample;
 	json_t *t;
 	int i, ret = -1;
 
@@ -438,10 +439,13 @@ static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
 				    "from the peers file)", own[i]);
 	if (!json_object_get(o, "peers_file"))
 		return fail(c, "\"peers_file\" is required");
-	if (get_str(c, o, "peers_file", NULL, &m->peers_file))
+	if (get_str(c, o, "peers_file", NULL, &m->peers_file) ||
+	    get_uint(c, o, "sample", 1, MESH_SAMPLE_MAX, 0, &sample))
 		return -1;
+	m->sample = (unsigned)sample;
 	t = json_deep_copy(o);
 	if (!t || json_object_del(t, "peers_file") ||
+	    (sample && json_object_del(t, "sample")) ||
 	    json_object_set_new(t, "host", json_string("peer")))
 		goto nomem;
 	m->tmpl.type = PROBE_RSTREAM;

@@ -17,6 +17,8 @@
 #define PCONF_DEFAULT_ADDR "127.0.0.1"
 #define PCONF_DEFAULT_PORT 9471
 #define PCONF_NAME_MAX 64
+/* a mesh's "sample": peers probed per interval, at most */
+#define MESH_SAMPLE_MAX 100000
 
 enum probe_type { PROBE_RSTREAM = 0, PROBE_MCKEY };
 
@@ -67,6 +69,9 @@ struct responder_cfg {
  * probe keys of tmpl (its name and host are the peer's). */
 struct mesh_cfg {
 	char *peers_file;
+	/* "sample": k peers a interval, in turn (0: every peer every
+	 * interval) */
+	unsigned sample;
 	struct probe_cfg tmpl;
 	json_t *raw;            /* equal => the same probes */
 };

@@ -459,16 +459,11 @@ static void timeout_cb(struct ev_loop *l, ev_timer *w, int revents)
 		evr_mcast_cancel(p->mc);
 }
 
-static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
+static void run_start(struct probe *p)
 {
-	struct probe *p = w->data;
+	struct ev_loop *l = p->evl;
 	double limit;
 
-	if (p->running) {
-		plog(PLOG_DEBUG, "probe \"%s\": previous run still going, "
-		     "tick skipped", p->cfg->name);
-		return;
-	}
 	/* the last engine, if its reap has not run yet */
 	ev_timer_stop(l, &p->reap_w);
 	reap_cb(l, &p->reap_w, 0);
@@ -489,6 +484,29 @@ static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
 		start_rstream(p);
 	else
 		start_mckey(p);
+}
+
+static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct probe *p = w->data;
+
+	(void)l;
+	(void)revents;
+	if (p->running) {
+		plog(PLOG_DEBUG, "probe \"%s\": previous run still going, "
+		     "tick skipped", p->cfg->name);
+		return;
+	}
+	run_start(p);
+}
+
+int probe_run_once(struct probe *p)
+{
+	if (p->running)
+		return -EBUSY;
+	ev_timer_stop(p->evl, &p->tick_w);
+	run_start(p);
+	return 0;
 }
 
 int probe_new(struct probe **out, struct evr_loop *loop,

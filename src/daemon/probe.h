@@ -113,6 +113,9 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 void probe_start(struct probe *p);
 /* First run in delay seconds, then every interval_s. */
 void probe_start_in(struct probe *p, double delay);
+/* One run now, and no more (a sampling mesh decides each run), unless one
+ * is in flight: 0, or -EBUSY. */
+int probe_run_once(struct probe *p);
 /* Run the host checks for the probe's run into p->hc (before each run). */
 void probe_hostcheck(struct probe *p);
 /* Cancel a run in flight, stop every watcher, free. */

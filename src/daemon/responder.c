@@ -66,6 +66,10 @@ static void on_info(void *ud, const struct evr_info *i)
 	switch (i->kind) {
 	case EVR_INFO_LISTENING:
 		r->st.listening = 1;
+		if (r->failing)
+			plog(PLOG_INFO, "responder %s: listening",
+			     r->cfg->label);
+		r->failing = 0;
 		break;
 	case EVR_INFO_ACCEPTED:
 		r->st.served++;
@@ -115,12 +119,22 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	char why[256] = "it stopped";
 
 	(void)in_child;
-	r->st.listening = 0;
-	r->st.active = 0;
 	if (f)
 		evr_failure_str(f, why, sizeof(why));
-	plog(PLOG_WARN, "responder %s: stopped (status %d: %s); listening "
-	     "again in %g s", r->cfg->label, status, why, RESPONDER_RETRY_S);
+	if (!r->st.listening) {
+		/* its start, which ends here when bind was a name looked
+		 * up first: as a start that failed at once */
+		if (!r->failing)
+			plog(PLOG_WARN, "responder %s: cannot listen: %s; "
+			     "trying again every %g s", r->cfg->label, why,
+			     RESPONDER_RETRY_S);
+	} else {
+		plog(PLOG_WARN, "responder %s: stopped (status %d: %s); "
+		     "listening again in %g s", r->cfg->label, status, why,
+		     RESPONDER_RETRY_S);
+	}
+	r->st.listening = 0;
+	r->st.active = 0;
 	r->failing = 1;
 	/* not from its own callback: the engine goes from the loop */
 	ev_timer_stop(r->evl, &r->reap_w);
@@ -189,9 +203,7 @@ static void start_now(struct responder *r)
 		retry_later(r);
 		return;
 	}
-	if (r->failing)
-		plog(PLOG_INFO, "responder %s: listening", c->label);
-	r->failing = 0;
+	/* "listening" is logged, and failing cleared, by on_info() */
 }
 
 static void retry_cb(struct ev_loop *l, ev_timer *w, int revents)

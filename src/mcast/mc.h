@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "../loop/loop.h"
+#include "../loop/resolve.h"
 #include "evrdma/mcast.h"
 #include "payload.h"
 
@@ -111,6 +112,12 @@ struct evr_mcast {
 	unsigned cb_depth;
 	struct evr_mc_qp_report *reports;
 	struct evr_mc_sender_report *sreports;
+	/* Names looked up on the loop before the transport's prepare
+	 * (evr_mcast_start(); the nodes wait IDLE): [0] the group, [1] the
+	 * bind address; evr__mc_get_addr() answers with what they found. */
+	struct evr__lookup *lk[2];
+	struct sockaddr_storage found[2];
+	socklen_t found_len[2];
 };
 
 const char *evr__mc_state_name(enum evr_mc_state s);

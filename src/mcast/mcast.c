@@ -53,18 +53,36 @@ void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a)
 	EVR__UPCALL(m->cb_depth, m->cbs.failure, m->ud, &f);
 }
 
+/* mckey's line for a name that does not resolve; status: its code. */
+static void addr_failed(struct evr_mcast *m, int code)
+{
+	char d[160];
+
+	snprintf(d, sizeof(d), "getaddrinfo failed (%s) - invalid "
+		 "hostname or IP address", gai_strerror(code));
+	EVR__MC_FAIL(m, .status = code, .code = -EVR_E_RESOLVE, .msg = d);
+}
+
 int evr__mc_get_addr(struct evr_mcast *m, const char *host,
 		     struct sockaddr_storage *out, socklen_t *len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
-	char d[160];
-	int ret = getaddrinfo(host, NULL, &hints, &res);
+	unsigned i;
+	int ret;
 
+	/* a name evr_mcast_start() looked up: its address */
+	for (i = 0; i < 2; i++) {
+		if (host && host == (i ? m->o.bind_addr : m->o.group) &&
+		    m->found_len[i]) {
+			memcpy(out, &m->found[i], m->found_len[i]);
+			if (len)
+				*len = m->found_len[i];
+			return 0;
+		}
+	}
+	ret = getaddrinfo(host, NULL, &hints, &res);
 	if (ret) {
-		snprintf(d, sizeof(d), "getaddrinfo failed (%s) - invalid "
-			 "hostname or IP address", gai_strerror(ret));
-		EVR__MC_FAIL(m, .status = ret, .code = -EVR_E_RESOLVE,
-			     .msg = d);
+		addr_failed(m, ret);
 		return -1;
 	}
 	memcpy(out, res->ai_addr, res->ai_addrlen);
@@ -544,6 +562,9 @@ int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
 				    xports[o->transport]);
 }
 
+static int lookups_start(struct evr_mcast *m);
+static void start_joining(struct evr_mcast *m);
+
 void evr_mcast_start(struct evr_mcast *m)
 {
 	unsigned i;
@@ -568,6 +589,83 @@ void evr_mcast_start(struct evr_mcast *m)
 		}
 	}
 	phase(m, EVR_MC_PH_STARTING);
+	/* a name: looked up on the loop, the start goes on there */
+	if (lookups_start(m))
+		start_joining(m);
+}
+
+static void lookups_stop(struct evr_mcast *m)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		evr__lookup_free(m->lk[i]);
+		m->lk[i] = NULL;
+	}
+}
+
+static void looked_up(struct evr_mcast *m, unsigned i, int err,
+		      const struct sockaddr *sa, socklen_t len)
+{
+	unsigned k;
+
+	/* sa is the lookup's: copied before the lookup goes */
+	if (!err && len > sizeof(m->found[i]))
+		err = EAI_FAMILY;
+	if (!err) {
+		memcpy(&m->found[i], sa, len);
+		m->found_len[i] = len;
+	}
+	evr__lookup_free(m->lk[i]);
+	m->lk[i] = NULL;
+	if (err) {
+		lookups_stop(m);
+		addr_failed(m, err);
+		for (k = 0; k < m->nnodes; k++)
+			set_state(&m->nodes[k], EVR_MC_FAILED);
+		check_all_done(m);
+		return;
+	}
+	if (!m->lk[0] && !m->lk[1])
+		start_joining(m);
+}
+
+static void group_cb(void *ud, int err, const struct sockaddr *sa,
+		     socklen_t len)
+{
+	looked_up(ud, 0, err, sa, len);
+}
+
+static void bind_cb(void *ud, int err, const struct sockaddr *sa,
+		    socklen_t len)
+{
+	looked_up(ud, 1, err, sa, len);
+}
+
+/* Start looking up the group and bind address that are names (not with
+ * an AF_IB group, which the transports refuse or take as it is): 1 when
+ * there is none, 0 when they are under way.  A resolver that cannot
+ * start leaves the names to getaddrinfo, as before. */
+static int lookups_start(struct evr_mcast *m)
+{
+	if (m->o.unmapped)
+		return 1;
+	if (m->o.group && !evr__host_numeric(m->o.group) &&
+	    evr__lookup_start(&m->lk[0], m->loop, m->o.group, AF_UNSPEC,
+			      group_cb, m))
+		m->lk[0] = NULL;
+	if (m->o.bind_addr && !evr__host_numeric(m->o.bind_addr) &&
+	    evr__lookup_start(&m->lk[1], m->loop, m->o.bind_addr, AF_UNSPEC,
+			      bind_cb, m))
+		m->lk[1] = NULL;
+	return !m->lk[0] && !m->lk[1];
+}
+
+/* The addresses known: the transport's prepare, then every QP's join. */
+static void start_joining(struct evr_mcast *m)
+{
+	unsigned i;
+
 	if (m->x->prepare(m) < 0) {
 		for (i = 0; i < m->nnodes; i++)
 			set_state(&m->nodes[i], EVR_MC_FAILED);
@@ -585,6 +683,7 @@ static void cancel_now(struct evr_mcast *m)
 
 	if (m->finished)
 		return;
+	lookups_stop(m); /* the nodes wait IDLE meanwhile */
 	if (!m->have_status) {
 		m->status = -EINTR;
 		m->have_status = 1;
@@ -625,6 +724,7 @@ void evr_mcast_free(struct evr_mcast *m)
 
 	if (!m)
 		return;
+	lookups_stop(m);
 	if (m->nodes) {
 		if (m->started && !m->finished) {
 			for (i = 0; i < m->nnodes; i++) {

@@ -99,6 +99,15 @@ static int resolve_fail(struct evr_failure *f, const char *fn,
 	return f->err;
 }
 
+int evr__resolve_failed(struct evr_failure *f,
+			const struct evr_stream_opts *o, const char *host,
+			const char *port, int code)
+{
+	return resolve_fail(f, o->resolve_rdma || o->addr_fmt == EVR_ADDR_GID ?
+			    "rdma_getaddrinfo" : "getaddrinfo", host, port,
+			    code, 0);
+}
+
 static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
 			const char *port, int passive, struct evr_addr *out,
 			struct evr_failure *f)

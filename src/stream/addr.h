@@ -26,6 +26,11 @@ struct evr_addr {
 int evr__resolve(const struct evr_stream_opts *o, const char *host,
 		 const char *port, int passive, struct evr_addr *out,
 		 struct evr_failure *f);
+/* f as evr__resolve() fills it when host:port did not resolve with
+ * getaddrinfo's code (a name looked up on the loop first: stream.c). */
+int evr__resolve_failed(struct evr_failure *f,
+			const struct evr_stream_opts *o, const char *host,
+			const char *port, int code);
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
 /* A bind of a that failed with err (-errno): f names the address ("addr:
  * port", or the address alone for a client's source, port 0) and, when

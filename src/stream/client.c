@@ -381,18 +381,21 @@ static int client_start(struct evr_stream *st, struct evr_failure *f)
 	unsigned i;
 	int ret;
 
-	if (!st->host) {
+	/* (o.host and o.bind_addr: the numeric addresses, when they were
+	 * names looked up first) */
+	if (!st->o.host) {
 		f->err = -EINVAL;
 		f->where = "no server address";
 		return f->err;
 	}
-	ret = evr__resolve(&st->o, st->host, st->port, 0, &cl->dst, f);
+	ret = evr__resolve(&st->o, st->o.host, st->port, 0, &cl->dst, f);
 	if (ret)
 		return ret;
-	if (st->bind_addr) {
+	if (st->o.bind_addr) {
 		/* Upstream binds the source to the server's port, which
 		 * clashes on one host; an ephemeral port does not. */
-		ret = evr__resolve(&st->o, st->bind_addr, "0", 1, &cl->src, f);
+		ret = evr__resolve(&st->o, st->o.bind_addr, "0", 1, &cl->src,
+				   f);
 		if (ret)
 			return ret;
 	}

@@ -11,9 +11,12 @@
 #include <infiniband/verbs.h>
 
 #include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "rdma.h"
 #include "stream_int.h"
 #include "tcp.h"
@@ -241,6 +244,129 @@ void evr__stream_settings(struct evr_stream *st, unsigned conn_id,
 	EVR__STREAM_EMIT(st, info, &i);
 }
 
+/* Whether host must be looked up before the engine's start: a name that
+ * getaddrinfo or rdma_getaddrinfo would resolve (they block on one), but
+ * not over TCP with -f ip / ipv6, which take numbers only and say so at
+ * once, nor a GID. */
+static int needs_lookup(const struct evr_stream *st, const char *host)
+{
+	const struct evr_stream_opts *o = &st->o;
+
+	if (!host || o->addr_fmt == EVR_ADDR_GID)
+		return 0;
+	if (!o->resolve_rdma && o->addr_fmt != EVR_ADDR_NAME)
+		return 0;
+	return !evr__host_numeric(host);
+}
+
+static void lookups_stop(struct evr_stream *st)
+{
+	unsigned i;
+
+	for (i = 0; i < EVR__ARRAY_SIZE(st->lk); i++) {
+		evr__lookup_free(st->lk[i]);
+		st->lk[i] = NULL;
+	}
+}
+
+/* rdma_getaddrinfo refusing the numeric address found for a name (no
+ * RDMA device has it): the failure names the name, as it did before. */
+static void name_failed_addr(const struct evr_stream *st,
+			     struct evr_failure *f)
+{
+	const char *names[2] = { st->host, st->bind_addr };
+	char rest[sizeof(f->addr)];
+	unsigned i;
+	size_t n;
+
+	if (f->err != -EVR_E_RESOLVE)
+		return;
+	for (i = 0; i < 2; i++) {
+		n = strlen(st->num[i]);
+		if (!names[i] || !n || strncmp(f->addr, st->num[i], n) ||
+		    strncmp(f->addr + n, " port ", 6))
+			continue;
+		snprintf(rest, sizeof(rest), "%s", f->addr + n);
+		if (snprintf(f->addr, sizeof(f->addr), "%s%s", names[i],
+			     rest) >= (int)sizeof(f->addr))
+			f->addr[sizeof(f->addr) - 1] = '\0';
+		return;
+	}
+}
+
+/* Lookup i (0: o.host, 1: o.bind_addr) answered: the engine's own start
+ * once both have, with the numeric addresses in o; the run's end if a
+ * name does not resolve or that start fails (it returned 0 already). */
+static void looked_up(struct evr_stream *st, unsigned i, int err,
+		      const struct sockaddr *sa)
+{
+	struct evr_failure f = { .phase = EVR_PH_SETUP };
+	int ret;
+
+	/* sa is the lookup's: read it before the lookup goes */
+	if (!err && evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
+		err = EAI_NONAME;
+	evr__lookup_free(st->lk[i]);
+	st->lk[i] = NULL;
+	if (err) {
+		lookups_stop(st);
+		/* the port each call below would have been given */
+		evr__resolve_failed(&f, &st->o, i ? st->bind_addr : st->host,
+				    i && !st->o.server ? "0" : st->port, err);
+		evr__stream_finish(st, f.err, &f);
+		return;
+	}
+	if (i)
+		st->o.bind_addr = st->num[1];
+	else
+		st->o.host = st->num[0];
+	if (st->lk[0] || st->lk[1])
+		return;
+	ret = st->eng->start(st, &f);
+	if (ret) {
+		if (!f.err)
+			f.err = ret;
+		name_failed_addr(st, &f);
+		evr__stream_finish(st, f.err, &f);
+	}
+}
+
+static void host_cb(void *ud, int err, const struct sockaddr *sa,
+		    socklen_t len)
+{
+	(void)len;
+	looked_up(ud, 0, err, sa);
+}
+
+static void bind_cb(void *ud, int err, const struct sockaddr *sa,
+		    socklen_t len)
+{
+	(void)len;
+	looked_up(ud, 1, err, sa);
+}
+
+/* Start the lookups the engine's start needs: 0 (none), 1 (RESOLVING) or
+ * a negative code with f filled. */
+static int lookups_start(struct evr_stream *st, struct evr_failure *f)
+{
+	int family = st->o.addr_fmt == EVR_ADDR_IPV6 ? AF_INET6 : AF_UNSPEC;
+	int ret = 0;
+
+	if (!st->o.server && needs_lookup(st, st->host))
+		ret = evr__lookup_start(&st->lk[0], st->loop, st->host, family,
+					host_cb, st);
+	if (!ret && needs_lookup(st, st->bind_addr))
+		ret = evr__lookup_start(&st->lk[1], st->loop, st->bind_addr,
+					family, bind_cb, st);
+	if (ret) {
+		lookups_stop(st);
+		f->err = ret;
+		f->where = "resolver";
+		return ret;
+	}
+	return st->lk[0] || st->lk[1];
+}
+
 int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 {
 	const struct xport_type *t;
@@ -276,6 +402,14 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 		if (ret)
 			return ret;
 	}
+	/* a name: looked up on the loop, the start continues there */
+	ret = lookups_start(st, f);
+	if (ret < 0)
+		return ret;
+	if (ret) {
+		evr__stream_set_state(st, EVR_STREAM_RESOLVING);
+		return 0;
+	}
 	ret = st->eng->start(st, f);
 	if (ret && !f->err)
 		f->err = ret;
@@ -284,6 +418,8 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 
 static void cancel_now(struct evr_stream *st)
 {
+	/* RESOLVING: the engine has nothing yet, and finishes at once */
+	lookups_stop(st);
 	if (!evr__stream_ending(st))
 		st->eng->cancel(st);
 }
@@ -320,6 +456,7 @@ void evr_stream_free(struct evr_stream *st)
 		return;
 	ev_timer_stop(st->loop->ev, &st->done_w);
 	ev_timer_stop(st->loop->ev, &st->cancel_w);
+	lookups_stop(st);
 	st->eng->release(st);
 	/* after the sessions: their closes may linger in it */
 	if (st->xp)

@@ -11,8 +11,11 @@
 #define EVR_SRC_STREAM_INT_H
 
 #include <ev.h>
+#include <net/if.h>
+#include <netinet/in.h>
 
 #include "../loop/loop.h"
+#include "../loop/resolve.h"
 #include "evrdma/stream.h"
 #include "plan.h"
 #include "session.h"
@@ -29,7 +32,19 @@
  *     |               v                 ^                  |
  *     '----------> CANCELLING ----------'------------------'
  *
- * A start that fails leaves the engine IDLE (no done() follows).  Only a
+ * and when the start has a name to look up:
+ *
+ *   IDLE --> RESOLVING --> RUNNING (as above)
+ *                |   '---> FINISHING (the name does not resolve, or the
+ *                |                    engine's own start fails then)
+ *                '-------> CANCELLING
+ *
+ * A start that fails leaves the engine IDLE (no done() follows).  A host
+ * or bind address that is a name is looked up first, on the loop
+ * (RESOLVING, src/loop/resolve.c): the start returns 0 at once, and the
+ * engine's own start runs with the numeric address when the answer
+ * comes; a name that does not resolve, or a start that fails then, ends
+ * the run through done() (FINISHING).  Only a
  * client fails as a whole (FAILING: its first failed connection ends the
  * run; a cancelled client gets there too, through the connection its
  * cancel failed first); a server drops failed connections and serves on.
@@ -38,6 +53,7 @@
  */
 #define EVR_STREAM_STATES(X) \
 	X(IDLE)        /* created; not started, or its start failed */ \
+	X(RESOLVING)   /* started: looking its names up (no callbacks) */ \
 	X(RUNNING)     /* connecting and testing / listening and serving */ \
 	X(FAILING)     /* client: a connection failed; cancel the rest */ \
 	X(CANCELLING)  /* evr_stream_cancel() was called */ \
@@ -94,6 +110,10 @@ struct evr_stream {
 	 * from cancel_w once the engine is off the stack. */
 	ev_timer done_w, cancel_w;
 	unsigned cb_depth;
+	/* RESOLVING: the lookups of o.host and o.bind_addr, and the
+	 * numeric addresses that replace the names in o once found */
+	struct evr__lookup *lk[2];
+	char num[2][INET6_ADDRSTRLEN + IF_NAMESIZE + 1];
 };
 
 /* The engines' constructors: a zeroed engine of that kind with its own

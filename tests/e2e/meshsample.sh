@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# A mesh that probes a rotating sample (issue 17): "sample": k probes the
+# next k peers in turn each interval, so each of N peers is probed every
+# N/k intervals, and never more than k at once.  Six peers on 127.0.0.x:
+#  - served by six responders of the daemon itself, k = 2 every 0.5 s:
+#    the runs per peer over a measured window are what the rotation gives
+#    (one every 1.5 s each, not one every 0.5 s), evenly, and every peer's
+#    series stays between its turns;
+#  - served by a listener that accepts and never answers (each run holds
+#    its connection until the stall watchdog, 1.5 s, longer than the 0.3 s
+#    between turns): at most 2 connections at once, and 2 reached.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+PROBED=${PROBED:-}
+if [ -z "$PROBED" ] || [ ! -x "$PROBED" ]; then
+	echo "meshsample: PROBED is not set to an executable evrdma-probed" >&2
+	exit 99
+fi
+command -v curl >/dev/null || e2e_skip_all "curl is not installed"
+command -v python3 >/dev/null || e2e_skip_all "python3 is not installed"
+T=$E2E_TMP
+H=127.0.0.1
+port() { # VAR
+	e2e_port >"$T/port" || exit 1
+	printf -v "$1" '%s' "$(cat "$T/port")"
+}
+port HP
+port MP
+port HOLDP
+ADDRS="127.0.0.11 127.0.0.12 127.0.0.13 127.0.0.14 127.0.0.15 127.0.0.16"
+
+scrape() { # NAME
+	curl -s --max-time 2 -o "$T/$1.txt" "http://$H:$HP/metrics" 2>/dev/null
+}
+val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
+runs_of() { # FILE PEER
+	val "$1" "evrdma_probe_runs_total{probe=\"mesh:$2\",peer=\"$2\"}"
+}
+
+i=0
+: >"$T/peers.txt"
+for a in $ADDRS; do
+	i=$((i + 1))
+	echo "p$i $a" >>"$T/peers.txt"
+done
+resp=
+for a in $ADDRS; do
+	resp="$resp${resp:+, }{ \"transport\": \"tcp\", \"port\": $MP, \"bind\": \"$a\" }"
+done
+
+# ---------------------------------------------------- runs per peer
+cat >"$T/a.json" <<EOF
+{ "listen_address": "$H", "listen_port": $HP, "responders": [ $resp ],
+  "mesh": { "peers_file": "$T/peers.txt", "sample": 2, "transport": "tcp",
+            "port": $MP, "size": 64, "iters": 10, "interval_s": 0.5,
+            "timeout_s": 2 } }
+EOF
+run_cmd cc 10 "$PROBED" --check-config -c "$T/a.json"
+assert_exit "--check-config takes \"sample\"" 0 "$RC" "$T/cc.err"
+bg_start da 60 "$PROBED" -c "$T/a.json"
+if wait_listen "$HP" 5 da; then
+	sleep 1
+	scrape a1
+	t1=$(now_ms)
+	sleep 6
+	scrape a2
+	w=$(( $(now_ms) - t1 ))
+	say "window ${w} ms: $(for p in 1 2 3 4 5 6; do printf 'p%s %s->%s  ' "$p" "$(runs_of "$T/a1.txt" "p$p")" "$(runs_of "$T/a2.txt" "p$p")"; done)"
+	total=0
+	min=999999
+	max=0
+	series=0
+	for p in 1 2 3 4 5 6; do
+		r1=$(runs_of "$T/a1.txt" "p$p")
+		r2=$(runs_of "$T/a2.txt" "p$p")
+		[ -n "$r1" ] && [ -n "$r2" ] && series=$((series + 1))
+		d=$(( ${r2:-0} - ${r1:-0} ))
+		total=$((total + d))
+		[ "$d" -lt "$min" ] && min=$d
+		[ "$d" -gt "$max" ] && max=$d
+	done
+	assert_eq "every peer has its series, sampled or not" 6 "$series"
+	# k = 2 turns every 0.5 s: one every 250 ms, each peer every 1500 ms
+	assert_le "never more than k runs an interval (runs in the window)" \
+		"$total" "$(( w / 250 + 2 ))"
+	assert_le "... each peer about once in N/k intervals (most runs of a peer)" \
+		"$max" "$(( (w + 1499) / 1500 + 1 ))"
+	if [ "$E2E_VG" = 1 ]; then
+		assert_le "every peer probed in the window (valgrind: at least once)" 1 "$min"
+	else
+		assert_le "... the turns all taken (runs in the window)" \
+			"$(( w / 250 - 3 ))" "$total"
+		assert_le "... each peer about once in N/k intervals (fewest runs of a peer)" \
+			"$(( w / 1500 - 1 ))" "$min"
+		assert_le "... evenly: fewest and most runs of a peer differ by 1 at most" \
+			"$((max - min))" 1
+	fi
+	assert_eq "no peer failed" 0 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mesh:' "$T/a2.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	bg_stop da 5
+	assert_exit "SIGTERM exits 0" 0 "$RC" "$T/da.err"
+else
+	not_ok "the daemon with a sampled mesh listens"
+	dump "$T/da.err"
+fi
+bg_kill da
+
+# ------------------------------------------- never more than k at once
+cat >"$T/hold.py" <<'EOF'
+import selectors, socket, sys, time
+port, addrs, log = int(sys.argv[1]), sys.argv[2].split(), open(sys.argv[3], "w", buffering=1)
+sel = selectors.DefaultSelector()
+for a in addrs:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((a, port))
+    s.listen(64)
+    sel.register(s, selectors.EVENT_READ, "listen")
+print("ready", flush=True)
+open_ = 0
+while True:
+    for key, _ in sel.select(timeout=1):
+        if key.data == "listen":
+            c, _ = key.fileobj.accept()
+            open_ += 1
+            sel.register(c, selectors.EVENT_READ, "conn")
+            log.write("%.3f open %d %s\n" % (time.time(), open_, c.getsockname()[0]))
+        else:
+            try:
+                data = key.fileobj.recv(65536)
+            except OSError:
+                data = b""
+            if not data:  # the probe gave up: closed
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                open_ -= 1
+                log.write("%.3f close %d\n" % (time.time(), open_))
+EOF
+bg_start hold 60 python3 "$T/hold.py" "$HOLDP" "$ADDRS" "$T/hold.log"
+wait_match "$T/hold.out" '^ready$' 10 || not_ok "the silent listener starts"
+cat >"$T/b.json" <<EOF
+{ "listen_address": "$H", "listen_port": $HP,
+  "mesh": { "peers_file": "$T/peers.txt", "sample": 2, "transport": "tcp",
+            "port": $HOLDP, "interval_s": 0.6, "timeout_s": 3 } }
+EOF
+bg_start db 60 "$PROBED" -c "$T/b.json"
+if wait_listen "$HP" 5 db; then
+	sleep "$(tscale 7)"
+	scrape b1
+	bg_stop db 5
+	assert_exit "SIGTERM exits 0 (runs in flight)" 0 "$RC" "$T/db.err"
+	most=$(awk '$2 == "open" && $3 > m { m = $3 } END { print m + 0 }' "$T/hold.log")
+	say "connections at once, at most: $most; accepted: $(grep -c ' open ' "$T/hold.log")"
+	assert_le "never more than k = 2 runs at once" "$most" 2
+	assert_eq "... and k at once reached (the turns are 0.3 s, a run 1.5 s)" 2 "$most"
+	assert_eq "every peer had its turn" 6 \
+		"$(awk '$2 == "open" { print $4 }' "$T/hold.log" | sort -u | wc -l)"
+	assert_le "the stalled runs counted as failures (stall)" 2 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mesh:[^,]*",peer="[^"]*",reason="stall"\}' "$T/b1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+else
+	not_ok "the daemon with a sampled mesh of silent peers listens"
+	dump "$T/db.err"
+fi
+bg_kill db
+bg_kill hold
+
+e2e_done
