@@ -15,8 +15,8 @@
 #   fab_addr I               host I's address
 #   fab_peers FILE           the peers file: hI 198.18.1.I, one a line
 #   fab_agent_conf I FILE PEERS INTERVAL TIMEOUT [RESPONDER(1|0)] [MESH_BIND]
-#   fab_prom_conf DIR RULES PEERS  prometheus.yml (1 s scrapes and
-#                            evaluations, file_sd from peers2sd), the rules
+#   fab_prom_conf DIR RULES PEERS  prometheus.yml (scrapes and evaluations
+#                            every FAB_SCRAPE s, 1; file_sd from peers2sd)
 #   fab_link I up|down       host I's bridge port
 #   fab_shape I RATE|off     tbf on host I's link, both ways
 #   promq ARGS...            python3 promq.py ARGS inside Prometheus's
@@ -81,27 +81,28 @@ fab_peers() { # FILE
 # The agent of host I: a TCP responder on its address (unless RESPONDER
 # is 0), a TCP latency mesh over PEERS (64 bytes, 10 round trips a run),
 # and one bandwidth probe of the next host (16 KiB x 4 each way, every 2
-# intervals), named bw:hNEXT; /metrics on its address, port 9471.
+# intervals), named bw:hNEXT (none with FAB_BW=0); /metrics on its
+# address, port 9471.  FAB_POLL_US: the mesh's poll_us (default 200).
 fab_agent_conf() { # I FILE PEERS INTERVAL TIMEOUT [RESPONDER] [MESH_BIND]
-	local i=$1 a nx resp="" bind=""
+	local i=$1 a nx resp="" bind="" bw
 	a=$(fab_addr "$i")
 	nx=$(( i % FAB_N + 1 ))
 	[ "${6:-1}" = 1 ] &&
 		resp="\"responders\": [ { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"$a\" } ],"
 	[ -n "${7:-}" ] && bind="\"bind\": \"$7\","
+	bw=$(printf '{ "name": "bw:h%s", "type": "rstream", "host": "%s", "port": 7471, "transport": "tcp", "kind": "bandwidth", "size": 16384, "count": 4, "interval_s": %s, "timeout_s": 5 }' \
+		"$nx" "$(fab_addr "$nx")" "$(awk -v x="$4" 'BEGIN { print 2 * x }')")
+	[ "${FAB_BW:-1}" = 0 ] && bw=
+	poll=
+	[ -n "${FAB_POLL_US:-}" ] && poll=", \"poll_us\": $FAB_POLL_US"
 	cat >"$2" <<JSON
 {
   "listen_address": "$a",
   "listen_port": 9471,
   $resp
   "mesh": { "peers_file": "$3", "transport": "tcp", "port": 7471, $bind
-            "size": 64, "iters": 10, "interval_s": $4, "timeout_s": $5 },
-  "probes": [
-    { "name": "bw:h$nx", "type": "rstream", "host": "$(fab_addr "$nx")",
-      "port": 7471, "transport": "tcp", "kind": "bandwidth", "size": 16384,
-      "count": 4, "interval_s": $(awk -v x="$4" 'BEGIN { print 2 * x }'),
-      "timeout_s": 5 }
-  ]
+            "size": 64, "iters": 10, "interval_s": $4, "timeout_s": $5$poll },
+  "probes": [ $bw ]
 }
 JSON
 }
@@ -110,9 +111,9 @@ fab_prom_conf() { # DIR RULES PEERS
 	"$FAB_SRC/contrib/prometheus/peers2sd" -o "$1/agents.json" "$3" || return 1
 	cat >"$1/prometheus.yml" <<YML
 global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
+  scrape_interval: ${FAB_SCRAPE:-1}s
+  scrape_timeout: ${FAB_SCRAPE:-1}s
+  evaluation_interval: ${FAB_SCRAPE:-1}s
 rule_files:
   - $2
 scrape_configs:
@@ -146,6 +147,7 @@ fab_promq_py() {
 #   alerts: one line an alert, "STATE NAME k=v ..." (the labels but
 #           alertname, severity, job, instance), sorted
 #   query EXPR: one line a sample, "k=v,... VALUE" (__name__ dropped)
+#   targets: one line a target, "HOST HEALTH LAST_ERROR"
 #   ready: exit 0 when Prometheus says it is ready
 import json, sys, urllib.parse, urllib.request
 
@@ -168,13 +170,16 @@ try:
             out.append("%s %s %s" % (a["state"], l["alertname"], rest))
         if out:
             print("\n".join(sorted(out)))
+    elif sys.argv[1] == "targets":
+        for t in get("/api/v1/targets")["data"]["activeTargets"]:
+            print(t["labels"].get("host", "?"), t["health"], t.get("lastError", ""))
     elif sys.argv[1] == "query":
         for s in get("/api/v1/query", query=sys.argv[2])["data"]["result"]:
             m = s["metric"]
             print(",".join("%s=%s" % (k, m[k]) for k in sorted(m) if k != "__name__"),
                   s["value"][1])
     else:
-        sys.exit("promq: alerts | query EXPR | ready")
+        sys.exit("promq: alerts | query EXPR | targets | ready")
 except (OSError, ValueError, KeyError) as e:
     print("promq: %s" % e, file=sys.stderr)
     sys.exit(1)

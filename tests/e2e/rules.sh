@@ -124,6 +124,26 @@ run_cmd sdnone 10 "$P/peers2sd"
 assert_exit "peers2sd without a file" 1 "$RC" "$T/sdnone.err"
 assert_match "peers2sd without a file: the usage" '^peers2sd: usage: ' "$T/sdnone.err"
 
+# README's "Monitoring a fabric": its agent configuration passes
+# --check-config, its peers file makes three targets
+awk '/^## Monitoring a fabric/ { f = 1; next } /^## / { f = 0 }
+	f && /^ *```json/ { j = 1; next } j && /^ *```/ { j = 0; n++ } j && n == 0' \
+	"$SRC/README.md" >"$T/readme.json"
+awk '/^## Monitoring a fabric/ { f = 1; next } /^## / { f = 0 }
+	f && /^ *```/ { if (p) exit; if (!inb && $0 ~ /^ *```$/) p = 1; inb = !inb; next } p' \
+	"$SRC/README.md" >"$T/readme.peers"
+if [ -n "${PROBED:-}" ] && [ -x "$PROBED" ]; then
+	run_cmd readme_conf 10 "$PROBED" --check-config -c "$T/readme.json"
+	assert_exit "README, Monitoring a fabric: the agent's configuration" 0 "$RC" "$T/readme.json" "$T/readme_conf.err"
+	assert_match "... with its responder" ', 1 responders$' "$T/readme_conf.out"
+else
+	not_ok "PROBED names the built evrdma-probed"
+fi
+run_cmd readme_peers 10 "$P/peers2sd" "$T/readme.peers"
+assert_exit "README, Monitoring a fabric: peers2sd on its peers file" 0 "$RC" "$T/readme.peers" "$T/readme_peers.err"
+assert_eq "... three targets, no complaint" "3 0" \
+	"$(grep -c '"targets"' "$T/readme_peers.out") $(wc -l <"$T/readme_peers.err")"
+
 # the example configuration, with those targets and the rules beside it
 cp "$P/prometheus.yml" "$RULES" "$T/"
 run_cmd config 30 promtool check config "$T/prometheus.yml"
