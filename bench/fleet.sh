@@ -22,7 +22,8 @@
 #     EvrdmaHostUnreachable fires for it, and host 3's responder removed
 #     until EvrdmaResponderDown fires;
 #   - a latency matrix from Prometheus (each pair's mean round trip over
-#     the rules' window) with host 5's link slowed to 2 Mbit/s by tbf,
+#     the rules' window) with host 5's link slowed to FLEET_RATE (1mbit)
+#     each way by tbf,
 #     plotted with gnuplot (scripts/deps.sh --bench) as a heat map.
 #
 #   sudo [FLEET_N=32] [FLEET_SECS=60] [FLEET_INTERVAL=2] [FLEET_POLL_US=0] bench/fleet.sh \
@@ -44,6 +45,7 @@ SECS=${FLEET_SECS:-60}
 PI=${FLEET_INTERVAL:-2}
 export FAB_SCRAPE=$PI
 export FAB_POLL_US=${FLEET_POLL_US:-0}
+RATE=${FLEET_RATE:-1mbit}
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (namespaces, a bridge, tc)" >&2; exit 1; }
 [ -x "$PROBED" ] || { echo "bench: no $PROBED (scripts/build.sh first)" >&2; exit 1; }
 command -v prometheus >/dev/null || { echo "bench: prometheus is not installed" >&2; exit 1; }
@@ -120,7 +122,9 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 declare -A R0 C0
 t0=$(date +%s%N)
+declare -A S0
 for i in $(seq 1 "$N"); do
+	S0[$i]=$(date +%s%N)
 	R0[$i]=$(runs "$i")
 	C0[$i]=$(ticks "${PID[h$i]}")
 done
@@ -132,7 +136,8 @@ t1=$(date +%s%N)
 hz=$(getconf CLK_TCK)
 : >"$T/hosts"
 for i in $(seq 1 "$N"); do
-	echo "$i $(( $(runs "$i") - R0[$i] )) $(( $(ticks "${PID[h$i]}") - C0[$i] )) $(rss "${PID[h$i]}")" >>"$T/hosts"
+	s1=$(date +%s%N)
+	echo "$i $(( $(runs "$i") - R0[$i] )) $(( $(ticks "${PID[h$i]}") - C0[$i] )) $(rss "${PID[h$i]}") $(( (s1 - S0[$i]) / 1000000 ))" >>"$T/hosts"
 done
 cb=$(( $(ticks "${PID[base]}") - cb0 ))
 cp=$(( $(ticks "${PID[prom]}") - cp0 ))
@@ -141,10 +146,13 @@ rp=$(rss "${PID[prom]}")
 samples=$(qval 'avg(scrape_samples_scraped{job="evrdma"})')
 awk -v n="$N" -v pi="$PI" -v secs="$(( (t1 - t0) / 1000000 ))" -v hz="$hz" \
 	-v cb="$cb" -v rb="$rb" -v cp="$cp" -v rp="$rp" -v smp="${samples:-0}" -v poll="$FAB_POLL_US" '
-{ runs += $2; cpu += $3; rss += $4; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 }
+# per host: its runs and ticks over its own span ($5 ms, from its first
+# read to its last); the fleet figures are the sums of the rates
+{ r = $2 / ($5 / 1000); runs += r; cpu += $3 / ($5 / 1000); rss += $4
+  if (min == "" || r < min) min = r; if (r > max) max = r }
 END {
-	s = secs / 1000
-	printf "| fleet | %d hosts, %d peers each, probes every %g s, poll_us %d, measured %.0f s |\n", n, n - 1, pi, poll, s
+	s = 1
+	printf "| fleet | %d hosts, %d peers each, probes every %g s, poll_us %d, measured %.0f s |\n", n, n - 1, pi, poll, secs / 1000
 	printf "|---|---|\n"
 	printf "| mesh probes/s per host: model (N-1)/interval | %.1f |\n", (n - 1) / pi
 	printf "| ... measured (mean, min-max) | %.1f (%.1f-%.1f) |\n", runs / n / s, min / s, max / s
@@ -153,12 +161,12 @@ END {
 	printf "| daemon CPU per host (%% of a core; probing and answering) | %.2f |\n", cpu / n / hz / s * 100
 	printf "| ... per probe run, both ends (us) | %.0f |\n", cpu / hz / runs * 1e6
 	printf "| ... per peer (%% of a core at this interval) | %.3f |\n", cpu / n / hz / s * 100 / (n - 1)
-	printf "| idle agent with no peer (%% of a core) | %.2f |\n", cb / hz / s * 100
+	printf "| idle agent with no peer (%% of a core) | %.2f |\n", cb / hz / (secs / 1000) * 100
 	printf "| daemon RSS per host (KiB) | %.0f |\n", rss / n
 	printf "| ... with no peer (KiB) | %d |\n", rb
 	printf "| ... per peer (KiB) | %.1f |\n", (rss / n - rb) / (n - 1)
 	printf "| samples per scrape (per agent), per peer | %.0f, %.1f |\n", smp, smp / (n - 1)
-	printf "| Prometheus CPU (%% of a core), RSS (MiB) | %.1f, %.0f |\n", cp / hz / s * 100, rp / 1024
+	printf "| Prometheus CPU (%% of a core), RSS (MiB) | %.1f, %.0f |\n", cp / hz / (secs / 1000) * 100, rp / 1024
 }' "$T/hosts" | tee "$T/table"
 
 # ------------------------------------------------------ from fault to alert
@@ -179,12 +187,14 @@ printf '| ... responder removed, EvrdmaResponderDown | %s |\n' "$a2" | tee -a "$
 
 # ------------------------------------------------------ the latency matrix
 wait_q 60 'count(ALERTS{alertstate="firing"})' "" >/dev/null
-fab_shape 5 2mbit
-log "h5's link at 2 Mbit/s; $(( WIN + 3 )) s for the window to fill"
+fab_shape 5 "$RATE"
+log "h5's link at $RATE; $(( WIN + 3 )) s for the window to fill"
 sleep $(( WIN + 3 ))
 promq query 'host_peer:evrdma_rstream_latency_seconds:mean2m' |
 	sed -E 's/.*host=h([0-9]+).*peer=h([0-9]+).* ([0-9.e+-]+)$/\1 \2 \3/' |
-	awk '{ printf "%d %d %.1f\n", $1, $2, $3 * 1e6 }' | sort -n -k1,1 -k2,2 >"$T/matrix"
+	awk -v n="$N" '{ printf "%d %d %.1f\n", $1, $2, $3 * 1e6 }
+		END { for (i = 1; i <= n; i++) printf "%d %d NaN\n", i, i }' |
+	sort -n -k1,1 -k2,2 >"$T/matrix"
 alerts=$(promq alerts | grep '^firing' | tr '\n' ';')
 fab_shape 5 off
 echo "bench: alerts firing with h5 slowed: ${alerts:-none}" >&2
@@ -194,7 +204,7 @@ if command -v gnuplot >/dev/null && [ -s "$T/matrix" ]; then
 	gnuplot <<GP
 set terminal $term size 820,720
 set output '$png'
-set title "Mean round trip (us, log colour), $N hosts: prober (row) to peer (column)\nh5's link slowed to 2 Mbit/s each way (tbf): EvrdmaHostLatencyHigh{host=\"h5\"}"
+set title "Mean round trip (us, log colour), $N hosts: prober (row) to peer (column)\nh5's link slowed to $RATE each way (tbf)" noenhanced
 set xlabel 'peer'
 set ylabel 'prober'
 set xrange [0.5:$N.5]

@@ -7,7 +7,8 @@
 # own with the hosts' ports (pI), and a namespace for Prometheus
 # (198.18.1.254) on the same bridge.  Nothing is created in the root
 # namespace, no real interface is touched, and the addresses exist only
-# inside these namespaces.  Needs root, ip(8) and tc(8).
+# inside these namespaces (each with static neighbour entries for all the
+# others, see fab_setup).  Needs root, ip(8) and tc(8).
 #
 #   fab_setup N PREFIX DIR   the namespaces PREFIXsw, PREFIXh1..N,
 #                            PREFIXpm; DIR for files (promq.py)
@@ -54,10 +55,26 @@ fab_setup() { # N PREFIX DIR
 		ip -n "${FAB_PREFIX}sw" link add "p$i" type veth peer name eth0 \
 			netns "$ns" || return 1
 		ip -n "${FAB_PREFIX}sw" link set "p$i" master br0 up || return 1
+		ip -n "$ns" link set eth0 address "$(fab_mac "$i")" || return 1
 		ip -n "$ns" addr add "$(fab_addr "$i")/24" dev eth0 || return 1
 		ip -n "$ns" link set eth0 up || return 1
 	done
+	# Static neighbours: the kernel's one ARP table holds every
+	# namespace's entries, and at its default limit (gc_thresh3, 1024)
+	# 32 hosts probing 31 peers each fill it (new entries then fail:
+	# half the hosts unreachable).  Permanent entries do not count
+	# towards that limit, and the host's sysctls stay as they are.
+	for i in $(seq 1 "$FAB_N") pm; do
+		for j in $(seq 1 "$FAB_N") pm; do
+			[ "$i" = "$j" ] ||
+				echo "neigh replace $(fab_addr "$j") lladdr $(fab_mac "$j") dev eth0 nud permanent"
+		done | ip -n "$(fab_ns "$i")" -batch - || return 1
+	done
 	fab_promq_py
+}
+
+fab_mac() { # I: 02:00:c6:12:01:II (local, unicast), Prometheus's ...:fe
+	[ "$1" = pm ] && echo 02:00:c6:12:01:fe || printf '02:00:c6:12:01:%02x\n' "$1"
 }
 
 fab_teardown() {
