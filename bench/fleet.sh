@@ -51,6 +51,7 @@ RATE=${FLEET_RATE:-1mbit}
 command -v prometheus >/dev/null || { echo "bench: prometheus is not installed" >&2; exit 1; }
 [ "$N" -ge 6 ] || { echo "bench: FLEET_N=$N: at least 6 hosts" >&2; exit 1; }
 T=$(mktemp -d /tmp/bench-fleet.XXXXXX)
+# shellcheck disable=SC2034 # read by fabric.sh
 FAB_SRC=$top
 # shellcheck source=../tests/e2e/fabric.sh
 . "$top/tests/e2e/fabric.sh"

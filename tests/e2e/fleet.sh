@@ -43,6 +43,7 @@ for t in prometheus promtool ip tc; do
 	command -v "$t" >/dev/null 2>&1 ||
 		e2e_skip_all "$t is not installed (scripts/deps.sh)"
 done
+# shellcheck disable=SC2034 # read by fabric.sh
 FAB_SRC=$SRC
 # shellcheck source=fabric.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fabric.sh"
