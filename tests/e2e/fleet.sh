@@ -134,6 +134,8 @@ assert_eq "Prometheus scrapes every agent" "$N" "$(qval 'count(up{job="evrdma"} 
 poll_until 30 q_is 'count(host_peer:evrdma_probe_up:last == 1)' "$PAIRS"
 assert_eq "every mesh pair is up (N x (N-1))" "$PAIRS" \
 	"$(qval 'count(host_peer:evrdma_probe_up:last == 1)')"
+# a bandwidth probe runs every 2 intervals, its first at the second
+poll_until $(( 4 * PI + 10 )) q_is 'count(evrdma_probe_up{probe=~"bw:.+"} == 1)' "$N"
 assert_eq "every bandwidth probe is up" "$N" \
 	"$(qval 'count(evrdma_probe_up{probe=~"bw:.+"} == 1)')"
 if poll_until $(( WIN + FOR + 10 )) no_alerts; then
