@@ -133,9 +133,13 @@ awk '/^## Monitoring a fabric/ { f = 1; next } /^## / { f = 0 }
 	f && /^ *```/ { if (p) exit; if (!inb && $0 ~ /^ *```$/) p = 1; inb = !inb; next } p' \
 	"$SRC/README.md" >"$T/readme.peers"
 if [ -n "${PROBED:-}" ] && [ -x "$PROBED" ]; then
+	# --check-config reads the peers file too: README's, where its path
+	# names it
+	sed -i "s|\"/etc/evrdma/peers\"|\"$T/readme.peers\"|" "$T/readme.json"
 	run_cmd readme_conf 10 "$PROBED" --check-config -c "$T/readme.json"
 	assert_exit "README, Monitoring a fabric: the agent's configuration" 0 "$RC" "$T/readme.json" "$T/readme_conf.err"
-	assert_match "... with its responder" ', 1 responders$' "$T/readme_conf.out"
+	assert_match "... with its responder and the mesh of its peers file" \
+		', 1 responders, a mesh of 3 peers' "$T/readme_conf.out"
 else
 	not_ok "PROBED names the built evrdma-probed"
 fi
