@@ -235,9 +235,31 @@ static const char *slurp_error(int err)
 	return strerror(err);
 }
 
+/* The next line of a peers file, from *cur on (split in place): 1 a peer
+ * (name, addr and labels allocated), -1 a bad line (err says why), 0 at
+ * the end; blank lines and comments are passed over. */
+static int next_peer(char **cur, unsigned *lineno, char **name, char **addr,
+		     char **labels, char *err, size_t errlen)
+{
+	char *line, *next;
+	int r;
+
+	while ((line = *cur)) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		*cur = next;
+		(*lineno)++;
+		r = mesh_parse_line(line, name, addr, labels, err, errlen);
+		if (r <= 0)
+			return r < 0 ? -1 : 1;
+	}
+	return 0;
+}
+
 int mesh_check(const char *path, FILE *out, struct mesh_counts *c)
 {
-	char *buf, *line, *next, *name, *addr, *labels, err[256];
+	char *buf, *line, *name, *addr, *labels, err[256];
 	char **names = NULL;
 	size_t n = 0, nlines = 1, i;
 	unsigned lineno = 0;
@@ -258,15 +280,9 @@ int mesh_check(const char *path, FILE *out, struct mesh_counts *c)
 		free(buf);
 		return -1;
 	}
-	for (line = buf; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		lineno++;
-		r = mesh_parse_line(line, &name, &addr, &labels, err,
-				    sizeof(err));
-		if (r > 0)
-			continue;
+	line = buf;
+	while ((r = next_peer(&line, &lineno, &name, &addr, &labels, err,
+			      sizeof(err)))) {
 		if (r < 0) {
 			fprintf(out, "evrdma-probed: %s:%u: %s\n", path, lineno,
 				err);
@@ -408,7 +424,7 @@ void mesh_reread(struct mesh *m)
 	size_t nlines = 1, n = 0, i, j, added = 0, kept = 0, own = 0, bad = 0;
 	size_t removed = 0;
 	unsigned lineno = 0;
-	char *buf, *line, *next, *name, *addr, *labels, err[256];
+	char *buf, *line, *name, *addr, *labels, err[256];
 	int r;
 
 	buf = slurp(path);
@@ -425,15 +441,9 @@ void mesh_reread(struct mesh *m)
 		free(buf);
 		return;
 	}
-	for (line = buf; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		lineno++;
-		r = mesh_parse_line(line, &name, &addr, &labels, err,
-				    sizeof(err));
-		if (r > 0)
-			continue;
+	line = buf;
+	while ((r = next_peer(&line, &lineno, &name, &addr, &labels, err,
+			      sizeof(err)))) {
 		if (r < 0) {
 			plog(PLOG_WARN, "%s:%u: %s; line skipped", path, lineno,
 			     err);
