@@ -905,6 +905,13 @@ time.sleep(float(sys.argv[2]))
 	c1=$(val "$T/rs4.txt" "evrdma_responder_dropped_total{$RL,reason=\"conns\"}")
 	num_ge "responder: dropped{reason=conns} counts each one turned away (3 clients)" \
 		"$((${c1:-0} - ${c0:-0}))" 3
+	# (for a failure here: what the responder and the holder said)
+	if [ "$((${c1:-0} - ${c0:-0}))" -lt 3 ]; then
+		grep -E "^evrdma_responder_[a-z_]+\{$RL" "$T/rs3.txt" "$T/rs4.txt" | grep -v ' 0$' | sed 's/^/#   /'
+		bg_alive mute2 && echo "#   the holder of the two connections is alive" ||
+			echo "#   the holder of the two connections has exited"
+		sed 's/^/#   holder: /' "$E2E_TMP/mute2.err" | head -5
+	fi
 	promtool_ok "responders, connections dropped" "$T/rs4.txt"
 	bg_kill mute2
 	# SIGHUP, a probe added, the responders as they were: kept, counters on
