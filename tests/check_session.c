@@ -3059,12 +3059,14 @@ END_TEST
  * network round trip over 200 usec) make it longer: a miss whose wait
  * then took d makes it 1.25 d, up to 2 ms, if d was still a fast
  * exchange's (under the cold mark: 1 ms, or five polls); the cold mark
- * follows the poll; replies found early bring it back to four times
- * their wait, never under the base. */
+ * follows the poll.  Replies found early leave it as it is (the next
+ * reply of a long tail would miss a shorter one); a session that turns
+ * cold polls from the base again. */
 START_TEST(test_poll_grows)
 {
 	struct evr_pollest p;
 	uint64_t now = 1000000, bytes = 0;
+	int i;
 
 	evr__poll_init(&p, EVR_POLL_NS);
 	evr__poll_mark(&p, bytes, now);
@@ -3100,11 +3102,26 @@ START_TEST(test_poll_grows)
 	now += 5000000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, 600000);
-	/* replies found after 20 us: back to the base, never under it */
-	now += 20000;
+	/* replies found after 20 us: the poll stays as it grew */
+	for (i = 0; i < 100; i++) {
+		now += 20000;
+		evr__poll_mark(&p, bytes += 64, now);
+		evr__poll_result(&p, 1);
+	}
+	ck_assert_uint_eq(p.budget_ns, 600000);
+	ck_assert_uint_eq(evr__poll_budget(&p), 600000);
+	/* a pause turns the session cold: it sleeps at once, and the
+	 * poll is back at its base */
+	now += 2000000000ull;
 	evr__poll_mark(&p, bytes += 64, now);
-	evr__poll_result(&p, 1);
+	ck_assert_uint_eq(evr__poll_budget(&p), 0);
 	ck_assert_uint_eq(p.budget_ns, EVR_POLL_NS);
+	/* the exchange picks up: it polls from the base */
+	for (i = 0; i < 10; i++) {
+		now += 20000;
+		evr__poll_mark(&p, bytes += 64, now);
+	}
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
 	/* a poll of 0 never grows: it never polls */
 	evr__poll_init(&p, 0);
 	evr__poll_mark(&p, bytes += 64, now += 1000);

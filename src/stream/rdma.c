@@ -979,8 +979,11 @@ static int no_progress(struct rconn *rc)
 {
 	if (!waits_on_fd(rc))
 		return 0;
-	if (rc->base.polling)   /* the owner polls: arm only before it sleeps */
-		return poll_cq(rc) > 0;
+	/* The owner polls: arm only before it sleeps.  The call polled the
+	 * CQ a moment ago (process()); the owner's next try polls it again,
+	 * so a second poll here would only make each try longer. */
+	if (rc->base.polling)
+		return 0;
 	if (arm(rc) < 0) {
 		set_err(rc, -EIO, "ibv_req_notify_cq");
 		return 1;
@@ -1136,7 +1139,12 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 		if (rc->state != EVR_RC_OPEN)
 			return -EAGAIN;
 		rc->tx.more = more;
-		process(rc);
+		/* A send that may go now goes without a look at the CQ, as
+		 * upstream's rsend does: a ping-pong's reply leaves at once.
+		 * One that must wait or gather looks first: completions
+		 * give back credits and ring space. */
+		if (evr__rs_tx_cork_due(&rc->tx, len))
+			process(rc);
 		if (rc->err)
 			return rc->err;
 		/* upstream's rsend: chunks of 2048 doubling to 64k, each
@@ -1178,7 +1186,11 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 	/* a receive ends what a caller sending more gathered */
 	rc->tx.more = 0;
 	for (;;) {
-		if (rc->state == EVR_RC_OPEN || rc->state == EVR_RC_ACCEPTING)
+		/* bytes already in the ring are read first, as upstream's
+		 * rrecv does; the CQ is polled when it runs dry */
+		if ((rc->state == EVR_RC_OPEN ||
+		     rc->state == EVR_RC_ACCEPTING) &&
+		    !evr__rs_rx_peek(&rc->rx, &off))
 			process(rc);
 		got = 0;
 		while (got < len && (n = evr__rs_rx_peek(&rc->rx, &off))) {

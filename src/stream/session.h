@@ -66,15 +66,15 @@ struct evr_sess;
 /* -T a polls before it sleeps while the session is in an active exchange
  * (session.c explains why): ewma_ns, an average of how long its waits for
  * the peer took, sleep and wake-up included; t0 and bytes, when the wait
- * in hand began and how many bytes had moved then; last_ns, how long the
- * last wait took. */
+ * in hand began and how many bytes had moved then. */
 struct evr_pollest {
 	uint64_t base_ns;           /* the poll set (opts.poll_us); 0: never */
-	uint64_t budget_ns;         /* the poll now: base_ns, longer while
-				     * replies come later than it lasts, up
-				     * to EVR_POLL_MAX_NS */
+	uint64_t budget_ns;         /* the poll now: base_ns, grown to cover
+				     * replies that came later than it
+				     * lasted (up to EVR_POLL_MAX_NS) until
+				     * the session turns cold */
 	int missed;                 /* the wait in hand's poll ran out */
-	uint64_t ewma_ns, t0, bytes, last_ns;
+	uint64_t ewma_ns, t0, bytes;
 	unsigned misses;            /* polls in a row that found nothing */
 	unsigned skip;              /* waits to sleep through before the next
 				     * poll: 1, 2, 4 ... 64 after 2, 3, 4 ...
@@ -95,9 +95,9 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
 /* budget_ns while the waits average at most the cold mark and no
  * back-off is due, else 0 (sleep at once). */
 uint64_t evr__poll_budget(const struct evr_pollest *p);
-/* A poll ended: found (data came while polling) or not (its budget ran
- * out; the wait's end then sizes a longer poll, or, at the cold mark, the
- * session backs off). */
+/* A poll ended: found (data came while polling; the poll keeps its
+ * length) or not (its budget ran out; the wait's end then sizes a longer
+ * poll, or, at its cap, the session backs off). */
 void evr__poll_result(struct evr_pollest *p, int found);
 
 /* What a server's connections may hold in data buffers together (its
