@@ -885,14 +885,37 @@ if wait_listen "$HP6" 5 rd && wait_listen "$RP" 5 rd; then
 		"$(val "$T/rs2.txt" "evrdma_responder_listening{$RL2}")"
 	assert_match "... logged, with the retry" \
 		"responder tcp:127\\.0\\.0\\.1:$RP2: cannot listen: .*trying again every 5 s" "$T/rd.err"
-	# max_conns 2: two mute connections held, the next ones turned away
-	# (held for 5 s scaled: under valgrind the three clients below take
-	# longer than 5 s, and a hold that ended let the last ones in)
+	# max_conns 2: two connections held, the next ones turned away.  The
+	# holder says hello as our client does and keeps only connections
+	# the responder acknowledged: one that came while the daemon's own
+	# probe had a slot was turned away (under valgrind that happened, and
+	# the clients below found a free slot), so it tries again.  Then it
+	# stays mute, for 5 s scaled (the three clients below take longer
+	# than 5 s under valgrind).
 	bg_start mute2 "$(tscale 20)" python3 -c '
 import socket, sys, time
-h = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(2)]
-time.sleep(float(sys.argv[2]))
+port, hold = int(sys.argv[1]), float(sys.argv[2])
+def held():
+    while True:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"evrdma:hello:v1\n")
+        r = b""
+        while len(r) < 16:
+            b = s.recv(16 - len(r))
+            if not b:
+                break
+            r += b
+        if r == b"evrdma:ack---v1\n":
+            return s
+        print("turned away: %r" % r, flush=True)
+        s.close()
+        time.sleep(0.2)
+h = [held(), held()]
+print("held 2", flush=True)
+time.sleep(hold)
 ' "$RP" "$(tscale 5)"
+	wait_match "$E2E_TMP/mute2.out" '^held 2$' 10 ||
+		echo "#   the holder has not got its two connections: $(tail -3 "$E2E_TMP/mute2.out" "$E2E_TMP/mute2.err" | tr '\n' ' ')"
 	until_scraped scrape_hp6 rs3 3 "evrdma_responder_connections_active{$RL}" 2
 	assert_eq "responder: two connections active" 2 \
 		"$(val "$T/rs3.txt" "evrdma_responder_connections_active{$RL}")"
