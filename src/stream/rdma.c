@@ -163,6 +163,7 @@ struct rconn {
 	struct evr_rs_rx rx;
 	/* the data path's own figures (traced at the end) */
 	uint64_t n_writes, n_corked, b_corked, n_msgs;
+	uint64_t n_send_polls;     /* sends that polled the CQ first */
 	int err;                       /* sticky: the connection is broken */
 	ev_timer close_w;
 	ev_timer ka_w;
@@ -1143,8 +1144,10 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 		 * upstream's rsend does: a ping-pong's reply leaves at once.
 		 * One that must wait or gather looks first: completions
 		 * give back credits and ring space. */
-		if (evr__rs_tx_cork_due(&rc->tx, len))
+		if (evr__rs_tx_cork_due(&rc->tx, len)) {
+			rc->n_send_polls++;
 			process(rc);
+		}
 		if (rc->err)
 			return rc->err;
 		/* upstream's rsend: chunks of 2048 doubling to 64k, each
@@ -1379,9 +1382,10 @@ static void teardown(struct rconn *rc, int dreq)
 	if (evr__tracing(x->base.loop))
 		evr__trace(x->base.loop, "rdma %u: %" PRIu64 " DATA writes "
 			   "(%" PRIu64 " from the cork, %" PRIu64 " bytes), "
-			   "%" PRIu64 " DATA messages in", rc->id_no,
+			   "%" PRIu64 " DATA messages in, %" PRIu64
+			   " sends polled first", rc->id_no,
 			   rc->n_writes, rc->n_corked, rc->b_corked,
-			   rc->n_msgs);
+			   rc->n_msgs, rc->n_send_polls);
 	ev_timer_stop(l, &rc->close_w);
 	ev_timer_stop(l, &rc->ka_w);
 	pend_remove(rc);

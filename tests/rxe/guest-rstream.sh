@@ -88,6 +88,20 @@ if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$kc" -ge 2 ] && [ "$ks" -ge 2 ] &&
 else
 	ko "-k 1 evrdma" "rc $crc/$src, keepalives $kc/$ks"
 fi
+# ---- a send that may go now is posted without a poll of the CQ first
+# (as upstream's rsend): a ping-pong's sends almost never poll (one may,
+# when a credit update and the last send are still in flight); every
+# send did before.  The trace's end-of-connection line counts them.
+rm -f "$T"/*.out
+server $R -b $A2 --once -S 64 -C 1 -I 400
+timeout "$TO" $R -s $A2 -S 64 -C 1 -I 400 --trace >"$T/c.out" 2>&1
+crc=$?; reap "$sp" 20; src=$?
+sp1=$(sed -n 's/.* DATA messages in, \([0-9]*\) sends polled first$/\1/p' "$T/c.out" | tail -1)
+if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ -n "$sp1" ] && [ "$sp1" -lt 40 ]; then
+	ok "64 B ping-pong: sends post without polling the CQ first ($sp1 of 400 polled)"
+else
+	ko "64 B ping-pong: sends that polled first" "rc $crc/$src, '${sp1:-no trace line}' of 400 (at most 39)"
+fi
 pair "-k 1: evrdma client, upstream server" "$U -b $A2 -k 1 -S 100 -C 10 -I 300" "$R -s $A2 -k 1 -S 100 -C 10 -I 300 -T a"
 pair "-k 1: upstream client, evrdma server" "$R -b $A2 --once -k 1 -S 100 -C 10 -I 300 -T a" "$U -s $A2 -k 1 -S 100 -C 10 -I 300"
 
