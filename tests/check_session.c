@@ -25,6 +25,7 @@ struct bq {
 	size_t rd, wr, cap;
 	size_t limit;   /* at most this many unread bytes; 0: no limit */
 	int eof;        /* the writer has shut down */
+	unsigned gen;   /* bumped by every push and pop */
 };
 
 static size_t bq_avail(const struct bq *q)
@@ -48,6 +49,7 @@ static void bq_push(struct bq *q, const void *p, size_t n)
 	}
 	memcpy(q->d + q->wr, p, n);
 	q->wr += n;
+	q->gen++;
 }
 
 static size_t bq_pop(struct bq *q, void *p, size_t n)
@@ -57,6 +59,7 @@ static size_t bq_pop(struct bq *q, void *p, size_t n)
 	if (p)
 		memcpy(p, q->d + q->rd, n);
 	q->rd += n;
+	q->gen++;
 	return n;
 }
 
@@ -91,10 +94,59 @@ struct mock {
 	int more_pending;
 	unsigned more_broken;
 	uint64_t skipped;       /* bytes received with buf NULL (can_skip) */
+	/* the ready op (mock_ready_ops): -1 tells the truth (the queues
+	 * moved since the last -EAGAIN), 0 or 1 is said every time */
+	int ready_says;
+	unsigned readies;       /* calls of ready */
+	unsigned rx_gen, tx_gen; /* the queues at the last -EAGAIN */
+	int eagain_seen;
+	unsigned wasted;        /* calls that returned -EAGAIN with nothing
+				 * moved since the last one did */
 };
+
+/* A call that returns -EAGAIN: was it one the ready op could have
+ * saved? */
+static ssize_t mock_eagain(struct mock *m, ssize_t ret)
+{
+	if (ret != -EAGAIN)
+		return ret;
+	if (m->eagain_seen && m->rx->gen == m->rx_gen &&
+	    m->tx->gen == m->tx_gen)
+		m->wasted++;
+	m->eagain_seen = 1;
+	m->rx_gen = m->rx->gen;
+	m->tx_gen = m->tx->gen;
+	return ret;
+}
+
+static ssize_t mock_send_(struct evr_conn *c, const void *buf, size_t len,
+			  int more);
+static ssize_t mock_recv_(struct evr_conn *c, void *buf, size_t len);
 
 static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len,
 			 int more)
+{
+	return mock_eagain((struct mock *)c, mock_send_(c, buf, len, more));
+}
+
+static ssize_t mock_recv(struct evr_conn *c, void *buf, size_t len)
+{
+	return mock_eagain((struct mock *)c, mock_recv_(c, buf, len));
+}
+
+static int mock_ready(struct evr_conn *c)
+{
+	struct mock *m = (struct mock *)c;
+
+	m->readies++;
+	if (m->ready_says >= 0)
+		return m->ready_says;
+	return !m->eagain_seen || m->rx->gen != m->rx_gen ||
+	       m->tx->gen != m->tx_gen || m->rx->eof;
+}
+
+static ssize_t mock_send_(struct evr_conn *c, const void *buf, size_t len,
+			  int more)
 {
 	struct mock *m = (struct mock *)c;
 	size_t n = len;
@@ -128,7 +180,7 @@ static ssize_t mock_send(struct evr_conn *c, const void *buf, size_t len,
 	return (ssize_t)n;
 }
 
-static ssize_t mock_recv(struct evr_conn *c, void *buf, size_t len)
+static ssize_t mock_recv_(struct evr_conn *c, void *buf, size_t len)
 {
 	struct mock *m = (struct mock *)c;
 	size_t n = len;
@@ -178,6 +230,14 @@ static const struct evr_conn_ops mock_ops = {
 	.recv = mock_recv,
 	.shutdown = mock_shutdown,
 	.close = mock_close,
+};
+
+static const struct evr_conn_ops mock_ready_ops = {
+	.send = mock_send,
+	.recv = mock_recv,
+	.shutdown = mock_shutdown,
+	.close = mock_close,
+	.ready = mock_ready,
 };
 
 static void mock_init(struct mock *m, struct bq *rx, struct bq *tx,
@@ -2824,6 +2884,79 @@ START_TEST(test_driver_pair_nonblock)
 }
 END_TEST
 
+/* A polling owner asks the transport's ready op before it calls again:
+ * a -T n pair wastes (almost) no calls on a transport that has one, and
+ * ends with the same results. */
+static void ready_pair(int with_ready, unsigned *wasted, unsigned *readies)
+{
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+
+	finished_n[0] = finished_n[1] = 0;
+	base_opts(&oc);
+	base_opts(&os);
+	custom_plan(&pc, 100, 3, 200);
+	custom_plan(&ps, 100, 3, 200);
+	drv_start(&cl, 1, &pc, &oc);
+	drv_start(&sv, 0, &ps, &os);
+	if (with_ready) {
+		cl.m.c.ops = sv.m.c.ops = &mock_ready_ops;
+		cl.m.ready_says = sv.m.ready_says = -1;
+	}
+	cl.m.chunk = 50;
+	evr__sess_drive(&sv.s, EVR_SE_CONNECTED, 0);
+	evr__sess_drive(&cl.s, EVR_SE_CONNECTED, 0);
+	evr_loop_run(loop);
+	assert_both_done();
+	ck_assert_uint_eq(cl.rec.n, 1);
+	assert_result(&cl.rec, 0, "custom", 100, 3, 200);
+	*wasted = cl.m.wasted + sv.m.wasted;
+	*readies = cl.m.readies + sv.m.readies;
+}
+
+START_TEST(test_driver_ready_saves_calls)
+{
+	unsigned w0, r0, w1, r1;
+
+	ready_pair(0, &w0, &r0);
+	pair_teardown();
+	pair_setup();
+	ready_pair(1, &w1, &r1);
+	/* without it, the spinners call in vain over and over */
+	ck_assert_uint_eq(r0, 0);
+	ck_assert_uint_gt(w0, 1000);
+	/* with it, only the loop's own passes call without asking */
+	ck_assert_uint_gt(r1, 1000);
+	ck_assert_msg(w1 * 20 < w0, "wasted %u calls with ready, %u without",
+		      w1, w0);
+}
+END_TEST
+
+/* A transport that never says ready: the session still stalls out on
+ * its watchdog (no hang), and it asked rather than called. */
+START_TEST(test_driver_ready_never)
+{
+	struct evr_stream_opts oc;
+	struct evr_conn_plan pc;
+
+	finished_n[0] = finished_n[1] = 0;
+	base_opts(&oc);
+	oc.stall_ms = 40;
+	custom_plan(&pc, 100, 3, 4);
+	drv_start(&cl, 1, &pc, &oc);
+	cl.m.c.ops = &mock_ready_ops;
+	cl.m.ready_says = 0;
+	evr__sess_drive(&cl.s, EVR_SE_CONNECTED, 0);
+	evr_loop_run(loop);
+	ck_assert_int_eq(cl.s.state, EVR_SS_FAILED);
+	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
+	ck_assert_uint_eq(finished_n[0], 1);
+	ck_assert_uint_gt(cl.m.readies, 100);
+	ck_assert_msg(cl.m.recvs * 20 < cl.m.readies, "%u recvs, %u readies",
+		      cl.m.recvs, cl.m.readies);
+}
+END_TEST
+
 START_TEST(test_driver_stall_nonblock)
 {
 	struct evr_stream_opts oc;
@@ -3262,6 +3395,8 @@ static Suite *session_suite(void)
 	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
 	tcase_add_test(tc, test_driver_pair_nonblock);
 	tcase_add_test(tc, test_driver_stall_nonblock);
+	tcase_add_test(tc, test_driver_ready_saves_calls);
+	tcase_add_test(tc, test_driver_ready_never);
 	tcase_add_test(tc, test_driver_block_eagain_is_stall);
 	tcase_add_test(tc, test_driver_cancel);
 	tcase_add_test(tc, test_poll_budget);

@@ -150,6 +150,9 @@ struct rconn {
 	uint16_t gen;
 	struct rconn *touch_next;      /* completions came, in one poll */
 	int touched;
+	/* completions of its taken (by whichever poll), and how many of
+	 * them the last call that found nothing to do had seen (r_ready) */
+	uint32_t n_wc, wc_seen;
 	int waiting;                   /* counted in rcq->waiters */
 	unsigned repost;               /* receives to post again */
 	uint8_t *sbuf, *tsgl, *rbuf;
@@ -594,6 +597,7 @@ static int poll_rcq(struct rcq *q, struct rconn *self)
 			else
 				send_wc(rc, &wc[i]);
 			mine += rc == self;
+			rc->n_wc++;
 			if (!rc->touched) {
 				rc->touched = 1;
 				rc->touch_next = touched;
@@ -978,6 +982,8 @@ static void process(struct rconn *rc)
  * completion slips in between unseen. */
 static int no_progress(struct rconn *rc)
 {
+	/* (r_ready: nothing new since this) */
+	rc->wc_seen = rc->n_wc;
 	if (!waits_on_fd(rc))
 		return 0;
 	/* The owner polls: arm only before it sleeps.  The call polled the
@@ -1363,12 +1369,29 @@ static int r_settings(struct evr_conn *c, struct evr_conn_settings *o)
 	return 0;
 }
 
+/* Whether a call may find something to do: a completion of rc's came
+ * since the last call that found nothing (taken by this poll, or by
+ * another connection's on the shared CQ), or rc is no longer simply
+ * open (a disconnect, an error, a shutdown).  While its owner polls,
+ * only completions move rc's ring, credits and send queue. */
+static int r_ready(struct evr_conn *c)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+
+	if (rc->state != EVR_RC_OPEN || !live(rc) || shut(rc) || !rc->rcq)
+		return 1;
+	if (rc->n_wc == rc->wc_seen)
+		poll_rcq(rc->rcq, rc);
+	return rc->n_wc != rc->wc_seen;
+}
+
 static const struct evr_conn_ops rdma_conn_ops = {
 	.send = r_send,
 	.recv = r_recv,
 	.shutdown = r_shutdown,
 	.close = r_close,
 	.settings = r_settings,
+	.ready = r_ready,
 };
 
 /* Free everything of a connection, in reverse order of creation; dreq:

@@ -991,7 +991,12 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * turn every budget all the same (EVR_WANT_YIELD: its idle watcher
  * brings it back after one pass, unarmed), or it would keep the loop for
  * its whole run.  A completion channel is not armed while the session
- * polls, only once before it sleeps (evr_conn.polling). */
+ * polls, only once before it sleeps (evr_conn.polling).
+ *
+ * Both spinning and polling ask the transport first whether anything
+ * came (evr_conn_ops.ready: RDMA takes its completions and looks at its
+ * ring) and call again only then: a try that finds nothing skips the
+ * session's step, the credit and cork checks, and costs a CQ poll. */
 #ifndef SPIN_TRIES
 #define SPIN_TRIES 64
 #endif
@@ -1003,6 +1008,19 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 static int waiting(enum evr_sess_want w)
 {
 	return w == EVR_WANT_READ || w == EVR_WANT_WRITE;
+}
+
+/* One try of an owner that polls (w: what the last call, which returned
+ * -EAGAIN, waits for): the call again, unless the transport tells at
+ * less cost that it would find nothing (evr_conn_ops.ready). */
+static enum evr_sess_want try_again(struct evr_sess *s,
+				    enum evr_sess_want w)
+{
+	struct evr_conn *c = s->conn;
+
+	if (c && c->ops->ready && !c->ops->ready(c))
+		return w;
+	return evr__sess_event(s, EVR_SE_READY, 0);
 }
 
 static void set_hot(struct evr_sess *s, int hot)
@@ -1128,7 +1146,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 	while (budget) {
 		unarmed = 1;
 		for (n = 0; n < POLL_TRIES && waiting(w); n++)
-			w = evr__sess_event(s, EVR_SE_READY, 0);
+			w = try_again(s, w);
 		now = evr_now_ns();
 		if (s->bytes != s->pe.bytes) {
 			/* found while polling: hot */
@@ -1184,7 +1202,7 @@ static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 	budget = SPIN_BUDGET_NS;
 	for (;;) {
 		for (n = 0; n < tries && waiting(w); n++)
-			w = evr__sess_event(s, EVR_SE_READY, 0);
+			w = try_again(s, w);
 		if (!waiting(w) || evr__loop_spin_shared(s->loop))
 			return w;
 		now = evr_now_ns();

@@ -35,6 +35,12 @@ struct evr_conn_ops {
 	/* The connection's effective settings (optional: NULL when the
 	 * transport has none to tell).  0 or a negative errno. */
 	int (*settings)(struct evr_conn *c, struct evr_conn_settings *out);
+	/* For an owner that polls (optional: NULL, and the owner calls send
+	 * or recv again): 0 when nothing came for c since its last send or
+	 * recv returned -EAGAIN, so that the next would too; 1 when one may
+	 * now move bytes.  Much cheaper than a call that finds nothing: it
+	 * takes the completions (RDMA) and looks at nothing else. */
+	int (*ready)(struct evr_conn *c);
 };
 
 struct evr_conn {
