@@ -138,109 +138,10 @@ void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
 	tx->olen = EVR_RS_OLAP_START;
 }
 
-int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx)
-{
-	return tx->ctrl_seqno != tx->ctrl_max;
-}
-
-/* Credits, a send queue entry and room in the peer's ring: what any
- * write needs. */
-static int can_write(const struct evr_rs_tx *tx)
-{
-	return tx->sqe_avail >= 1 && tx->sseq_no != tx->sseq_comp &&
-	       tx->target[tx->target_cur].length != 0;
-}
-
-int evr__rs_tx_can_send(const struct evr_rs_tx *tx)
-{
-	uint32_t lowat = tx->sbuf_size < 2 * EVR_RS_SNDLOWAT ?
-			 tx->sbuf_size / 2 : EVR_RS_SNDLOWAT;
-
-	return can_write(tx) && tx->sbuf_avail >= lowat;
-}
-
-void evr__rs_tx_begin(struct evr_rs_tx *tx)
-{
-	tx->olen = EVR_RS_OLAP_START;
-}
-
-uint32_t evr__rs_tx_chunk(struct evr_rs_tx *tx, size_t left)
-{
-	uint32_t xfer;
-
-	if (!left || !evr__rs_tx_can_send(tx))
-		return 0;
-	if (left <= tx->olen) {
-		xfer = (uint32_t)left;
-	} else {
-		xfer = tx->olen;
-		if (tx->olen < EVR_RS_MAX_TRANSFER)
-			tx->olen <<= 1;
-	}
-	if (xfer > tx->sbuf_avail)
-		xfer = tx->sbuf_avail;
-	if (xfer > tx->target[tx->target_cur].length)
-		xfer = tx->target[tx->target_cur].length;
-	return xfer;
-}
-
-void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer, uint64_t *raddr,
-		       uint32_t *rkey)
-{
-	struct evr_rs_sge *t = &tx->target[tx->target_cur];
-
-	*raddr = t->addr;
-	*rkey = t->key;
-	t->addr += xfer;
-	t->length -= xfer;
-	/* Never skip the rest of an entry, never cross into the next. */
-	if (!t->length)
-		tx->target_cur = (tx->target_cur + 1) % EVR_RS_SGL_SIZE;
-	tx->sseq_no++;
-	tx->sqe_avail--;
-	tx->sbuf_avail -= xfer;
-}
-
-void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
-		      uint32_t *len1)
-{
-	uint32_t room = tx->sbuf_size - tx->sbuf_head;
-
-	*off = tx->sbuf_head;
-	*len1 = xfer < room ? xfer : room;
-	tx->sbuf_head = (tx->sbuf_head + xfer) % tx->sbuf_size;
-}
-
-static uint32_t in_flight(const struct evr_rs_tx *tx)
-{
-	return tx->sqe_max - tx->sqe_avail;
-}
-
-/* Worth a write of its own: a full one, what the peer's entry takes, or
- * half the staging ring (which must never fill while the cork waits). */
-static uint32_t cork_full(const struct evr_rs_tx *tx)
-{
-	uint32_t f = EVR_RS_MAX_TRANSFER;
-
-	if (f > tx->target[tx->target_cur].length)
-		f = tx->target[tx->target_cur].length;
-	if (f > tx->sbuf_size / 2)
-		f = tx->sbuf_size / 2;
-	return f;
-}
-
 /* What holds a cork short of a full write back. */
 static int cork_held(const struct evr_rs_tx *tx)
 {
-	return tx->more || in_flight(tx) >= EVR_RS_CORK_INFLIGHT;
-}
-
-int evr__rs_tx_cork_due(const struct evr_rs_tx *tx, size_t left)
-{
-	return tx->cork_len || !evr__rs_tx_can_send(tx) ||
-	       (tx->more && left < cork_full(tx)) ||
-	       (left < EVR_RS_CORK_SMALL &&
-		in_flight(tx) >= EVR_RS_CORK_INFLIGHT);
+	return tx->more || evr__rs_tx_in_flight(tx) >= EVR_RS_CORK_INFLIGHT;
 }
 
 uint32_t evr__rs_tx_cork(struct evr_rs_tx *tx, size_t left, uint32_t *off,
@@ -262,9 +163,9 @@ uint32_t evr__rs_tx_cork(struct evr_rs_tx *tx, size_t left, uint32_t *off,
 
 uint32_t evr__rs_tx_cork_chunk(const struct evr_rs_tx *tx)
 {
-	uint32_t full = cork_full(tx);
+	uint32_t full = evr__rs_tx_cork_full(tx);
 
-	if (!tx->cork_len || !can_write(tx))
+	if (!tx->cork_len || !evr__rs_tx_can_write(tx))
 		return 0;
 	if (tx->cork_len >= full)
 		return full;
@@ -345,61 +246,6 @@ int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len)
 	rx->msg_count++;
 	rx->bytes_in += len;
 	return 0;
-}
-
-uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx, uint32_t *off)
-{
-	uint32_t n, room;
-
-	*off = rx->offset;
-	if (!rx->msg_count)
-		return 0;
-	n = rx->msg[rx->msg_head];
-	room = rx->rbuf_size - rx->offset;
-	return n < room ? n : room;
-}
-
-void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n)
-{
-	uint32_t *head;
-
-	if (!rx->msg_count)
-		return;
-	head = &rx->msg[rx->msg_head];
-	if (n > *head)
-		n = *head;
-	*head -= n;
-	rx->offset += n;
-	if (rx->offset >= rx->rbuf_size)
-		rx->offset -= rx->rbuf_size;
-	rx->bytes_avail += n;
-	if (!*head) {
-		/* a message is credited back once wholly consumed */
-		rx->msg_head = (rx->msg_head + 1) % rx->msg_cap;
-		rx->msg_count--;
-		rx->rseq_no++;
-	}
-}
-
-static int credits_due(const struct evr_rs_rx *rx)
-{
-	return (int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0;
-}
-
-enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx)
-{
-	if (rx->bytes_avail >= rx->half)
-		return EVR_RS_UPD_SGE;
-	return credits_due(rx) ? EVR_RS_UPD_CREDITS : EVR_RS_UPD_NONE;
-}
-
-enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx)
-{
-	enum evr_rs_update k = evr__rs_rx_update_due(rx);
-
-	if (k != EVR_RS_UPD_SGE || rx->bytes_in >= rx->half / 2)
-		return k;
-	return credits_due(rx) ? EVR_RS_UPD_CREDITS : EVR_RS_UPD_NONE;
 }
 
 uint32_t evr__rs_rx_update(struct evr_rs_rx *rx, enum evr_rs_update kind,

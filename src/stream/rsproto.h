@@ -142,21 +142,86 @@ struct evr_rs_tx {
 
 void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
 		     uint32_t sbuf_size, const struct evr_rs_conn_data *peer);
-int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx);
-int evr__rs_tx_can_send(const struct evr_rs_tx *tx);
+/* Credits, a send queue entry and room in the peer's ring: what any
+ * write needs. */
+static inline int evr__rs_tx_can_write(const struct evr_rs_tx *tx)
+{
+	return tx->sqe_avail >= 1 && tx->sseq_no != tx->sseq_comp &&
+	       tx->target[tx->target_cur].length != 0;
+}
+
+static inline int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx)
+{
+	return tx->ctrl_seqno != tx->ctrl_max;
+}
+
+static inline int evr__rs_tx_can_send(const struct evr_rs_tx *tx)
+{
+	uint32_t lowat = tx->sbuf_size < 2 * EVR_RS_SNDLOWAT ?
+			 tx->sbuf_size / 2 : EVR_RS_SNDLOWAT;
+
+	return evr__rs_tx_can_write(tx) && tx->sbuf_avail >= lowat;
+}
+
 /* A send call starts: chunks start at 2048 again. */
-void evr__rs_tx_begin(struct evr_rs_tx *tx);
+static inline void evr__rs_tx_begin(struct evr_rs_tx *tx)
+{
+	tx->olen = EVR_RS_OLAP_START;
+}
+
 /* The size of the next chunk of a send call with left bytes to go, or 0
  * when nothing may be sent now. */
-uint32_t evr__rs_tx_chunk(struct evr_rs_tx *tx, size_t left);
+static inline uint32_t evr__rs_tx_chunk(struct evr_rs_tx *tx, size_t left)
+{
+	uint32_t xfer;
+
+	if (!left || !evr__rs_tx_can_send(tx))
+		return 0;
+	if (left <= tx->olen) {
+		xfer = (uint32_t)left;
+	} else {
+		xfer = tx->olen;
+		if (tx->olen < EVR_RS_MAX_TRANSFER)
+			tx->olen <<= 1;
+	}
+	if (xfer > tx->sbuf_avail)
+		xfer = tx->sbuf_avail;
+	if (xfer > tx->target[tx->target_cur].length)
+		xfer = tx->target[tx->target_cur].length;
+	return xfer;
+}
+
 /* Account for a chunk of xfer bytes about to be posted; *raddr and *rkey
  * are where it goes in the peer's ring. */
-void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer, uint64_t *raddr,
-		       uint32_t *rkey);
+static inline void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer,
+				     uint64_t *raddr, uint32_t *rkey)
+{
+	struct evr_rs_sge *t = &tx->target[tx->target_cur];
+
+	*raddr = t->addr;
+	*rkey = t->key;
+	t->addr += xfer;
+	t->length -= xfer;
+	/* Never skip the rest of an entry, never cross into the next. */
+	if (!t->length)
+		tx->target_cur = (tx->target_cur + 1) % EVR_RS_SGL_SIZE;
+	tx->sseq_no++;
+	tx->sqe_avail--;
+	tx->sbuf_avail -= xfer;
+}
+
 /* Take xfer bytes of the staging ring: at *off, *len1 bytes then the rest
  * from offset 0 (a copy that wraps goes out as two SGEs). */
-void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
-		      uint32_t *len1);
+static inline void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer,
+				    uint32_t *off, uint32_t *len1)
+{
+	uint32_t room = tx->sbuf_size - tx->sbuf_head;
+
+	*off = tx->sbuf_head;
+	*len1 = xfer < room ? xfer : room;
+	tx->sbuf_head = (tx->sbuf_head + xfer) % tx->sbuf_size;
+}
+
 /* ---- the cork (autocorking, as Linux TCP does it) ----
  * Bytes that need not go at once gather in the staging ring and leave as
  * one write: a 64-byte stream then moves a few large writes instead of
@@ -180,8 +245,34 @@ void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer, uint32_t *off,
 #define EVR_RS_CORK_INFLIGHT 2
 #endif
 #define EVR_RS_CORK_SMALL EVR_RS_OLAP_START
+static inline uint32_t evr__rs_tx_in_flight(const struct evr_rs_tx *tx)
+{
+	return tx->sqe_max - tx->sqe_avail;
+}
+
+/* Worth a write of its own: a full one, what the peer's entry takes, or
+ * half the staging ring (which must never fill while the cork waits). */
+static inline uint32_t evr__rs_tx_cork_full(const struct evr_rs_tx *tx)
+{
+	uint32_t f = EVR_RS_MAX_TRANSFER;
+
+	if (f > tx->target[tx->target_cur].length)
+		f = tx->target[tx->target_cur].length;
+	if (f > tx->sbuf_size / 2)
+		f = tx->sbuf_size / 2;
+	return f;
+}
+
 /* Whether the next left bytes of a send call are to gather. */
-int evr__rs_tx_cork_due(const struct evr_rs_tx *tx, size_t left);
+static inline int evr__rs_tx_cork_due(const struct evr_rs_tx *tx,
+				      size_t left)
+{
+	return tx->cork_len || !evr__rs_tx_can_send(tx) ||
+	       (tx->more && left < evr__rs_tx_cork_full(tx)) ||
+	       (left < EVR_RS_CORK_SMALL &&
+		evr__rs_tx_in_flight(tx) >= EVR_RS_CORK_INFLIGHT);
+}
+
 /* Stage up to left bytes behind the cork: returns how many (0 when the
  * staging ring is full), *off and *len1 as evr__rs_tx_stage. */
 uint32_t evr__rs_tx_cork(struct evr_rs_tx *tx, size_t left, uint32_t *off,
@@ -241,18 +332,72 @@ void evr__rs_rx_init(struct evr_rs_rx *rx, uint32_t rbuf_size,
  * claims more bytes than the ring space we offered it (nothing queued
  * then: the length would have us read bytes it never wrote). */
 int evr__rs_rx_push(struct evr_rs_rx *rx, uint32_t len);
+static inline int evr__rs_rx_credits_due(const struct evr_rs_rx *rx)
+{
+	return (int16_t)(uint16_t)(rx->rseq_no - rx->rseq_comp) >= 0;
+}
+
 /* Contiguous bytes readable now, at ring offset *off (0: nothing queued). */
-uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx, uint32_t *off);
+static inline uint32_t evr__rs_rx_peek(const struct evr_rs_rx *rx,
+				       uint32_t *off)
+{
+	uint32_t n, room;
+
+	*off = rx->offset;
+	if (!rx->msg_count)
+		return 0;
+	n = rx->msg[rx->msg_head];
+	room = rx->rbuf_size - rx->offset;
+	return n < room ? n : room;
+}
+
 /* n bytes (at most what peek returned) have been copied out. */
-void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n);
-enum evr_rs_update evr__rs_rx_update_due(const struct evr_rs_rx *rx);
+static inline void evr__rs_rx_consume(struct evr_rs_rx *rx, uint32_t n)
+{
+	uint32_t *head;
+
+	if (!rx->msg_count)
+		return;
+	head = &rx->msg[rx->msg_head];
+	if (n > *head)
+		n = *head;
+	*head -= n;
+	rx->offset += n;
+	if (rx->offset >= rx->rbuf_size)
+		rx->offset -= rx->rbuf_size;
+	rx->bytes_avail += n;
+	if (!*head) {
+		/* a message is credited back once wholly consumed */
+		rx->msg_head = (rx->msg_head + 1) % rx->msg_cap;
+		rx->msg_count--;
+		rx->rseq_no++;
+	}
+}
+
+static inline enum evr_rs_update
+evr__rs_rx_update_due(const struct evr_rs_rx *rx)
+{
+	if (rx->bytes_avail >= rx->half)
+		return EVR_RS_UPD_SGE;
+	return evr__rs_rx_credits_due(rx) ? EVR_RS_UPD_CREDITS : EVR_RS_UPD_NONE;
+}
+
 /* What the RDMA transport sends: as evr__rs_rx_update_due, except that
  * the first SGL (the ring's second half) waits until the peer has written
  * a quarter of the ring, credits going back meanwhile when due.  Written
  * at ESTABLISHED, that SGL could reach an rsocket client closing right
  * after connecting, whose close then hung on Soft-RoCE (see
  * src/stream/rdma.c); the peer needs it only once the first half is full. */
-enum evr_rs_update evr__rs_rx_update_gated(const struct evr_rs_rx *rx);
+static inline enum evr_rs_update
+evr__rs_rx_update_gated(const struct evr_rs_rx *rx)
+{
+	enum evr_rs_update k = evr__rs_rx_update_due(rx);
+
+	if (k != EVR_RS_UPD_SGE || rx->bytes_in >= rx->half / 2)
+		return k;
+	return evr__rs_rx_credits_due(rx) ? EVR_RS_UPD_CREDITS : EVR_RS_UPD_NONE;
+}
+
 /* Build the due update (kind from update_due): returns the SGL message's
  * data (the credit limit); with EVR_RS_UPD_SGE fills *sge (a half of the
  * ring at rbuf_addr) and *entry (the peer's target entry to write). */
