@@ -994,9 +994,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * polls, only once before it sleeps (evr_conn.polling).
  *
  * Both spinning and polling ask the transport first whether anything
- * came (evr_conn_ops.ready: RDMA takes its completions and looks at its
- * ring) and call again only then: a try that finds nothing skips the
- * session's step, the credit and cork checks, and costs a CQ poll. */
+ * came (evr_conn_ops.ready: RDMA polls the CQ and counts the
+ * connection's completions, whoever took them) and call again only
+ * then: a try that finds nothing skips the session's step, the credit
+ * and cork checks, and costs a CQ poll. */
 #ifndef SPIN_TRIES
 #define SPIN_TRIES 64
 #endif
