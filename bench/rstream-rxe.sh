@@ -13,6 +13,10 @@
 #       -c: only these cases (names as bench/rxe-guest.sh gives them,
 #           e.g. -c "64B-pingpong 64B-pingpong-async")
 #       -k DIR: keep each run's output there (CASE/WHO.ROUND)
+#       -B DIR: a second evrdma build (its DIR/rstream) as a third side
+#           in the same rounds, e.g. a worktree of the commit before a
+#           change: ratios against upstream and against this build
+#           (one boot's drift cancels, as in every paired ratio here)
 #   bench/rstream-rxe.sh --conns [-n "COUNTS"] [-o out.txt]
 #       the connection-scaling curve (bench/rxe-conns-guest.sh) in a 4 GiB
 #       guest: one client of -c N against one server, N from 1 to 10,000
@@ -30,6 +34,7 @@ conns=
 cases=
 keep=
 counts=
+buildb=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--conns) conns=1; shift ;;
@@ -37,12 +42,17 @@ while [ $# -gt 0 ]; do
 	-d) drounds=$2; shift 2 ;;
 	-c) cases=$2; shift 2 ;;
 	-k) keep=$2; shift 2 ;;
+	-B) buildb=$(cd "$2" && pwd); shift 2 ;;
 	-n) counts=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
-	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-c \"cases\"] [-o out.md]" >&2; exit 1 ;;
+	*) echo "usage: $0 [-r rounds] [-d default-run-rounds] [-c \"cases\"] [-k dir] [-B build2] [-o out.md]" >&2; exit 1 ;;
 	esac
 done
 [ -x "$build/rstream" ] || { echo "bench: build first ($build/rstream missing)" >&2; exit 1; }
+[ -z "$buildb" ] || [ -x "$buildb/rstream" ] ||
+	{ echo "bench: -B $buildb: no rstream there (build it first)" >&2; exit 1; }
+addb=()
+[ -z "$buildb" ] || addb=(--add "$buildb/rstream=/opt/evr/rstream_b")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/console.log
@@ -77,7 +87,7 @@ fi
 "$top/tests/rxe/vm.sh" --prepare >&2
 echo "bench: booting the guest; progress below" >&2
 "$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-5400}" --log "$log" \
-	--add "$build/rstream=/opt/evr/rstream" \
+	--add "$build/rstream=/opt/evr/rstream" "${addb[@]}" \
 	--add "$top/tests/rxe=/opt/evr/tests" \
 	"$top/bench/rxe-guest.sh" "$rounds" "$drounds" "$cases" 2>&1 |
 	grep --line-buffered -a '^bench:' >&2 || true
@@ -94,11 +104,15 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 		echo
 		awk -f "$top/bench/ratios.awk" "$tmp/$c"/up.* "$tmp/$c"/ev.*
 		echo
-		# the mixed pairings, each against upstream at both ends
-		for m in eu ue; do
+		# the mixed pairings and the second build, each against
+		# upstream at both ends
+		for m in eu ue eb; do
 			ls "$tmp/$c"/$m.* >/dev/null 2>&1 || continue
-			[ $m = eu ] && w="evrdma client, upstream server" ||
-				w="upstream client, evrdma server"
+			case $m in
+			eu) w="evrdma client, upstream server" ;;
+			ue) w="upstream client, evrdma server" ;;
+			eb) w="the -B build ($buildb)" ;;
+			esac
 			mkdir -p "$tmp/mix-$c-$m"
 			for f in "$tmp/$c"/$m.*; do
 				cp "$f" "$tmp/mix-$c-$m/ev.${f##*.}"
@@ -108,6 +122,17 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 			awk -f "$top/bench/ratios.awk" "$tmp/$c"/up.* "$tmp/mix-$c-$m"/ev.*
 			echo
 		done
+		if ls "$tmp/$c"/eb.* >/dev/null 2>&1; then
+			# this build (ev) against the -B build (as "up")
+			mkdir -p "$tmp/ab-$c"
+			for f in "$tmp/$c"/eb.*; do
+				cp "$f" "$tmp/ab-$c/up.${f##*.}"
+			done
+			echo "this build (the ev columns) against the -B build (the upstream columns):"
+			echo
+			awk -f "$top/bench/ratios.awk" "$tmp/ab-$c"/up.* "$tmp/$c"/ev.*
+			echo
+		fi
 	done
 	# CPU: each side's user + system seconds (its rusage), medians
 	# over the rounds, both sides summed; the ratio is evrdma's
@@ -135,7 +160,11 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 			ue = ((k SUBSEP "ue") in v) ? sprintf("%.2f", med(v[k, "ue"])) : "-"
 			pg = (k in gb) ? sprintf("%.1f | %.1f", u / gb[k], e / gb[k]) : "- | -"
 			pm = (k in mm) ? sprintf("%.1f | %.1f", u / mm[k], e / mm[k]) : "- | -"
-			printf "| %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n", k, u, e, (u > 0 ? sprintf("%.2f", e / u) : "-"), eu, ue, pg, pm } }'
+			printf "| %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n", k, u, e, (u > 0 ? sprintf("%.2f", e / u) : "-"), eu, ue, pg, pm }
+			for (i = 1; i <= no; i++) { k = order[i]
+				if (!((k SUBSEP "eb") in v)) continue
+				b = med(v[k, "eb"]); u = ((k SUBSEP "up") in v) ? med(v[k, "up"]) : 0
+				printf "\nthe -B build, %s: %.2f s (%s x upstream)\n", k, b, (u > 0 ? sprintf("%.2f", b / u) : "-") } }'
 		echo
 	fi
 	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"

@@ -9,6 +9,9 @@
 #   CASES: the names of the cases to run, space-separated (default all)
 set -u
 R=${EVR_BIN:-/opt/evr}/rstream
+# a second evrdma build, when bench/rstream-rxe.sh -B gave one: it runs
+# as a third side ("eb", at both ends), in the same rounds
+RB=${EVR_BIN:-/opt/evr}/rstream_b
 U=/usr/bin/rstream
 A2=$RXE_ADDR2
 rounds=${1:-3}
@@ -27,8 +30,9 @@ cpu_of() {
 }
 
 # one CASE WHO ROUND OPTIONS...
-#   WHO: ev (evrdma at both ends), up (upstream at both ends), and the
-#   mixed pairings eu (evrdma client, upstream server) and ue (the reverse)
+#   WHO: ev (evrdma at both ends), up (upstream at both ends), eb (the
+#   second evrdma build at both ends), and the mixed pairings eu (evrdma
+#   client, upstream server) and ue (the reverse)
 one() {
 	local c=$1 who=$2 r=$3 sbin cbin srv=() cli=()
 	shift 3
@@ -36,10 +40,12 @@ one() {
 	# budget upstream has no option for
 	case $who in
 	ev|ue) sbin=$R; srv=(--once ${EV_OPTS:-}) ;;
+	eb) sbin=$RB; srv=(--once ${EV_OPTS:-}) ;;
 	*) sbin=$U ;;
 	esac
 	case $who in
 	ev|eu) cbin=$R; cli=(${EV_OPTS:-}) ;;
+	eb) cbin=$RB; cli=(${EV_OPTS:-}) ;;
 	*) cbin=$U ;;
 	esac
 	if ! server "$sbin" -b "$A2" "${srv[@]}" "$@"; then
@@ -67,7 +73,14 @@ case_() {
 	echo "bench: case $c: ${*:-(no options)}${EV_OPTS:+ (evrdma also $EV_OPTS)}"
 	for r in $(seq "$n"); do
 		echo "bench: $c round $r of $n ($(date +%T))"
-		if [ $((r % 2)) = 1 ]; then
+		if [ -x "$RB" ]; then
+			# three sides: each goes first, second and last in turn
+			case $((r % 3)) in
+			1) one "$c" up "$r" "$@"; one "$c" ev "$r" "$@"; one "$c" eb "$r" "$@" ;;
+			2) one "$c" ev "$r" "$@"; one "$c" eb "$r" "$@"; one "$c" up "$r" "$@" ;;
+			0) one "$c" eb "$r" "$@"; one "$c" up "$r" "$@"; one "$c" ev "$r" "$@" ;;
+			esac
+		elif [ $((r % 2)) = 1 ]; then
 			one "$c" up "$r" "$@"; one "$c" ev "$r" "$@"
 		else
 			one "$c" ev "$r" "$@"; one "$c" up "$r" "$@"

@@ -12,7 +12,7 @@
 #   3. the end-to-end scripts again in ./build with every rstream, mckey,
 #      evrdma-probed and embed under valgrind memcheck (make
 #      check-valgrind: all of them; EVR_CI_VALGRIND_TESTS=... picks some);
-#   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (30)
+#   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (20)
 #      seconds from the repository's corpus (scripts/fuzz.sh); a finding
 #      fails CI and prints the reproducer.  make check replays the corpora
 #      in passes 1 and 2 already.
@@ -126,9 +126,9 @@ tally "valgrind e2e" tests/e2e/*.trs
 # ---- 4. libFuzzer, briefly
 t0=$(now)
 frc=0
-"$top/scripts/fuzz.sh" "${EVR_CI_FUZZ_SECS:-30}" >"$top/build/fuzz.log" 2>&1 || frc=$?
+"$top/scripts/fuzz.sh" "${EVR_CI_FUZZ_SECS:-20}" >"$top/build/fuzz.log" 2>&1 || frc=$?
 tail -n 20 "$top/build/fuzz.log"
-add "== libFuzzer (scripts/fuzz.sh ${EVR_CI_FUZZ_SECS:-30} s a target), $(( $(now) - t0 )) s"
+add "== libFuzzer (scripts/fuzz.sh ${EVR_CI_FUZZ_SECS:-20} s a target), $(( $(now) - t0 )) s"
 while IFS= read -r l; do add "  $l"; done < <(sed -n '/^target  *cpu_s/,$p' "$top/build/fuzz.log" | grep -a -v -E '^ +(reproducer|log):')
 case $frc in
 0) add "  fuzz: passed"; total_pass=$((total_pass + 1)) ;;

@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,9 @@ struct mock {
 	int eagain_seen;
 	unsigned wasted;        /* calls that returned -EAGAIN with nothing
 				 * moved since the last one did */
+	/* receives return -EAGAIN until evr_now_ns() reaches this (a peer
+	 * whose reply takes that long); the first and last such calls */
+	uint64_t hold_until, held_first, held_last;
 };
 
 /* A call that returns -EAGAIN: was it one the ready op could have
@@ -195,6 +199,16 @@ static ssize_t mock_recv_(struct evr_conn *c, void *buf, size_t len)
 		return m->recv_script[m->recv_iscript++];
 	if (m->recv_err)
 		return m->recv_err;
+	if (m->hold_until) {
+		uint64_t now = evr_now_ns();
+
+		if (now < m->hold_until) {
+			if (!m->held_first)
+				m->held_first = now;
+			m->held_last = now;
+			return -EAGAIN;
+		}
+	}
 	if (!bq_avail(m->rx))
 		return m->rx->eof ? 0 : -EAGAIN;
 	if (m->chunk && n > m->chunk)
@@ -2972,6 +2986,84 @@ START_TEST(test_driver_stall_nonblock)
 }
 END_TEST
 
+/* -T a with a long poll (5 ms here; a learnt one grows to that): while
+ * it waits it gives the loop its turn every slice (2 ms), so that timers
+ * and other connections never wait the whole poll, and then goes on
+ * polling where it was, neither starting the poll over nor sleeping.
+ * One client, its mock echoing what it sends; the echo comes hold_ms
+ * after the start.  Returns the loop's turns during the hold. */
+static unsigned turns;
+static uint64_t turns_until;
+
+static void count_turn(struct ev_loop *l, ev_prepare *w, int revents)
+{
+	(void)l;
+	(void)w;
+	(void)revents;
+	if (evr_now_ns() < turns_until)
+		turns++;
+}
+
+static unsigned long_poll_run(unsigned hold_ms, unsigned stall_ms)
+{
+	struct evr_stream_opts oc;
+	struct evr_conn_plan pc;
+	ev_prepare pw;
+
+	finished_n[0] = finished_n[1] = 0;
+	base_opts(&oc);
+	oc.io = EVR_IO_ASYNC;
+	oc.poll_us = 5000;
+	oc.no_negotiate = 1;
+	oc.stall_ms = stall_ms;
+	custom_plan(&pc, 100, 1, 3);
+	drv_start(&cl, 1, &pc, &oc);
+	/* an echo: what it sends comes back */
+	mock_init(&cl.m, &q_c2s, &q_c2s, "server:7471");
+	turns = 0;
+	cl.m.hold_until = turns_until = evr_now_ns() + hold_ms * 1000000ull;
+	ev_prepare_init(&pw, count_turn);
+	ev_prepare_start(evr_loop_ev(loop), &pw);
+	ev_unref(evr_loop_ev(loop)); /* the session's watchers run the loop */
+	evr__sess_drive(&cl.s, EVR_SE_CONNECTED, 0);
+	evr_loop_run(loop);
+	ev_ref(evr_loop_ev(loop));
+	ev_prepare_stop(evr_loop_ev(loop), &pw);
+	ck_assert_uint_eq(finished_n[0], 1);
+	return turns;
+}
+
+START_TEST(test_driver_long_poll_yields)
+{
+	unsigned t = long_poll_run(4, 2000);
+
+	/* found by polling (fd -1: a session that slept would stall out),
+	 * the loop's turn in between */
+	ck_assert_int_eq(cl.s.state, EVR_SS_DONE);
+	ck_assert_uint_eq(cl.rec.n, 1);
+	ck_assert_msg(t >= 1, "no turn for the loop in a 4 ms poll");
+	ck_assert_uint_ge(cl.s.pe.n_yields, 1);
+	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
+	ck_assert_uint_ge(cl.s.pe.n_found, 1);
+}
+END_TEST
+
+/* ... and the turns do not make the poll longer: a reply later than the
+ * poll still finds the session asleep (and, fd -1, nobody wakes it: its
+ * watchdog ends it), after about 5 ms of polling, not 12. */
+START_TEST(test_driver_long_poll_ends)
+{
+	long_poll_run(12, 60);
+	ck_assert_int_eq(cl.s.state, EVR_SS_FAILED);
+	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
+	ck_assert_uint_eq(cl.s.pe.n_ran_out, 1);
+	ck_assert_uint_ge(cl.s.pe.n_yields, 1);
+	ck_assert_msg(cl.m.held_last - cl.m.held_first < 9000000,
+		      "polled %.1f ms", (cl.m.held_last - cl.m.held_first) / 1e6);
+	ck_assert_uint_ge(cl.m.held_last - cl.m.held_first, 4900000);
+}
+END_TEST
+
 START_TEST(test_driver_block_eagain_is_stall)
 {
 	struct evr_stream_opts oc;
@@ -3183,7 +3275,7 @@ END_TEST
 
 /* Replies that come later than the poll lasts (an emulated device, a
  * network round trip over 200 usec) make it longer: a miss whose wait
- * then took d makes it 1.25 d, up to 2 ms, if d was still a fast
+ * then took d makes it 1.25 d, up to 5 ms, if d was still a fast
  * exchange's (under the cold mark: 1 ms, or five polls); the cold mark
  * follows the poll.  Replies found early leave it as it is (the next
  * reply of a long tail would miss a shorter one); a session that turns
@@ -3213,11 +3305,17 @@ START_TEST(test_poll_grows)
 	now += 900000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, 1125000);
-	/* a miss, then 1.9 ms: 2375 is past the cap */
+	/* a miss, then 1.9 ms: 2375 */
 	evr__poll_result(&p, 0);
 	now += 1900000;
 	evr__poll_mark(&p, bytes += 64, now);
+	ck_assert_uint_eq(p.budget_ns, 2375000);
+	/* a miss, then 4.4 ms: 5500 is past the cap (5 ms) */
+	evr__poll_result(&p, 0);
+	now += 4400000;
+	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, EVR_POLL_MAX_NS);
+	ck_assert_uint_eq(EVR_POLL_MAX_NS, 5000000);
 	ck_assert_uint_eq(p.misses, 0);
 	/* at the cap, misses count */
 	evr__poll_result(&p, 0);
@@ -3392,6 +3490,8 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_driver_ready_never);
 	tcase_add_test(tc, test_driver_block_eagain_is_stall);
 	tcase_add_test(tc, test_driver_cancel);
+	tcase_add_test(tc, test_driver_long_poll_yields);
+	tcase_add_test(tc, test_driver_long_poll_ends);
 	tcase_add_test(tc, test_poll_budget);
 	tcase_add_test(tc, test_poll_backoff);
 	tcase_add_test(tc, test_poll_budget_set);

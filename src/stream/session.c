@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,20 @@ static int terminal(const struct evr_sess *s)
 
 static void set_state(struct evr_sess *s, enum evr_sess_state st)
 {
-	if (s->state != st && s->loop && evr__tracing(s->loop))
+	if (s->state != st && s->loop && evr__tracing(s->loop)) {
 		evr__trace(s->loop, "conn %u: %s -> %s", s->id,
 			   evr__sess_state_name(s->state),
 			   evr__sess_state_name(st));
+		if (s->io == EVR_IO_ASYNC &&
+		    (st == EVR_SS_DONE || st == EVR_SS_FAILED))
+			evr__trace(s->loop, "conn %u: poll: %" PRIu64
+				   " found, %" PRIu64 " ran out, %" PRIu64
+				   " slept at once, %" PRIu64 " yields, %"
+				   PRIu64 " usec at the end", s->id,
+				   s->pe.n_found, s->pe.n_ran_out,
+				   s->pe.n_unpolled, s->pe.n_yields,
+				   s->pe.budget_ns / 1000);
+	}
 	s->state = st;
 }
 
@@ -965,8 +976,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  *
  * The poll starts at its base (EVR_POLL_NS, 200 usec, or opts.poll_us).
  * A reply that comes after the poll ran out, within a fast exchange's
- * wait, makes it 1.25 times that wait, up to EVR_POLL_MAX_NS (2 ms): an
- * emulated device, a long network round trip.  It keeps that length
+ * wait, makes it 1.25 times that wait, up to EVR_POLL_MAX_NS (5 ms): an
+ * emulated device, a long network round trip.  (At 2 ms, the waits of
+ * 2-5 ms in the tail below each ended in a sleep and a wake-up; at 5 ms
+ * the Soft-RoCE ping-pong took 0.93-1.00x the time, in five boots.)  It keeps that length
  * while replies keep coming within it, and goes back to the base when
  * the session turns cold.  Waits have a long tail: on Soft-RoCE under
  * emulation, of a 64-byte ping-pong's 20,000 waits some 5% took over
@@ -988,9 +1001,11 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * each polls only a few tries and hands the loop on, so neither timers
  * nor other connections wait on a spinning one.  A session that stays
  * hot (a ping-pong finds every reply while it polls) gives the loop a
- * turn every budget all the same (EVR_WANT_YIELD: its idle watcher
- * brings it back after one pass, unarmed), or it would keep the loop for
- * its whole run.  A completion channel is not armed while the session
+ * turn every slice all the same (the poll's length, at most
+ * EVR_POLL_SLICE_NS, 2 ms; EVR_WANT_YIELD: its idle watcher brings it
+ * back after one pass, unarmed), or it would keep the loop for its whole
+ * run; so does a long poll still waiting, which then polls on from where
+ * it was (evr_pollest.cont_t0) rather than from the start.  A completion channel is not armed while the session
  * polls, only once before it sleeps (evr_conn.polling).
  *
  * Both spinning and polling ask the transport first whether anything
@@ -1124,10 +1139,15 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 static enum evr_sess_want poll_async(struct evr_sess *s,
 				     enum evr_sess_want w)
 {
-	uint64_t now = evr_now_ns(), start = now, entry = now, budget;
+	uint64_t now = evr_now_ns(), start = now, entry = now, budget, slice;
 	unsigned n;
 	int unarmed, yield = 0;
 
+	/* a poll that gave the loop its turn goes on from where it was, if
+	 * the wait it polled for goes on (no byte moved meanwhile) */
+	if (s->pe.cont_t0 && s->pe.t0 && s->bytes == s->pe.bytes)
+		start = s->pe.cont_t0;
+	s->pe.cont_t0 = 0;
 	if (!waiting(w)) {
 		/* done, or its turn again soon: whatever comes next (a close
 		 * that waits for completions) arms as it needs */
@@ -1141,8 +1161,11 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 	unarmed = s->conn->polling;
 	evr__poll_mark(&s->pe, s->bytes, now);
 	budget = evr__poll_budget(&s->pe);
-	if (!budget && s->pe.skip)
-		s->pe.skip--;       /* backing off: this wait sleeps */
+	if (!budget) {
+		s->pe.n_unpolled++;
+		if (s->pe.skip)
+			s->pe.skip--;   /* backing off: this wait sleeps */
+	}
 	s->conn->polling = budget > 0;
 	while (budget) {
 		unarmed = 1;
@@ -1151,30 +1174,36 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 		now = evr_now_ns();
 		if (s->bytes != s->pe.bytes) {
 			/* found while polling: hot */
+			s->pe.n_found++;
 			evr__poll_mark(&s->pe, s->bytes, now);
 			start = now;
 			evr__poll_result(&s->pe, 1);
 			budget = evr__poll_budget(&s->pe);
 			set_hot(s, 1);
-			/* hot for a whole slice: the loop's turn (timers,
-			 * other fds), then back to polling at once */
-			if (waiting(w) && now - entry >= s->pe.budget_ns) {
-				yield = 1;
-				break;
-			}
 		}
 		if (!waiting(w) || evr__loop_spin_others(s->loop, s->hot))
 			break;
 		if (now - start >= budget) {
 			/* nothing came: it sleeps, and backs off if that
 			 * keeps happening */
+			s->pe.n_ran_out++;
 			evr__poll_result(&s->pe, 0);
 			set_hot(s, 0);
+			break;
+		}
+		/* a slice polled (hot, or waiting in a long poll): the
+		 * loop's turn (timers, other fds), then back to polling at
+		 * once, from where it was */
+		slice = budget < EVR_POLL_SLICE_NS ? budget : EVR_POLL_SLICE_NS;
+		if (now - entry >= slice) {
+			yield = 1;
 			break;
 		}
 	}
 	if (yield) {
 		/* not armed: the idle watcher brings it back next turn */
+		s->pe.n_yields++;
+		s->pe.cont_t0 = start;
 		s->conn->polling = 0;
 		return EVR_WANT_YIELD;
 	}

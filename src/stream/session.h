@@ -80,13 +80,23 @@ struct evr_pollest {
 				     * poll: 1, 2, 4 ... 64 after 2, 3, 4 ...
 				     * misses (a peer slower than the poll, or
 				     * a host too loaded for it) */
+	uint64_t cont_t0;           /* a poll that gave the loop its turn
+				     * while it waited: when it began (it
+				     * goes on from there), else 0 */
+	/* what the polls did (traced at the session's end) */
+	uint64_t n_found;           /* data came while polling */
+	uint64_t n_ran_out;         /* polled the budget, then slept */
+	uint64_t n_unpolled;        /* slept at once (cold, backing off) */
+	uint64_t n_yields;          /* gave the loop its turn mid-poll */
 };
 
 #define EVR_POLL_NS (EVR_DEFAULT_POLL_US * 1000u) /* the default budget */
 #define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average
 				     * (or 5 x budget_ns, if more): the
 				     * session sleeps at once */
-#define EVR_POLL_MAX_NS 2000000u    /* how long a learnt poll may grow */
+#define EVR_POLL_MAX_NS 5000000u    /* how long a learnt poll may grow */
+#define EVR_POLL_SLICE_NS 2000000u  /* a poll gives the loop its turn at
+				     * least this often */
 
 void evr__poll_init(struct evr_pollest *p, uint64_t base_ns);
 /* bytes is the session's count so far: when it moved since the wait in
