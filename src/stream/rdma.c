@@ -57,6 +57,22 @@
  * flight, and more while our re-posting lags) then never meet an empty
  * receive queue, whose RNR NAK would cost 655 ms each. */
 #define RQ_EXTRA (4 * EVR_RS_CTRL_SIZE)
+
+/*
+ * A connection's cell: the target SGL its peer writes (32 bytes) and the
+ * control slots its SGE updates go out of when they cannot go inline (64
+ * bytes), under one memory region that the peer may write (as upstream
+ * registers its target SGL and iomap together).  A page of its own for
+ * each was two pages per connection for 96 bytes; cells share pages (32
+ * to a 4 KiB page), each connection registering only its own cell's
+ * bytes, so a peer's writes stay within its own connection's cell.  The
+ * pages go when the transport does.
+ */
+#define CELL_SGL (EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN)
+#define CELL_USED (CELL_SGL + EVR_RS_CTRL_SIZE * EVR_RS_SGE_LEN)
+#define CELL_SIZE 128u
+_Static_assert(CELL_USED <= CELL_SIZE, "a cell holds the SGL and the slots");
+
 #define DEFAULT_INLINE 64
 #define MIN_BUF 4096
 #define RESOLVE_MS 2000
@@ -155,7 +171,10 @@ struct rconn {
 	uint32_t n_wc, wc_seen;
 	int waiting;                   /* counted in rcq->waiters */
 	unsigned repost;               /* receives to post again */
-	uint8_t *sbuf, *tsgl, *rbuf;
+	uint8_t *sbuf, *rbuf;          /* one allocation, rbuf after sbuf */
+	uint8_t *tsgl;                 /* a cell (cell_get()): the target SGL
+					* the peer writes, then the control
+					* slots */
 	struct ibv_mr *smr, *tmr, *rmr;
 	uint32_t sbuf_size, rbuf_size;
 	uint32_t sq_size, rq_size, rq_post;
@@ -190,9 +209,14 @@ struct rdma_xport {
 	struct rslot *slots;
 	uint32_t nslots, free_slot;    /* free_slot: a list through next_free,
 					* SLOT_MAX when empty */
+	/* the connections' cells (cell_get()), carved from whole pages */
+	uint8_t **cell_pages;
+	unsigned ncell_pages;
+	uint8_t *cell_free;            /* a list through each free cell */
 };
 
 static void close_step(struct rconn *rc, enum evr_rc_event ev, int err);
+static void cell_put(struct rdma_xport *x, uint8_t *c);
 static void process(struct rconn *rc);
 static void flush_cork(struct rconn *rc);
 
@@ -906,13 +930,13 @@ static void update_credits(struct rconn *rc)
 			  evr__rs_msg(EVR_RS_OP_SGL, limit),
 			  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 		if (k == EVR_RS_UPD_SGE) {
-			slot = rc->sbuf + rc->sbuf_size +
+			slot = rc->tsgl + CELL_SGL +
 			       EVR_RS_SGE_LEN * (rc->tx.ctrl_seqno %
 						 EVR_RS_CTRL_SIZE);
 			evr__rs_sge_encode(slot, &sge, rc->swap_sge);
 			sg.addr = (uintptr_t)slot;
 			sg.length = EVR_RS_SGE_LEN;
-			sg.lkey = rc->smr->lkey;
+			sg.lkey = rc->tmr->lkey;
 			wr.sg_list = &sg;
 			wr.num_sge = 1;
 			wr.wr.rdma.remote_addr += EVR_RS_SGE_LEN * entry;
@@ -1436,9 +1460,8 @@ static void teardown(struct rconn *rc, int dreq)
 		ibv_dereg_mr(rc->tmr);
 	if (rc->rmr)
 		ibv_dereg_mr(rc->rmr);
-	free(rc->sbuf);
-	free(rc->tsgl);
-	free(rc->rbuf);
+	free(rc->sbuf);         /* and rbuf */
+	cell_put(x, rc->tsgl);
 	free(rc->rmsg);
 	if (rc->id)
 		rdma_destroy_id(rc->id);
@@ -1485,6 +1508,42 @@ static void *page_alloc(size_t size)
 	return p;
 }
 
+static uint8_t *cell_get(struct rdma_xport *x)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
+	uint8_t *c, **pages_;
+
+	if (!x->cell_free) {
+		c = page_alloc(pg);
+		if (!c)
+			return NULL;
+		pages_ = realloc(x->cell_pages,
+				 (x->ncell_pages + 1) * sizeof(*pages_));
+		if (!pages_) {
+			free(c);
+			return NULL;
+		}
+		x->cell_pages = pages_;
+		x->cell_pages[x->ncell_pages++] = c;
+		for (i = 0; i + CELL_SIZE <= pg; i += CELL_SIZE) {
+			memcpy(c + i, &x->cell_free, sizeof(x->cell_free));
+			x->cell_free = c + i;
+		}
+	}
+	c = x->cell_free;
+	memcpy(&x->cell_free, c, sizeof(x->cell_free));
+	memset(c, 0, CELL_SIZE);
+	return c;
+}
+
+static void cell_put(struct rdma_xport *x, uint8_t *c)
+{
+	if (!c)
+		return;
+	memcpy(c, &x->cell_free, sizeof(x->cell_free));
+	x->cell_free = c;
+}
+
 /* Pages, as the kernel pins them. */
 static uint64_t pages(uint64_t bytes)
 {
@@ -1514,7 +1573,8 @@ static void conn_sizes(const struct evr_stream_opts *o, unsigned n,
 }
 
 /*
- * What create_ep() locks per connection: the three registered buffers,
+ * What create_ep() locks per connection: the rings, its cell (a share of
+ * a page),
  * and the CQ and QP rings a hardware provider allocates in user memory
  * and pins (64-byte CQEs, send WQEs of 64 bytes plus the inline data,
  * 64-byte receive WQEs: about, not the provider's exact layout).  The
@@ -1531,8 +1591,8 @@ uint64_t evr_stream_memlock(const struct evr_stream_opts *o)
 
 	conn_sizes(o, n, &buf, &sq, &rq0);
 	rq = rq0 + RQ_EXTRA;
-	one = pages(buf + EVR_RS_CTRL_SIZE * EVR_RS_SGE_LEN) +
-	      pages(EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN) + pages(buf) +
+	/* the cell's page is charged to each registration on it */
+	one = pages(2 * (uint64_t)buf) + pages(CELL_USED) +
 	      pages((sq + rq) * 64) + pages(sq * (64 + inl) + rq * 64);
 	return one * n;
 }
@@ -1562,6 +1622,7 @@ static int create_ep(struct rconn *rc, const char **what)
 	struct ibv_device_attr da;
 	struct ibv_qp_init_attr qa;
 	uint32_t maxwr = EVR_RS_QP_MAX;
+	size_t soff;
 	int ret;
 
 	/* iWARP has no write with immediate: rsockets then speaks another
@@ -1608,19 +1669,19 @@ static int create_ep(struct rconn *rc, const char **what)
 	rc->max_inline = qa.cap.max_inline_data;
 
 	*what = "memory";
-	rc->sbuf = page_alloc(rc->sbuf_size + EVR_RS_CTRL_SIZE *
-			      EVR_RS_SGE_LEN);
-	rc->tsgl = page_alloc(EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN);
-	rc->rbuf = page_alloc(rc->rbuf_size);
+	/* both rings in one run of pages (the receive ring on a cache
+	 * line, whatever -B made the send ring) */
+	soff = ((size_t)rc->sbuf_size + 63) & ~(size_t)63;
+	rc->sbuf = page_alloc(soff + rc->rbuf_size);
+	rc->tsgl = cell_get(rc->x);
 	rc->rmsg = calloc(rc->rq_post + 1, sizeof(*rc->rmsg));
-	if (!rc->sbuf || !rc->tsgl || !rc->rbuf || !rc->rmsg)
+	if (!rc->sbuf || !rc->tsgl || !rc->rmsg)
 		return -ENOMEM;
+	rc->rbuf = rc->sbuf + soff;
 	*what = "ibv_reg_mr";
-	rc->smr = ibv_reg_mr(id->pd, rc->sbuf, rc->sbuf_size +
-			     EVR_RS_CTRL_SIZE * EVR_RS_SGE_LEN,
+	rc->smr = ibv_reg_mr(id->pd, rc->sbuf, rc->sbuf_size,
 			     IBV_ACCESS_LOCAL_WRITE);
-	rc->tmr = ibv_reg_mr(id->pd, rc->tsgl,
-			     EVR_RS_SGL_SIZE * EVR_RS_SGE_LEN,
+	rc->tmr = ibv_reg_mr(id->pd, rc->tsgl, CELL_USED,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	rc->rmr = ibv_reg_mr(id->pd, rc->rbuf, rc->rbuf_size,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -2084,6 +2145,9 @@ static void x_free(struct evr_xport *xp)
 			dev_free(x->devs);
 	}
 	free(x->slots);
+	while (x->ncell_pages)
+		free(x->cell_pages[--x->ncell_pages]);
+	free(x->cell_pages);
 	x_stop_listen(xp);
 	ev_timer_stop(l, &x->defer_w);
 	if (x->ch) {

@@ -228,7 +228,9 @@ for i in $(seq "$(tsc 3000)"); do
 	n=$(fd_count "$rp"); [ "${n:-0}" -gt "$cfd" ] && cfd=$n
 	n=$(fd_count "$sp"); [ "${n:-0}" -gt "$sfd" ] && sfd=$n
 	n=$(rss_kib "$sp"); [ "${n:-0}" -gt "$srss" ] && srss=$n
-	n=$(rdma resource show qp 2>/dev/null | grep -cE "pid $rp( |$)")
+	# connected ones only: a listing may show, besides, a QP in RESET
+	# under this pid for a moment (README, Many connections)
+	n=$(rdma resource show qp 2>/dev/null | grep -E "pid $rp( |$)" | grep -c "state RTS")
 	[ "$n" -gt "$qps" ] && qps=$n
 	sleep 0.1
 done
