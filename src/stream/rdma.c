@@ -57,6 +57,15 @@
  * flight, and more while our re-posting lags) then never meet an empty
  * receive queue, whose RNR NAK would cost 655 ms each. */
 #define RQ_EXTRA (4 * EVR_RS_CTRL_SIZE)
+/* Receives go back in batches of this many (one ibv_post_recv each, not
+ * one a message: a call is some 170 instructions under Soft-RoCE).  What
+ * waits for its batch comes out of RQ_EXTRA: the peer may have rq_size
+ * messages and EVR_RS_CTRL_SIZE control messages in flight (credits go
+ * back as messages consumed + rq_size), so the receives still posted,
+ * rq_post less what waits, must cover both. */
+#define REPOST_BATCH 8
+_Static_assert(REPOST_BATCH - 1 + EVR_RS_CTRL_SIZE <= RQ_EXTRA,
+	       "the receives held back fit in the spare ones");
 
 /*
  * A connection's cell: the target SGL its peer writes (32 bytes) and the
@@ -577,6 +586,8 @@ static void repost(struct rconn *rc)
 {
 	unsigned n = rc->repost;
 
+	if (n < REPOST_BATCH)
+		return;
 	rc->repost = 0;
 	if (n && !has(rc, EVR_RC_F_PEER_DISC) &&
 	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
@@ -908,7 +919,7 @@ static void write_imm(struct ibv_send_wr *wr, uint64_t id, uint32_t msg,
 	wr->wr.rdma.rkey = rkey;
 }
 
-static void update_credits(struct rconn *rc)
+static void update_credits_(struct rconn *rc)
 {
 	while (rc->state == EVR_RC_OPEN && live(rc) && !shut(rc) &&
 	       evr__rs_tx_ctrl_avail(&rc->tx)) {
@@ -946,6 +957,14 @@ static void update_credits(struct rconn *rc)
 		if (post_ctrl(rc, &wr))
 			return;
 	}
+}
+
+/* Most calls have nothing to send (credits go back every half): that
+ * is known without the full call's frame. */
+static inline void update_credits(struct rconn *rc)
+{
+	if (evr__rs_rx_update_gated(&rc->rx) != EVR_RS_UPD_NONE)
+		update_credits_(rc);
 }
 
 static void post_disconnect(struct rconn *rc)
