@@ -17,6 +17,11 @@
 #           in the same rounds, e.g. a worktree of the commit before a
 #           change: ratios against upstream and against this build
 #           (one boot's drift cancels, as in every paired ratio here)
+#   bench/rstream-rxe.sh --instr [-n "SHORT LONG"] [-o out.md]
+#       user-space instructions per 64-byte round trip of the client,
+#       upstream's and ours, default mode and -T a (callgrind in the
+#       guest, bench/rxe-instr-guest.sh): a count, not a time, so it does
+#       not move with the host's load the way the timings do
 #   bench/rstream-rxe.sh --conns [-n "COUNTS"] [-o out.txt]
 #       the connection-scaling curve (bench/rxe-conns-guest.sh) in a 4 GiB
 #       guest: one client of -c N against one server, N from 1 to 10,000
@@ -31,6 +36,7 @@ rounds=5
 drounds=5
 out=
 conns=
+instr=
 cases=
 keep=
 counts=
@@ -38,6 +44,7 @@ buildb=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--conns) conns=1; shift ;;
+	--instr) instr=1; shift ;;
 	-r) rounds=$2; shift 2 ;;
 	-d) drounds=$2; shift 2 ;;
 	-c) cases=$2; shift 2 ;;
@@ -57,6 +64,35 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/console.log
 
+if [ -n "$instr" ]; then
+	command -v valgrind >/dev/null && [ -x /usr/libexec/valgrind/callgrind-amd64-linux ] ||
+		{ echo "bench: --instr needs valgrind (scripts/deps.sh installs it)" >&2; exit 1; }
+	vg=()
+	for f in /usr/bin/valgrind /usr/bin/valgrind.bin \
+		/usr/libexec/valgrind/callgrind-amd64-linux \
+		/usr/libexec/valgrind/vgpreload_core-amd64-linux.so \
+		/usr/libexec/valgrind/default.supp; do
+		[ -e "$f" ] && vg+=(--add "$f=/opt/vg/${f##*/}")
+	done
+	"$top/tests/rxe/vm.sh" --prepare >&2
+	echo "bench: booting the guest; callgrind runs take a minute or two" >&2
+	"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-3600}" --log "$log" \
+		--add "$build/rstream=/opt/evr/rstream" "${vg[@]}" \
+		--add "$top/tests/rxe=/opt/evr/tests" \
+		"$top/bench/rxe-instr-guest.sh" $counts 2>&1 |
+		grep --line-buffered -a '^instr:' >&2 || true
+	{
+		echo "User-space instructions per 64-byte round trip, the client (callgrind, Soft-RoCE guest; $(date -u +%F)):"
+		echo
+		echo "| mode | upstream | evrdma | ratio |"
+		echo "|---|---:|---:|---:|"
+		tr -d '\r' <"$log" | awk '$1 == "instr:" && $4 == "per-rt" { v[$2, $3] = $5 }
+		END { split("def a", m, " "); for (i = 1; i <= 2; i++) {
+			u = v["up", m[i]]; e = v["ev", m[i]]
+			printf "| %s | %s | %s | %s |\n", (m[i] == "a" ? "-T a" : "default"), u, e, (u > 0 ? sprintf("%.2f", e / u) : "-") } }'
+	} | tee "${out:-/dev/null}"
+	exit 0
+fi
 if [ -n "$conns" ]; then
 	"$top/tests/rxe/vm.sh" --prepare >&2
 	"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-7200}" --log "$log" \
