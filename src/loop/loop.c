@@ -124,6 +124,10 @@ void evr__timer_restart(struct ev_loop *l, ev_timer *w, double secs)
 {
 	ev_timer_stop(l, w);
 	if (secs > 0) {
+		/* from now, not from the loop's time, which is as old as its
+		 * last pass: a step begun long after it (or before the loop
+		 * first ran) would time out that much early */
+		ev_now_update(l);
 		ev_timer_set(w, secs, 0);
 		ev_timer_start(l, w);
 	}
