@@ -3047,8 +3047,9 @@ START_TEST(test_driver_long_poll_yields)
 	ck_assert_uint_eq(cl.rec.n, 1);
 	ck_assert_msg(t >= 1, "no turn for the loop in a 30 ms wait");
 	ck_assert_uint_ge(cl.s.pe.n_yields, 1);
+	/* (whether a try of the poll found the reply or the call that
+	 * resumed it after the loop's turn depends on timing: not asserted) */
 	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
-	ck_assert_uint_ge(cl.s.pe.n_found, 1);
 }
 END_TEST
 
