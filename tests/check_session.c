@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2997,6 +2998,14 @@ END_TEST
  * turns during the hold. */
 static unsigned turns;
 static uint64_t turns_until;
+static char poll_line[256];     /* the session's "poll:" trace line */
+
+static void poll_trace(void *ud, const char *line)
+{
+	(void)ud;
+	if (strstr(line, ": poll: "))
+		snprintf(poll_line, sizeof(poll_line), "%s", line);
+}
 
 static void count_turn(struct ev_loop *l, ev_prepare *w, int revents)
 {
@@ -3025,6 +3034,8 @@ static unsigned long_poll_run(unsigned poll_ms, unsigned hold_ms,
 	/* an echo: what it sends comes back */
 	mock_init(&cl.m, &q_c2s, &q_c2s, "server:7471");
 	turns = 0;
+	poll_line[0] = 0;
+	evr_loop_set_trace(loop, poll_trace, NULL);
 	cl.m.hold_until = turns_until = evr_now_ns() + hold_ms * 1000000ull;
 	ev_prepare_init(&pw, count_turn);
 	ev_prepare_start(evr_loop_ev(loop), &pw);
@@ -3066,6 +3077,17 @@ START_TEST(test_driver_long_poll_ends)
 	ck_assert_msg(cl.m.held_last - cl.m.held_first < 150000000,
 		      "polled %.1f ms", (cl.m.held_last - cl.m.held_first) / 1e6);
 	ck_assert_uint_ge(cl.m.held_last - cl.m.held_first, 19000000);
+	/* --trace says what the polls did, as counted */
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "conn 1: poll: %" PRIu64
+			 " found, 1 ran out, %" PRIu64 " slept at once, %"
+			 PRIu64 " yields, 20000 usec at the end",
+			 cl.s.pe.n_found, cl.s.pe.n_unpolled,
+			 cl.s.pe.n_yields);
+		ck_assert_str_eq(poll_line, want);
+	}
 }
 END_TEST
 

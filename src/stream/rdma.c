@@ -589,7 +589,7 @@ static void repost(struct rconn *rc)
 	if (n < REPOST_BATCH)
 		return;
 	rc->repost = 0;
-	if (n && !has(rc, EVR_RC_F_PEER_DISC) &&
+	if (!has(rc, EVR_RC_F_PEER_DISC) &&
 	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
 	    post_recvs(rc, n))
 		set_err(rc, -EIO, "ibv_post_recv");

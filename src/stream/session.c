@@ -979,10 +979,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * wait, makes it 1.25 times that wait, up to EVR_POLL_MAX_NS (5 ms): an
  * emulated device, a long network round trip.  (At 2 ms, the waits of
  * 2-5 ms in the tail below each ended in a sleep and a wake-up; at 5 ms
- * the Soft-RoCE ping-pong took 0.93-1.00x the time, in five boots.)  It keeps that length
- * while replies keep coming within it, and goes back to the base when
- * the session turns cold.  Waits have a long tail: on Soft-RoCE under
- * emulation, of a 64-byte ping-pong's 20,000 waits some 5% took over
+ * the Soft-RoCE ping-pong took 0.93-1.00x the time, in five boots.)  It
+ * keeps that length while replies keep coming within it, and goes back
+ * to the base when the session turns cold.  Waits have a long tail: on
+ * Soft-RoCE under emulation, of a 64-byte ping-pong's 20,000 waits some 5% took over
  * 512 usec and 1-3% over 1 ms.  A poll brought back to four times the
  * last reply's wait missed that tail 100-300 times a run, each miss a
  * sleep and a wake-up on one side and a longer wait on the other (which
@@ -1005,8 +1005,9 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * EVR_POLL_SLICE_NS, 2 ms; EVR_WANT_YIELD: its idle watcher brings it
  * back after one pass, unarmed), or it would keep the loop for its whole
  * run; so does a long poll still waiting, which then polls on from where
- * it was (evr_pollest.cont_t0) rather than from the start.  A completion channel is not armed while the session
- * polls, only once before it sleeps (evr_conn.polling).
+ * it was (evr_pollest.cont_t0) rather than from the start.  A completion
+ * channel is not armed while the session polls, only once before it
+ * sleeps (evr_conn.polling).
  *
  * Both spinning and polling ask the transport first whether anything
  * came (evr_conn_ops.ready: RDMA polls the CQ and counts the
