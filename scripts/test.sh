@@ -55,6 +55,8 @@ tally() {
 		echo "--- $label: $log"
 		echo "failed checks:"
 		grep -a -E '^(not ok|FAIL)' "$log" | head -n 20 || true
+		echo "the first, with what it said:"
+		grep -a -m1 -A12 -E '^(not ok|FAIL)' "$log" || true
 		echo "its last lines:"
 		tail -n 30 "$log"
 	done

@@ -10,9 +10,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <ev.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "stream/plan.h"
 #include "stream/session.h"
@@ -76,6 +80,35 @@ static void bq_free(struct bq *q)
 
 #define SCRIPT_MAX 8
 
+/* The session's sched_yield and getrusage (poll_async offers its CPU
+ * with one and sees with the other whether another task took it): the
+ * yields are counted; the CPU "taken" (ru_nivcsw) moves by fake_taken
+ * besides the kernel's count, which a test bumps where another task would
+ * have run: at the yield numbered yield_taken_at (from 1), or in a
+ * mock's receive (off_cpu_at_ns). */
+static unsigned yields;
+static unsigned yield_taken_at;
+static uint64_t yield_first_ns;
+static long fake_taken;
+
+int sched_yield(void)
+{
+	if (!yields++)
+		yield_first_ns = evr_now_ns();
+	if (yields == yield_taken_at)
+		fake_taken++;
+	return (int)syscall(SYS_sched_yield);
+}
+
+int getrusage(int who, struct rusage *ru)
+{
+	int r = (int)syscall(SYS_getrusage, who, ru);
+
+	if (!r)
+		ru->ru_nivcsw += fake_taken;
+	return r;
+}
+
 struct mock {
 	struct evr_conn c;      /* first: the session holds &c */
 	struct bq *rx, *tx;     /* what we receive / what we send */
@@ -107,6 +140,9 @@ struct mock {
 	/* receives return -EAGAIN until evr_now_ns() reaches this (a peer
 	 * whose reply takes that long); the first and last such calls */
 	uint64_t hold_until, held_first, held_last;
+	/* while it holds: once, when it has held this long (off_cpu_at_ns,
+	 * 0: never), another task takes the CPU (fake_taken) */
+	uint64_t off_cpu_at_ns;
 };
 
 /* A call that returns -EAGAIN: was it one the ready op could have
@@ -207,6 +243,11 @@ static ssize_t mock_recv_(struct evr_conn *c, void *buf, size_t len)
 			if (!m->held_first)
 				m->held_first = now;
 			m->held_last = now;
+			if (m->off_cpu_at_ns &&
+			    now - m->held_first >= m->off_cpu_at_ns) {
+				m->off_cpu_at_ns = 0;
+				fake_taken++;
+			}
 			return -EAGAIN;
 		}
 	}
@@ -3016,8 +3057,9 @@ static void count_turn(struct ev_loop *l, ev_prepare *w, int revents)
 		turns++;
 }
 
-static unsigned long_poll_run(unsigned poll_ms, unsigned hold_ms,
-			      unsigned stall_ms)
+static unsigned long_poll_run_(unsigned poll_ms, unsigned hold_ms,
+			       unsigned stall_ms, uint64_t offer_ns,
+			       uint64_t off_cpu_at_ns)
 {
 	struct evr_stream_opts oc;
 	struct evr_conn_plan pc;
@@ -3036,6 +3078,9 @@ static unsigned long_poll_run(unsigned poll_ms, unsigned hold_ms,
 	turns = 0;
 	poll_line[0] = 0;
 	evr_loop_set_trace(loop, poll_trace, NULL);
+	cl.s.pe.offer_ns = offer_ns;
+	cl.m.off_cpu_at_ns = off_cpu_at_ns;
+	yields = 0;
 	cl.m.hold_until = turns_until = evr_now_ns() + hold_ms * 1000000ull;
 	ev_prepare_init(&pw, count_turn);
 	ev_prepare_start(evr_loop_ev(loop), &pw);
@@ -3046,6 +3091,14 @@ static unsigned long_poll_run(unsigned poll_ms, unsigned hold_ms,
 	ev_prepare_stop(evr_loop_ev(loop), &pw);
 	ck_assert_uint_eq(finished_n[0], 1);
 	return turns;
+}
+
+/* These long polls do not offer their CPU (offer_ns 0): a test that CI
+ * preempts mid-poll would otherwise sleep, correctly, and fail. */
+static unsigned long_poll_run(unsigned poll_ms, unsigned hold_ms,
+			      unsigned stall_ms)
+{
+	return long_poll_run_(poll_ms, hold_ms, stall_ms, 0, 0);
 }
 
 START_TEST(test_driver_long_poll_yields)
@@ -3082,12 +3135,77 @@ START_TEST(test_driver_long_poll_ends)
 		char want[256];
 
 		snprintf(want, sizeof(want), "conn 1: poll: %" PRIu64
-			 " found, 1 ran out, %" PRIu64 " slept at once, %"
-			 PRIu64 " yields, 20000 usec at the end",
+			 " found, 1 ran out, 0 lost the CPU, %" PRIu64
+			 " slept at once, %" PRIu64
+			 " yields, 20000 usec at the end",
 			 cl.s.pe.n_found, cl.s.pe.n_unpolled,
 			 cl.s.pe.n_yields);
 		ck_assert_str_eq(poll_line, want);
 	}
+}
+END_TEST
+
+/* A poll whose CPU another task took (the peer on the same CPU, a busy
+ * host) stops polling and sleeps, long before its 20 ms, and backs off:
+ * polling on would take the CPU from whoever sends the reply.  (Another
+ * task "runs" after 1 ms of polling, in the mock's receive: the next
+ * offer sees it.  The session sleeps, and with fd -1 nobody wakes it: its
+ * watchdog ends it.) */
+START_TEST(test_driver_poll_preempted)
+{
+	long_poll_run_(20, 300, 600, EVR_POLL_OFFER_NS, 1000000);
+	ck_assert_int_eq(cl.s.state, EVR_SS_FAILED);
+	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
+	ck_assert_uint_eq(cl.s.pe.n_preempted, 1);
+	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
+	ck_assert_uint_ge(yields, 1);
+	ck_assert_msg(cl.m.held_last - cl.m.held_first < 10000000,
+		      "polled %.1f ms", (cl.m.held_last - cl.m.held_first) / 1e6);
+	/* backing off: the next wait sleeps; the poll is at its base */
+	ck_assert_uint_eq(cl.s.pe.skip, 1);
+	ck_assert_uint_eq(cl.s.pe.budget_ns, 20000000);
+	ck_assert_str_eq(poll_line, "conn 1: poll: 0 found, 0 ran out, 1 lost "
+			 "the CPU, 0 slept at once, 0 yields, 20000 usec at the end");
+}
+END_TEST
+
+/* A poll still waiting offers its CPU (sched_yield, every
+ * EVR_POLL_OFFER_NS): a task that wants it runs at once, and one that
+ * did ends the poll as above.  Here the first offer lets one run. */
+START_TEST(test_driver_poll_offers_cpu)
+{
+	yield_taken_at = 1;
+	long_poll_run_(20, 300, 600, EVR_POLL_OFFER_NS, 0);
+	yield_taken_at = 0;
+	ck_assert_uint_eq(yields, 1);
+	ck_assert_uint_eq(cl.s.pe.n_preempted, 1);
+	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
+	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
+	/* not before the wait has gone on for an offer's interval */
+	ck_assert_uint_ge(yield_first_ns - cl.m.held_first,
+			  EVR_POLL_OFFER_NS - 10000);
+	ck_assert_msg(cl.m.held_last - cl.m.held_first < 10000000,
+		      "polled %.1f ms", (cl.m.held_last - cl.m.held_first) / 1e6);
+}
+END_TEST
+
+/* ... and offers that no task takes change nothing: the poll waits its
+ * whole length (a real sched_yield with nothing else to run; the kernel
+ * may preempt the test on a busy host, which ends the poll early, and
+ * then the run is repeated). */
+START_TEST(test_driver_poll_offers_untaken)
+{
+	unsigned i;
+
+	for (i = 0; i < 5; i++) {
+		long_poll_run_(20, 300, 600, EVR_POLL_OFFER_NS, 0);
+		if (!cl.s.pe.n_preempted)
+			break;
+	}
+	ck_assert_uint_eq(cl.s.pe.n_preempted, 0);
+	ck_assert_uint_eq(cl.s.pe.n_ran_out, 1);
+	ck_assert_uint_ge(yields, 20);
+	ck_assert_uint_ge(cl.m.held_last - cl.m.held_first, 19000000);
 }
 END_TEST
 
@@ -3276,13 +3394,13 @@ START_TEST(test_poll_backoff)
 	evr__poll_init(&p, EVR_POLL_NS);
 	/* a poll that may still grow does not back off */
 	for (i = 0; i < 10; i++)
-		evr__poll_result(&p, 0);
+		evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	ck_assert_uint_eq(p.misses, 0);
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
 	/* grown to its cap */
 	p.budget_ns = EVR_POLL_MAX_NS;
 	for (i = 0; i < 10; i++) {
-		evr__poll_result(&p, 0);
+		evr__poll_result(&p, EVR_POLL_RAN_OUT);
 		ck_assert_uint_eq(p.skip, expect[i]);
 		ck_assert_uint_eq(evr__poll_budget(&p),
 				  expect[i] ? 0 : EVR_POLL_MAX_NS);
@@ -3292,11 +3410,43 @@ START_TEST(test_poll_backoff)
 		p.skip--;
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_MAX_NS);
 	/* a poll that finds data: no back-off at all */
-	evr__poll_result(&p, 1);
+	evr__poll_result(&p, EVR_POLL_FOUND);
 	ck_assert_uint_eq(p.misses, 0);
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	ck_assert_uint_eq(p.skip, 0);
 	ck_assert_uint_gt(evr__poll_budget(&p), 0);
+}
+END_TEST
+
+/* A poll that lost its CPU (EVR_POLL_PREEMPTED) backs off at once,
+ * wherever its length was: back to the base, and 1, 2, 4 ... 64 waits
+ * slept through; the wait in hand sizes nothing.  A find resets it. */
+START_TEST(test_poll_preempted)
+{
+	struct evr_pollest p;
+	unsigned expect[] = { 1, 2, 4, 8, 16, 32, 64, 64 };
+	uint64_t now = 1000000, bytes = 0;
+	unsigned i;
+
+	evr__poll_init(&p, EVR_POLL_NS);
+	ck_assert_uint_eq(p.offer_ns, EVR_POLL_OFFER_NS);
+	p.budget_ns = 2000000;      /* learnt */
+	evr__poll_mark(&p, bytes, now);
+	evr__poll_result(&p, EVR_POLL_PREEMPTED);
+	ck_assert_uint_eq(p.budget_ns, EVR_POLL_NS);
+	ck_assert_uint_eq(p.skip, 1);
+	ck_assert_uint_eq(evr__poll_budget(&p), 0);
+	/* the wait ends 900 us later: no poll sized on it */
+	evr__poll_mark(&p, bytes += 64, now += 900000);
+	ck_assert_uint_eq(p.budget_ns, EVR_POLL_NS);
+	for (i = 1; i < sizeof(expect) / sizeof(expect[0]); i++) {
+		evr__poll_result(&p, EVR_POLL_PREEMPTED);
+		ck_assert_uint_eq(p.skip, expect[i]);
+	}
+	evr__poll_result(&p, EVR_POLL_FOUND);
+	ck_assert_uint_eq(p.skip, 0);
+	ck_assert_uint_eq(p.misses, 0);
+	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_NS);
 }
 END_TEST
 
@@ -3316,7 +3466,7 @@ START_TEST(test_poll_grows)
 	evr__poll_init(&p, EVR_POLL_NS);
 	evr__poll_mark(&p, bytes, now);
 	/* the poll ran out; the reply came 400 us after the wait began */
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	now += 400000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, 500000);
@@ -3325,31 +3475,31 @@ START_TEST(test_poll_grows)
 	 * the poll, which stays */
 	now += 300000;
 	evr__poll_mark(&p, bytes += 64, now);
-	evr__poll_result(&p, 1);
+	evr__poll_result(&p, EVR_POLL_FOUND);
 	ck_assert_uint_eq(p.budget_ns, 500000);
 	/* a miss, then 900 us: 1125 (the cold mark is 5 x 500 now) */
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	now += 900000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, 1125000);
 	/* a miss, then 1.9 ms: 2375 */
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	now += 1900000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, 2375000);
 	/* a miss, then 4.4 ms: 5500 is past the cap (5 ms) */
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	now += 4400000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, EVR_POLL_MAX_NS);
 	ck_assert_uint_eq(EVR_POLL_MAX_NS, 5000000);
 	ck_assert_uint_eq(p.misses, 0);
 	/* at the cap, misses count */
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	ck_assert_uint_eq(p.misses, 1);
 	/* a miss whose wait is past the cold mark (5 x 600 us): no growth */
 	p.budget_ns = 600000;
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	now += 5000000;
 	evr__poll_mark(&p, bytes += 64, now);
 	ck_assert_uint_eq(p.budget_ns, 600000);
@@ -3357,7 +3507,7 @@ START_TEST(test_poll_grows)
 	for (i = 0; i < 100; i++) {
 		now += 20000;
 		evr__poll_mark(&p, bytes += 64, now);
-		evr__poll_result(&p, 1);
+		evr__poll_result(&p, EVR_POLL_FOUND);
 	}
 	ck_assert_uint_eq(p.budget_ns, 600000);
 	ck_assert_uint_eq(evr__poll_budget(&p), 600000);
@@ -3376,7 +3526,7 @@ START_TEST(test_poll_grows)
 	/* a poll of 0 never grows: it never polls */
 	evr__poll_init(&p, 0);
 	evr__poll_mark(&p, bytes += 64, now += 1000);
-	evr__poll_result(&p, 0);
+	evr__poll_result(&p, EVR_POLL_RAN_OUT);
 	evr__poll_mark(&p, bytes += 64, now += 100000);
 	ck_assert_uint_eq(evr__poll_budget(&p), 0);
 }
@@ -3519,8 +3669,12 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_driver_cancel);
 	tcase_add_test(tc, test_driver_long_poll_yields);
 	tcase_add_test(tc, test_driver_long_poll_ends);
+	tcase_add_test(tc, test_driver_poll_preempted);
+	tcase_add_test(tc, test_driver_poll_offers_cpu);
+	tcase_add_test(tc, test_driver_poll_offers_untaken);
 	tcase_add_test(tc, test_poll_budget);
 	tcase_add_test(tc, test_poll_backoff);
+	tcase_add_test(tc, test_poll_preempted);
 	tcase_add_test(tc, test_poll_budget_set);
 	tcase_add_test(tc, test_poll_grows);
 	suite_add_tcase(su, tc);

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +37,12 @@ static void set_state(struct evr_sess *s, enum evr_sess_state st)
 		    (st == EVR_SS_DONE || st == EVR_SS_FAILED))
 			evr__trace(s->loop, "conn %u: poll: %" PRIu64
 				   " found, %" PRIu64 " ran out, %" PRIu64
+				   " lost the CPU, %" PRIu64
 				   " slept at once, %" PRIu64 " yields, %"
 				   PRIu64 " usec at the end", s->id,
 				   s->pe.n_found, s->pe.n_ran_out,
-				   s->pe.n_unpolled, s->pe.n_yields,
-				   s->pe.budget_ns / 1000);
+				   s->pe.n_preempted, s->pe.n_unpolled,
+				   s->pe.n_yields, s->pe.budget_ns / 1000);
 	}
 	s->state = st;
 }
@@ -996,6 +999,19 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * two pollers) backs off: after two misses in a row the session sleeps
  * through 1, 2, 4 ... 64 waits before it polls again; a find resets it.
  *
+ * A poll is for a CPU nobody else wants.  A wait that goes on offers the
+ * CPU every EVR_POLL_OFFER_NS, 100 usec (sched_yield): a task that wants
+ * it (the peer on the same CPU, a busy host's other work) runs then, not
+ * at the end of the poll's time slice.  When one did, or the kernel
+ * preempted the poll meanwhile (the thread's involuntary context
+ * switches moved: not a time gap, which a vCPU its host descheduled or
+ * a softirq also makes, and which cost Soft-RoCE's -T a ping-pong 1.14x
+ * in its TCG guest), the poll ends: the session sleeps, and backs off at
+ * once: 1, 2, 4 ... 64 waits slept through, the poll back at its base; a
+ * find resets it.  With both sides of a ping-pong on one CPU (taskset,
+ * a host with more busy tasks than CPUs) each round trip had taken a
+ * kernel time slice (2.6 ms): a default run's 100,000 took minutes.
+ *
  * A session whose data came while it polled counts as hot on the loop
  * until a poll finds nothing; while another session of the loop is hot,
  * each polls only a few tries and hands the loop on, so neither timers
@@ -1071,6 +1087,7 @@ void evr__poll_init(struct evr_pollest *p, uint64_t base_ns)
 	memset(p, 0, sizeof(*p));
 	p->base_ns = base_ns;
 	p->budget_ns = base_ns;
+	p->offer_ns = EVR_POLL_OFFER_NS;
 }
 
 uint64_t evr__poll_budget(const struct evr_pollest *p)
@@ -1078,14 +1095,30 @@ uint64_t evr__poll_budget(const struct evr_pollest *p)
 	return p->ewma_ns <= cold_ns(p) && !p->skip ? p->budget_ns : 0;
 }
 
-void evr__poll_result(struct evr_pollest *p, int found)
+void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how)
 {
-	if (found) {
+	switch (how) {
+	case EVR_POLL_FOUND:
 		/* the poll keeps its length: the next reply of the tail
 		 * would miss a shorter one (see above) */
 		p->misses = 0;
 		p->skip = 0;
 		return;
+	case EVR_POLL_PREEMPTED:
+		/* Another task wanted this CPU: polling takes it from
+		 * whoever would send the reply (the peer, the device's
+		 * softirq) or from other programs.  The wait sizes nothing
+		 * (it holds the time off the CPU), the poll is back at its
+		 * base, and the session backs off at once: it sleeps
+		 * through 1, 2, 4 ... 64 waits. */
+		p->missed = 0;
+		p->budget_ns = p->base_ns;
+		if (p->misses < 16)
+			p->misses++;
+		p->skip = p->misses - 1 < 6 ? 1u << (p->misses - 1) : 64;
+		return;
+	case EVR_POLL_RAN_OUT:
+		break;
 	}
 	/* The reply comes later than the poll lasted.  While the poll may
 	 * still grow, the wait's end sizes it (poll_mark); one that cannot
@@ -1136,13 +1169,26 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 	p->t0 = now;
 }
 
+/* -T a: how often the kernel has given this thread's CPU to another task
+ * (preempted it, or a sched_yield let one run: ru_nivcsw), -1 if it
+ * cannot tell.  Not a time gap: a vCPU its host descheduled, or a
+ * softirq, takes as long, and neither is a task this poll holds up. */
+static long cpu_taken(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
 /* -T a: poll for the budget, then arm and sleep (see above). */
 static enum evr_sess_want poll_async(struct evr_sess *s,
 				     enum evr_sess_want w)
 {
 	uint64_t now = evr_now_ns(), start = now, entry = now, budget, slice;
+	uint64_t offered = 0;
+	long taken = -1;
 	unsigned n;
-	int unarmed, yield = 0;
+	int unarmed, yield = 0, preempted = 0;
 
 	/* a poll that gave the loop its turn goes on from where it was, if
 	 * the wait it polled for goes on (no byte moved meanwhile) */
@@ -1178,7 +1224,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			s->pe.n_found++;
 			evr__poll_mark(&s->pe, s->bytes, now);
 			start = now;
-			evr__poll_result(&s->pe, 1);
+			evr__poll_result(&s->pe, EVR_POLL_FOUND);
 			budget = evr__poll_budget(&s->pe);
 			set_hot(s, 1);
 		}
@@ -1188,7 +1234,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			/* nothing came: it sleeps, and backs off if that
 			 * keeps happening */
 			s->pe.n_ran_out++;
-			evr__poll_result(&s->pe, 0);
+			evr__poll_result(&s->pe, EVR_POLL_RAN_OUT);
 			set_hot(s, 0);
 			break;
 		}
@@ -1200,6 +1246,28 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			yield = 1;
 			break;
 		}
+		/* a wait that goes on offers the CPU now and then: a task
+		 * that wants it (the peer, on this CPU) runs now rather than
+		 * when the kernel preempts the poll, and one that ran (or a
+		 * preemption meanwhile) says the CPU is not the poll's */
+		if (s->pe.offer_ns && now - start >= s->pe.offer_ns &&
+		    now - offered >= s->pe.offer_ns) {
+			if (taken < 0)
+				taken = cpu_taken();
+			sched_yield();
+			now = offered = evr_now_ns();
+			if (taken >= 0 && cpu_taken() != taken) {
+				preempted = 1;
+				break;
+			}
+		}
+	}
+	if (preempted) {
+		/* it sleeps (the peer, or whoever wanted the CPU, runs),
+		 * and backs off */
+		s->pe.n_preempted++;
+		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
+		set_hot(s, 0);
 	}
 	if (yield) {
 		/* not armed: the idle watcher brings it back next turn */

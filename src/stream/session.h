@@ -75,17 +75,24 @@ struct evr_pollest {
 				     * the session turns cold */
 	int missed;                 /* the wait in hand's poll ran out */
 	uint64_t ewma_ns, t0, bytes;
-	unsigned misses;            /* polls in a row that found nothing */
+	unsigned misses;            /* polls in a row that found nothing, or
+				     * lost the CPU */
 	unsigned skip;              /* waits to sleep through before the next
 				     * poll: 1, 2, 4 ... 64 after 2, 3, 4 ...
-				     * misses (a peer slower than the poll, or
-				     * a host too loaded for it) */
+				     * misses (a peer slower than the poll),
+				     * or after 1, 2, 3 ... polls that lost
+				     * the CPU (a host too loaded for it) */
+	uint64_t offer_ns;          /* a wait that goes on offers the CPU to
+				     * other tasks this often, and the poll
+				     * ends if one took it:
+				     * EVR_POLL_OFFER_NS; 0: never */
 	uint64_t cont_t0;           /* a poll that gave the loop its turn
 				     * while it waited: when it began (it
 				     * goes on from there), else 0 */
 	/* what the polls did (traced at the session's end) */
 	uint64_t n_found;           /* data came while polling */
 	uint64_t n_ran_out;         /* polled the budget, then slept */
+	uint64_t n_preempted;       /* lost the CPU mid-poll, then slept */
 	uint64_t n_unpolled;        /* slept at once (cold, backing off) */
 	uint64_t n_yields;          /* gave the loop its turn mid-poll */
 };
@@ -97,6 +104,16 @@ struct evr_pollest {
 #define EVR_POLL_MAX_NS 5000000u    /* how long a learnt poll may grow */
 #define EVR_POLL_SLICE_NS 2000000u  /* a poll gives the loop its turn at
 				     * least this often */
+#define EVR_POLL_OFFER_NS 100000u   /* a poll still waiting offers its CPU
+				     * to other tasks (sched_yield) this
+				     * often */
+
+/* How a poll ended. */
+enum evr_poll_end {
+	EVR_POLL_RAN_OUT,   /* its budget ran out, nothing came */
+	EVR_POLL_FOUND,     /* data came while it polled */
+	EVR_POLL_PREEMPTED, /* another task had its CPU meanwhile */
+};
 
 void evr__poll_init(struct evr_pollest *p, uint64_t base_ns);
 /* bytes is the session's count so far: when it moved since the wait in
@@ -105,10 +122,10 @@ void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
 /* budget_ns while the waits average at most the cold mark and no
  * back-off is due, else 0 (sleep at once). */
 uint64_t evr__poll_budget(const struct evr_pollest *p);
-/* A poll ended: found (data came while polling; the poll keeps its
- * length) or not (its budget ran out; the wait's end then sizes a longer
- * poll, or, at its cap, the session backs off). */
-void evr__poll_result(struct evr_pollest *p, int found);
+/* A poll ended: found (the poll keeps its length), ran out (the wait's
+ * end then sizes a longer poll, or, at its cap, the session backs off),
+ * or preempted (back to the base length, and it backs off at once). */
+void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how);
 
 /* What a server's connections may hold in data buffers together (its
  * --max-memory): each machine charges its own buffer here before it

@@ -72,6 +72,32 @@ if start_server bb "$P" "$R" -T s -T b -p "$P" --once; then
 	check_default_table "$T/bb.out" 1 "-T b default run: server"
 fi
 
+# ---- -T a with both sides on one CPU (taskset): a poll holds the CPU its
+# reply needs until the kernel preempts it, a few ms each round trip (a
+# default run's 100,000 then took over 4 minutes).  A poll that loses its
+# CPU sleeps and backs off, so the ping-pong goes at the pace of sleeps
+# and wake-ups (about 1 s for 20,000 here; unpinned, 0.15 s).
+if command -v taskset >/dev/null 2>&1; then
+	cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[,-].*//')
+	P=$(e2e_port)
+	if start_server pin "$P" taskset -c "$cpu" "$R" -T s -T a -p "$P" --once; then
+		run_cmd pinc 60 taskset -c "$cpu" "$R" -T s -T a --trace -s $H \
+			-p "$P" -S 64 -C 1 -I 20000
+		assert_exit "-T a, both sides on CPU $cpu: the client" 0 "$RC" \
+			"$T/pinc.err" "$T/pin.err"
+		say "-T a, both on CPU $cpu: 20,000 round trips in ${ELAPSED_MS} ms;" \
+			"$(grep -o 'poll: .*' "$T/pinc.err" | head -1)"
+		assert_le "-T a, both sides on one CPU: 20,000 round trips in under 15 s" \
+			"$ELAPSED_MS" "$(tscale 15000)"
+		lost=$(sed -n 's/.*conn 1: poll: .* ran out, \([0-9]*\) lost the CPU.*/\1/p' "$T/pinc.err")
+		assert_le "... its polls saw the CPU taken (--trace: 'lost the CPU')" 1 "${lost:-0}"
+		bg_wait pin 10
+		assert_exit "-T a, both sides on CPU $cpu: the --once server" 0 "$RC" "$T/pin.err"
+	fi
+else
+	not_ok "taskset is installed (util-linux)"
+fi
+
 # ---- -T f: a server that forks per connection
 P=$(e2e_port)
 if start_server fork "$P" "$R" -T s -T f -p "$P"; then
@@ -270,10 +296,12 @@ pp_sleeps() { # NAME POLL: SLEPT = the client's sleeps over 2000 iterations
 	p=$(e2e_port)
 	start_server "$1s" "$p" "$R" -T s -T a --poll-usec "$2" --once -p "$p" || return 1
 	run_cmd "$1" 60 /usr/bin/time -f %w -o "$T/$1.time" \
-		"$R" -T s -T a --poll-usec "$2" -s $H -p "$p" -S 64 -C 1 -I 2000
+		"$R" -T s -T a --trace --poll-usec "$2" -s $H -p "$p" -S 64 -C 1 -I 2000
 	assert_exit "--poll-usec $2: the ping-pong" 0 "$RC" "$T/$1.err"
 	bg_wait "$1s" 10
 	SLEPT=$(tail -n 1 "$T/$1.time")
+	# conn 1's --trace line: F found, R ran out, L lost the CPU, S slept at once
+	read -r FOUND RANOUT LOST ATONCE <<<"$(sed -n 's/.*conn 1: poll: \([0-9]*\) found, \([0-9]*\) ran out, \([0-9]*\) lost the CPU, \([0-9]*\) slept at once.*/\1 \2 \3 \4/p' "$T/$1.err")"
 }
 if [ "$E2E_VG" = 1 ]; then
 	skip "--poll-usec's sleeps counted: not under valgrind (its own scheduling, 20-50x slower, makes the counts valgrind's)"
@@ -283,10 +311,20 @@ else
 	if pp_sleeps poll0 0; then
 		say "--poll-usec 0: the client slept $SLEPT times in 2000 ping-pongs"
 		assert_le "--poll-usec 0 never polls: it sleeps in its waits" 400 "$SLEPT"
+		assert_eq "--poll-usec 0: --trace counts no poll" "0 0 0" \
+			"${FOUND:-?} ${RANOUT:-?} ${LOST:-?}"
 	fi
 	if pp_sleeps pollmax 100000; then
-		say "--poll-usec 100000: the client slept $SLEPT times in 2000 ping-pongs"
-		assert_le "--poll-usec 100000: every reply found polling" "$SLEPT" 100
+		say "--poll-usec 100000: the client slept $SLEPT times in 2000" \
+			"ping-pongs; its polls: ${FOUND:-?} found, ${RANOUT:-?} ran out," \
+			"${LOST:-?} lost the CPU, ${ATONCE:-?} slept at once"
+		# (a busy host takes the CPU from some polls: each then sleeps,
+		# and the next few waits too, which the trace counts)
+		assert_eq "--poll-usec 100000: no poll ran out" 0 "${RANOUT:-?}"
+		assert_le "--poll-usec 100000: every other reply found polling" \
+			"$SLEPT" $((100 + ${LOST:-0} + ${ATONCE:-0}))
+		assert_match "--poll-usec 100000: the poll's length, traced" \
+			"conn 1: poll: .* 100000 usec at the end" "$T/pollmax.err"
 	fi
 fi
 run_cmd pollbad 10 "$R" -T s -s $H --poll-usec 50
