@@ -1088,6 +1088,7 @@ void evr__poll_init(struct evr_pollest *p, uint64_t base_ns)
 	p->base_ns = base_ns;
 	p->budget_ns = base_ns;
 	p->offer_ns = EVR_POLL_OFFER_NS;
+	p->taken = -1;
 }
 
 uint64_t evr__poll_budget(const struct evr_pollest *p)
@@ -1186,7 +1187,6 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 {
 	uint64_t now = evr_now_ns(), start = now, entry = now, budget, slice;
 	uint64_t offered = 0;
-	long taken = -1;
 	unsigned n;
 	int unarmed, yield = 0, preempted = 0;
 
@@ -1194,6 +1194,8 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 	 * the wait it polled for goes on (no byte moved meanwhile) */
 	if (s->pe.cont_t0 && s->pe.t0 && s->bytes == s->pe.bytes)
 		start = s->pe.cont_t0;
+	else
+		s->pe.taken = -1;
 	s->pe.cont_t0 = 0;
 	if (!waiting(w)) {
 		/* done, or its turn again soon: whatever comes next (a close
@@ -1224,6 +1226,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 			s->pe.n_found++;
 			evr__poll_mark(&s->pe, s->bytes, now);
 			start = now;
+			s->pe.taken = -1;
 			evr__poll_result(&s->pe, EVR_POLL_FOUND);
 			budget = evr__poll_budget(&s->pe);
 			set_hot(s, 1);
@@ -1252,11 +1255,11 @@ static enum evr_sess_want poll_async(struct evr_sess *s,
 		 * preemption meanwhile) says the CPU is not the poll's */
 		if (s->pe.offer_ns && now - start >= s->pe.offer_ns &&
 		    now - offered >= s->pe.offer_ns) {
-			if (taken < 0)
-				taken = cpu_taken();
+			if (s->pe.taken < 0)
+				s->pe.taken = cpu_taken();
 			sched_yield();
 			now = offered = evr_now_ns();
-			if (taken >= 0 && cpu_taken() != taken) {
+			if (s->pe.taken >= 0 && cpu_taken() != s->pe.taken) {
 				preempted = 1;
 				break;
 			}

@@ -86,6 +86,10 @@ struct evr_pollest {
 				     * other tasks this often, and the poll
 				     * ends if one took it:
 				     * EVR_POLL_OFFER_NS; 0: never */
+	long taken;                 /* the thread's CPU taken (ru_nivcsw) at
+				     * the wait's first offer, -1 before it;
+				     * kept while the poll gives the loop its
+				     * turn */
 	uint64_t cont_t0;           /* a poll that gave the loop its turn
 				     * while it waited: when it began (it
 				     * goes on from there), else 0 */
