@@ -7,12 +7,15 @@
 #      guest suite (tests/rxe/check-rxe.sh);
 #   2. the ASan+UBSan build (./build-asan, configure --enable-sanitizers):
 #      make check again, where any sanitizer report fails its test, and
-#      the Soft-RoCE suite with those binaries (time bounds scaled, the
-#      default run skipped loudly; EVR_CI_RXE_ASAN=0: not run);
+#      the Soft-RoCE suite's rstream, faults and mckey scripts with those
+#      binaries (time bounds scaled, the default run skipped loudly;
+#      EVR_CI_RXE_ASAN=0: not run; the daemon's and --check's scripts run
+#      in pass 1, their code under ASan in make check);
 #   3. the end-to-end scripts again in ./build with every rstream, mckey,
-#      evrdma-probed and embed under valgrind memcheck (make
-#      check-valgrind: all of them; EVR_CI_VALGRIND_TESTS=... picks some);
-#   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (20)
+#      evrdma-probed and embed under valgrind memcheck (make -j3
+#      check-valgrind: those the Makefile lists; EVR_CI_VALGRIND_TESTS=...
+#      picks some; three at once, as they wait on each other's sleeps);
+#   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (15)
 #      seconds from the repository's corpus (scripts/fuzz.sh); a finding
 #      fails CI and prints the reproducer.  make check replays the corpora
 #      in passes 1 and 2 already.
@@ -74,14 +77,14 @@ tally() {
 # rxe LABEL BUILDDIR: the Soft-RoCE suite (skips loudly where qemu cannot
 # run); its summary lines, and one result in the totals.
 rxe() {
-	local label=$1 dir=$2 rc=0 t0
+	local label=$1 dir=$2 only=${3:-} rc=0 t0
 	if [ "${EVR_CI_RXE:-1}" = 0 ]; then
 		add "  check-rxe ($label): not run (EVR_CI_RXE=0)"
 		return 0
 	fi
 	t0=$(now)
-	"$top/tests/rxe/check-rxe.sh" "$dir" || rc=$?
-	add "  check-rxe ($label, $(( $(now) - t0 )) s):" \
+	EVR_RXE_ONLY=${only:-*} "$top/tests/rxe/check-rxe.sh" "$dir" || rc=$?
+	add "  check-rxe ($label${only:+, guest-$only.sh}, $(( $(now) - t0 )) s):" \
 		"$(grep -a -h -E 'passed, [0-9]+ failed' "$dir/tests/rxe-guest.log" 2>/dev/null | tr '\n' ' ' || true)"
 	case $rc in
 	0) add "  check-rxe: passed"; total_pass=$((total_pass + 1)) ;;
@@ -109,7 +112,7 @@ make -j2 check ${EVR_CI_TESTS:+TESTS="$EVR_CI_TESTS"} || status=1
 add "== ASan+UBSan build (./build-asan): make check, $(( $(now) - t0 )) s"
 tally "ASan+UBSan build" tests/*.trs tests/e2e/*.trs
 if [ "${EVR_CI_RXE_ASAN:-1}" = 1 ]; then
-	rxe "ASan+UBSan build" "$top/build-asan"
+	rxe "ASan+UBSan build" "$top/build-asan" '{rstream,faults,mckey}'
 else
 	add "  check-rxe with the ASan build: not run (EVR_CI_RXE_ASAN=0)"
 fi
@@ -121,16 +124,16 @@ cd "$top/build"
 rm -rf tests/e2e-normal && mkdir tests/e2e-normal
 mv tests/e2e/*.log tests/e2e/*.trs tests/e2e-normal/ 2>/dev/null || true
 # shellcheck disable=SC2086
-make -j2 check-valgrind ${VG_TESTS:+E2E_VALGRIND_TESTS="$VG_TESTS"} || status=1
+make -j3 check-valgrind ${VG_TESTS:+E2E_VALGRIND_TESTS="$VG_TESTS"} || status=1
 add "== valgrind memcheck (./build, make check-valgrind: ${VG_TESTS:-all the e2e scripts}), $(( $(now) - t0 )) s"
 tally "valgrind e2e" tests/e2e/*.trs
 
 # ---- 4. libFuzzer, briefly
 t0=$(now)
 frc=0
-"$top/scripts/fuzz.sh" "${EVR_CI_FUZZ_SECS:-20}" >"$top/build/fuzz.log" 2>&1 || frc=$?
+"$top/scripts/fuzz.sh" "${EVR_CI_FUZZ_SECS:-15}" >"$top/build/fuzz.log" 2>&1 || frc=$?
 tail -n 20 "$top/build/fuzz.log"
-add "== libFuzzer (scripts/fuzz.sh ${EVR_CI_FUZZ_SECS:-20} s a target), $(( $(now) - t0 )) s"
+add "== libFuzzer (scripts/fuzz.sh ${EVR_CI_FUZZ_SECS:-15} s a target), $(( $(now) - t0 )) s"
 while IFS= read -r l; do add "  $l"; done < <(sed -n '/^target  *cpu_s/,$p' "$top/build/fuzz.log" | grep -a -v -E '^ +(reproducer|log):')
 case $frc in
 0) add "  fuzz: passed"; total_pass=$((total_pass + 1)) ;;
