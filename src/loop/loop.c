@@ -120,6 +120,16 @@ int evr__setsockopt_int(int fd, int level, int name, int val)
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
 }
 
+void evr__timer_every(struct ev_loop *l, ev_timer *w, double secs)
+{
+	ev_timer_stop(l, w);
+	/* from now, as evr__timer_restart: from the loop's old time, the
+	 * first ticks of a pace come at once, one a loop pass */
+	ev_now_update(l);
+	ev_timer_set(w, secs, secs);
+	ev_timer_start(l, w);
+}
+
 void evr__timer_restart(struct ev_loop *l, ev_timer *w, double secs)
 {
 	ev_timer_stop(l, w);

@@ -272,12 +272,9 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 			return;
 		}
 		if (m->o.sender) {
-			if (m->o.rate > 0) {
-				ev_tstamp iv = 1.0 / m->o.rate;
-
-				ev_timer_init(&n->pace_w, pace_cb, iv, iv);
-				ev_timer_start(m->loop->ev, &n->pace_w);
-			}
+			if (m->o.rate > 0)
+				evr__timer_every(m->loop->ev, &n->pace_w,
+						 1.0 / m->o.rate);
 			pump(n);
 		} else {
 			transfer_check(n);
