@@ -12,9 +12,9 @@
 #      EVR_CI_RXE_ASAN=0: not run; the daemon's and --check's scripts run
 #      in pass 1, their code under ASan in make check);
 #   3. the end-to-end scripts again in ./build with every rstream, mckey,
-#      evrdma-probed and embed under valgrind memcheck (make -j3
+#      evrdma-probed and embed under valgrind memcheck (make
 #      check-valgrind: those the Makefile lists; EVR_CI_VALGRIND_TESTS=...
-#      picks some; three at once, as they wait on each other's sleeps);
+#      picks some);
 #   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (15)
 #      seconds from the repository's corpus (scripts/fuzz.sh); a finding
 #      fails CI and prints the reproducer.  make check replays the corpora
@@ -124,8 +124,8 @@ cd "$top/build"
 rm -rf tests/e2e-normal && mkdir tests/e2e-normal
 mv tests/e2e/*.log tests/e2e/*.trs tests/e2e-normal/ 2>/dev/null || true
 # shellcheck disable=SC2086
-make -j3 check-valgrind ${VG_TESTS:+E2E_VALGRIND_TESTS="$VG_TESTS"} || status=1
-add "== valgrind memcheck (./build, make check-valgrind: ${VG_TESTS:-all the e2e scripts}), $(( $(now) - t0 )) s"
+make -j2 check-valgrind ${VG_TESTS:+E2E_VALGRIND_TESTS="$VG_TESTS"} || status=1
+add "== valgrind memcheck (./build, make check-valgrind: ${VG_TESTS:-the scripts E2E_VALGRIND_TESTS lists}), $(( $(now) - t0 )) s"
 tally "valgrind e2e" tests/e2e/*.trs
 
 # ---- 4. libFuzzer, briefly
