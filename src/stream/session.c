@@ -1010,7 +1010,8 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * once: 1, 2, 4 ... 64 waits slept through, the poll back at its base; a
  * find resets it.  With both sides of a ping-pong on one CPU (taskset,
  * a host with more busy tasks than CPUs) each round trip had taken a
- * kernel time slice (2.6 ms): a default run's 100,000 took minutes.
+ * kernel time slice (2,595 usec/xfer): a default run's 100,000 took
+ * minutes.
  *
  * A session whose data came while it polled counts as hot on the loop
  * until a poll finds nothing; while another session of the loop is hot,
