@@ -1097,6 +1097,12 @@ uint64_t evr__poll_budget(const struct evr_pollest *p)
 	return p->ewma_ns <= cold_ns(p) && !p->skip ? p->budget_ns : 0;
 }
 
+/* The waits to sleep through at back-off step k: 1, 2, 4 ... 64. */
+static unsigned skip_for(unsigned k)
+{
+	return k < 6 ? 1u << k : 64;
+}
+
 void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how)
 {
 	switch (how) {
@@ -1117,7 +1123,7 @@ void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how)
 		p->budget_ns = p->base_ns;
 		if (p->misses < 16)
 			p->misses++;
-		p->skip = p->misses - 1 < 6 ? 1u << (p->misses - 1) : 64;
+		p->skip = skip_for(p->misses - 1);
 		return;
 	case EVR_POLL_RAN_OUT:
 		break;
@@ -1131,7 +1137,7 @@ void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how)
 	if (p->misses < 16)
 		p->misses++;
 	if (p->misses >= 2)
-		p->skip = p->misses - 2 < 6 ? 1u << (p->misses - 2) : 64;
+		p->skip = skip_for(p->misses - 2);
 }
 
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
