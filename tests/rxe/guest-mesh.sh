@@ -34,23 +34,44 @@ summary() { echo "mesh-rxe: $pass passed, $fail failed"; exit $((fail > 0)); }
 cp /etc/hosts "$T/hosts.orig" 2>/dev/null || : >"$T/hosts.orig"
 printf '%s rxa\n%s rxb\n' "$A1" "$A2" >>/etc/hosts
 printf '# both rails of this guest\na rxa rail=0\nb rxb rail=1\n' >"$T/peers.txt"
-conf() { # ADDR WITH-RESPONDER
-	local resp=
+conf() { # ADDR WITH-RESPONDER [WITH-MESH, default 1]
+	local resp= mesh=
 	[ "$2" = 1 ] && resp="{ \"transport\": \"rdma\", \"port\": 7471, \"bind\": \"$1\" }"
+	[ "${3:-1}" = 1 ] && mesh=",
+  \"mesh\": { \"peers_file\": \"$T/peers.txt\", \"transport\": \"rdma\", \"port\": 7471,
+            \"size\": 64, \"count\": 1, \"iters\": 20, \"interval_s\": 1,
+            \"timeout_s\": $(tsc 10) }"
 	cat >"$T/$1.json" <<JSON
 { "listen_address": "$1", "listen_port": 9471,
-  "responders": [ $resp ],
-  "mesh": { "peers_file": "$T/peers.txt", "transport": "rdma", "port": 7471,
-            "size": 64, "count": 1, "iters": 20, "interval_s": 1,
-            "timeout_s": $(tsc 10) } }
+  "responders": [ $resp ]$mesh }
 JSON
 }
-conf "$A1" 1
-conf "$A2" 1
+# The responders first, the mesh once both listen: an agent started a
+# moment before the other would otherwise probe a responder not yet
+# there, and count that (rightly) as a failure.
+conf "$A1" 1 0
+conf "$A2" 1 0
 "$P" -c "$T/$A1.json" >"$T/pa.out" 2>&1 &
 pa=$!
 "$P" -c "$T/$A2.json" >"$T/pb.out" 2>&1 &
 pb=$!
+listening() { # ADDR: its rdma responder listens
+	scrape "$1" "$T/l.$1" 2>/dev/null &&
+		[ "$(metric "$T/l.$1" evrdma_responder_listening "responder=\"rdma:$1:7471\"")" = 1 ]
+}
+for _ in $(seq $((4 * $(tsc 30)))); do
+	listening "$A1" && listening "$A2" && break
+	sleep 0.25
+done
+if ! listening "$A1" || ! listening "$A2"; then
+	ko "both rdma responders listen" "not within $(tsc 30) s"
+	kill -9 "$pa" "$pb" 2>/dev/null
+	cp "$T/hosts.orig" /etc/hosts
+	summary
+fi
+conf "$A1" 1
+conf "$A2" 1
+kill -HUP "$pa" "$pb"
 
 # until every agent has run every peer twice
 up_all() {
