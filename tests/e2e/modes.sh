@@ -324,8 +324,15 @@ elif [ ! -x /usr/bin/time ]; then
 	not_ok "--poll-usec: /usr/bin/time is installed (scripts/deps.sh)"
 else
 	if pp_sleeps poll0 0; then
-		say "--poll-usec 0: the client slept $SLEPT times in 2000 ping-pongs"
-		assert_le "--poll-usec 0 never polls: it sleeps in its waits" 400 "$SLEPT"
+		say "--poll-usec 0: the client went to sleep in ${ATONCE:-?} waits, the kernel switched it out $SLEPT times"
+		# (how many waits there are is the host's: a reply already
+		# there when the client asks is no wait, and a wait whose reply
+		# comes before the loop's epoll_wait is no switch; on this host
+		# 1,627 waits of 2,000 round trips, under ASan on a busy one
+		# 191 switches.  That it waits at all, and sleeps when it
+		# does, is the behaviour; a poll would show in the trace.)
+		assert_le "--poll-usec 0: it went to sleep in its waits" 1 "${ATONCE:-0}"
+		assert_le "--poll-usec 0: ... and the kernel switched it out" 1 "${SLEPT:-0}"
 		assert_eq "--poll-usec 0: --trace counts no poll" "0 0 0" \
 			"${FOUND:-?} ${RANOUT:-?} ${LOST:-?}"
 	fi

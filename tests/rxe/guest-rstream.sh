@@ -260,13 +260,16 @@ dep=$((384 * 4 / N2)); [ "$dep" -lt 16 ] && dep=16
 n=$(grep -c "rdma sbuf $ring rbuf $ring inline [0-9]* sq $dep rq $((dep + 16)) credits $dep " "$T/c.out")
 [ "$n" = "$N2" ] && ok "-c $N2: every client connection sized for $N2 (rings $ring, queues $dep)" ||
 	ko "-c $N2: client connections sized for $N2" "$n of $N2 lines with rings $ring, queues $dep: $(grep -m1 'rdma sbuf' "$T/c.out")"
-first=$(grep -m1 'rdma sbuf' "$T/s.out" | sed -n 's/.*rbuf \([0-9]*\) .* credits \([0-9]*\) .*/\1 \2/p')
-last=$(grep 'rdma sbuf' "$T/s.out" | tail -1 | sed -n 's/.*rbuf \([0-9]*\) .* credits \([0-9]*\) .*/\1 \2/p')
-read -r lr lc <<<"${last:-0 999}"
-if [ "$first" = "1048576 384" ] && [ "$lr" -le "$ring" ] && [ "$lc" -le "$dep" ]; then
-	ok "-c $N2: the server's first connection full-sized ($first), its last for $N2 ($last)"
+# (the lines come at ESTABLISHED, whose order among connections accepted
+# in one batch is not their requests': so the largest and the smallest)
+read -r big small <<<"$(sed -n 's/.*rdma sbuf.* rbuf \([0-9]*\) .* credits \([0-9]*\) .*/\1 \2/p' "$T/s.out" |
+	awk 'NR == 1 || $1 > br || ($1 == br && $2 > bc) { br = $1; bc = $2 }
+	NR == 1 || $1 < sr || ($1 == sr && $2 < sc) { sr = $1; sc = $2 }
+	END { if (NR) print br "/" bc, sr "/" sc }')"
+if [ "${big:-}" = "1048576/384" ] && [ "${small%/*}" -le "$ring" ] && [ "${small#*/}" -le "$dep" ]; then
+	ok "-c $N2: the server's first connection full-sized ($big), the last ones for $N2 ($small)"
 else
-	ko "-c $N2: server sizes by the count it holds" "first $first, last $last"
+	ko "-c $N2: server sizes by the count it holds" "largest ${big:-none}, smallest ${small:-none} (rings $ring, queues $dep for $N2)"
 fi
 
 # ---- connections ending while others sleep: a server's connections share
