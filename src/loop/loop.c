@@ -120,25 +120,28 @@ int evr__setsockopt_int(int fd, int level, int name, int val)
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
 }
 
-void evr__timer_every(struct ev_loop *l, ev_timer *w, double secs)
+/* (Re)arm w after secs from now, then every repeat (0: once); secs <= 0
+ * only stops it.  From now, not from the loop's time, which is as old as
+ * its last pass: a step begun long after it (or before the loop first
+ * ran) would time out that much early, and a pace's first ticks would
+ * come at once, one a loop pass. */
+static void timer_from_now(struct ev_loop *l, ev_timer *w, double secs,
+			   double repeat)
 {
 	ev_timer_stop(l, w);
-	/* from now, as evr__timer_restart: from the loop's old time, the
-	 * first ticks of a pace come at once, one a loop pass */
-	ev_now_update(l);
-	ev_timer_set(w, secs, secs);
-	ev_timer_start(l, w);
+	if (secs > 0) {
+		ev_now_update(l);
+		ev_timer_set(w, secs, repeat);
+		ev_timer_start(l, w);
+	}
+}
+
+void evr__timer_every(struct ev_loop *l, ev_timer *w, double secs)
+{
+	timer_from_now(l, w, secs, secs);
 }
 
 void evr__timer_restart(struct ev_loop *l, ev_timer *w, double secs)
 {
-	ev_timer_stop(l, w);
-	if (secs > 0) {
-		/* from now, not from the loop's time, which is as old as its
-		 * last pass: a step begun long after it (or before the loop
-		 * first ran) would time out that much early */
-		ev_now_update(l);
-		ev_timer_set(w, secs, 0);
-		ev_timer_start(l, w);
-	}
+	timer_from_now(l, w, secs, 0);
 }

@@ -75,7 +75,8 @@ const char *evr__family_name(int family);
 int evr__setsockopt_int(int fd, int level, int name, int val);
 /* (Re)arm a one-shot timer secs from now; secs <= 0 only stops it. */
 void evr__timer_restart(struct ev_loop *l, ev_timer *w, double secs);
-/* (Re)start w to fire every secs from now (a pace): its callback stays. */
+/* (Re)start w to fire every secs from now (a pace; secs <= 0 only stops
+ * it): its callback stays. */
 void evr__timer_every(struct ev_loop *l, ev_timer *w, double secs);
 
 /* fd helpers: return 0 or a negative errno. */
