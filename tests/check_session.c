@@ -3050,13 +3050,22 @@ static void poll_trace(void *ud, const char *line)
 		snprintf(poll_line, sizeof(poll_line), "%s", line);
 }
 
+/* 1: at the loop's first turn within the hold, another task takes the
+ * CPU (fake_taken): a preemption while the poll gave the loop its turn */
+static int turn_takes_cpu;
+
 static void count_turn(struct ev_loop *l, ev_prepare *w, int revents)
 {
 	(void)l;
 	(void)w;
 	(void)revents;
-	if (evr_now_ns() < turns_until)
+	if (evr_now_ns() < turns_until) {
 		turns++;
+		if (turn_takes_cpu) {
+			turn_takes_cpu = 0;
+			fake_taken++;
+		}
+	}
 }
 
 static unsigned long_poll_run_(unsigned poll_ms, unsigned hold_ms,
@@ -3172,6 +3181,28 @@ START_TEST(test_driver_poll_preempted)
 			 " yields, 20000 usec at the end", cl.s.pe.n_yields);
 		ck_assert_str_eq(poll_line, want);
 	}
+}
+END_TEST
+
+/* ... and so does one whose CPU was taken while it gave the loop its
+ * turn (every 2 ms of a 20 ms poll): the count it compares with is the
+ * one from its first offer, before the turn, not one read afresh after
+ * it (which would hide the preemption and poll on to the end). */
+START_TEST(test_driver_poll_preempted_across_turn)
+{
+	unsigned t;
+
+	turn_takes_cpu = 1;
+	t = long_poll_run_(20, 300, 600, EVR_POLL_OFFER_NS, 0);
+	turn_takes_cpu = 0;
+	ck_assert_msg(t >= 1, "no turn for the loop in the poll");
+	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
+	ck_assert_uint_eq(cl.s.pe.n_preempted, 1);
+	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
+	ck_assert_uint_ge(cl.s.pe.n_yields, 1);
+	/* ended soon after the turn, not at the poll's 20 ms */
+	ck_assert_msg(cl.m.held_last - cl.m.held_first < 15000000,
+		      "polled %.1f ms", (cl.m.held_last - cl.m.held_first) / 1e6);
 }
 END_TEST
 
@@ -3668,6 +3699,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_driver_long_poll_yields);
 	tcase_add_test(tc, test_driver_long_poll_ends);
 	tcase_add_test(tc, test_driver_poll_preempted);
+	tcase_add_test(tc, test_driver_poll_preempted_across_turn);
 	tcase_add_test(tc, test_driver_poll_offers_cpu);
 	tcase_add_test(tc, test_driver_poll_offers_untaken);
 	tcase_add_test(tc, test_poll_budget);
