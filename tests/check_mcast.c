@@ -2026,6 +2026,46 @@ START_TEST(test_rate_pacing)
 }
 END_TEST
 
+/* ... from the time of the go, however old the loop's time is then (a
+ * go handled late in a long loop pass): the pace from the loop's time
+ * was overdue at once, and its first ticks came one a loop pass. */
+START_TEST(test_rate_pacing_late_go)
+{
+	struct evr_mcast_opts o = opts(1, 1, 5);
+	struct evr_mcast *m;
+	uint64_t end;
+	unsigned i;
+
+	o.rate = 1000;
+	o.settle_ms = 1000; /* the go is this test's, not the settle's */
+	m = mk(&o);
+	evr_mcast_start(m);
+	RUN_UNTIL(ST(m, 0) == EVR_MC_JOINED, 5000);
+	/* the loop's time stands still while this pass goes on */
+	usleep(20000);
+	EV(m, 0, EVR_MCE_GO, 0);
+	ck_assert_uint_eq(M.nsent[0], 1);
+	EV(m, 0, EVR_MCE_SEND_COMP, 0);
+	end = evr_now_ns() + 5000000000ull;
+	while (M.nsent[0] < 5 && evr_now_ns() < end)
+		ev_run(evr_loop_ev(L), EVRUN_ONCE);
+	ck_assert_uint_eq(M.nsent[0], 5);
+	/* 4 intervals of 1 ms, the first among them */
+	ck_assert_msg(M.t_ns[0][1] - M.t_ns[0][0] >= 500000u,
+		      "the first paced send %llu ns after the go",
+		      (unsigned long long)(M.t_ns[0][1] - M.t_ns[0][0]));
+	ck_assert_msg(M.t_ns[0][4] - M.t_ns[0][0] >= 3000000u,
+		      "5 paced sends in %llu ns",
+		      (unsigned long long)(M.t_ns[0][4] - M.t_ns[0][0]));
+	for (i = 0; i < 4; i++)
+		EV(m, 0, EVR_MCE_SEND_COMP, 0);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_DONE);
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, 0);
+	finish(m);
+}
+END_TEST
+
 /* A full send queue (-EAGAIN): retried on a completion or a send slot,
  * with the same sequence number. */
 START_TEST(test_send_eagain)
@@ -2756,6 +2796,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_cancel_joining);
 	tcase_add_loop_test(tc, test_end_while_settling, 0, 2);
 	tcase_add_test(tc, test_rate_pacing);
+	tcase_add_test(tc, test_rate_pacing_late_go);
 	tcase_add_test(tc, test_send_eagain);
 	tcase_add_test(tc, test_send_error);
 	tcase_add_test(tc, test_leave_failure);
