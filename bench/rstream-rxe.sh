@@ -27,6 +27,10 @@
 #       guest: one client of -c N against one server, N from 1 to 10,000
 #       (or COUNTS); with -o, also out.txt.png, connect time and memory
 #       per connection against N (gnuplot, scripts/deps.sh --bench)
+#   bench/rstream-rxe.sh --responder [-n "COUNTS"] [-o out.txt]
+#       an agent's RDMA responder in memory (bench/rxe-responder-guest.sh):
+#       evrdma-probed's RSS idle, at the peak of one rstream -c N client
+#       and after it (N 1 64 256 1024, or COUNTS)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
@@ -36,6 +40,7 @@ rounds=5
 drounds=5
 out=
 conns=
+resp=
 instr=
 cases=
 keep=
@@ -44,6 +49,7 @@ buildb=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--conns) conns=1; shift ;;
+	--responder) resp=1; shift ;;
 	--instr) instr=1; shift ;;
 	-r) rounds=$2; shift 2 ;;
 	-d) drounds=$2; shift 2 ;;
@@ -91,6 +97,17 @@ if [ -n "$instr" ]; then
 			u = v["up", m[i]]; e = v["ev", m[i]]
 			printf "| %s | %s | %s | %s |\n", (m[i] == "a" ? "-T a" : "default"), u, e, (u > 0 ? sprintf("%.2f", e / u) : "-") } }'
 	} | tee "${out:-/dev/null}"
+	exit 0
+fi
+if [ -n "$resp" ]; then
+	[ -x "$build/evrdma-probed" ] || { echo "bench: build first ($build/evrdma-probed missing)" >&2; exit 1; }
+	"$top/tests/rxe/vm.sh" --prepare >&2
+	"$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-3600}" --log "$log" \
+		--mem 4096 --add "$build/rstream=/opt/evr/rstream" \
+		--add "$build/evrdma-probed=/opt/evr/evrdma-probed" \
+		--add "$top/tests/rxe=/opt/evr/tests" \
+		"$top/bench/rxe-responder-guest.sh" $counts 2>&1 |
+		grep --line-buffered -a '^resp:' | tee "${out:-/dev/null}"
 	exit 0
 fi
 if [ -n "$conns" ]; then

@@ -15,8 +15,11 @@ if [ "${1:-}" = --dir ]; then
 fi
 case $dir in /*) ;; *) dir=$top/$dir ;; esac
 cd "$top"
-[ -x configure ] && [ configure -nt configure.ac ] && [ configure -nt Makefile.am ] ||
-	autoreconf -fi -Wall,error >/dev/null # a warning fails the build
+# a warning fails the build; its "installing 'build-aux/...'" lines are
+# shown only then
+if ! { [ -x configure ] && [ configure -nt configure.ac ] && [ configure -nt Makefile.am ]; }; then
+	out=$(autoreconf -fi -Wall,error 2>&1) || { printf '%s\n' "$out" >&2; exit 1; }
+fi
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -f Makefile ] || [ "$#" -gt 0 ]; then

@@ -3,26 +3,36 @@
 # Install what evrdma needs on Debian 12 and is missing.  Idempotent; needs
 # root (or sudo) only when something is missing.
 #   scripts/deps.sh            build + test dependencies
+#   scripts/deps.sh --build    only what building and running the programs
+#                              needs (scripts/quickstart.sh)
 #   scripts/deps.sh --rxe      also what the Soft-RoCE VM suite needs
 #   scripts/deps.sh --bench    also what bench/ needs (sockperf, gnuplot)
+#   scripts/deps.sh --deb      also what scripts/deb.sh needs (the Debian
+#                              packages' build, lintian, their test)
 set -euo pipefail
 
-pkgs=(
+# the build, and the programs run from build/
+build=(
 	build-essential autoconf automake libtool pkg-config  # the build
 	libev-dev                 # the event loop (no .pc on Debian; see m4/)
 	librdmacm-dev libibverbs-dev ibverbs-providers  # RDMA CM and verbs
 	libc-ares-dev             # host names looked up on the loop, never blocking it
 	libjansson-dev            # JSON Lines output (--json), evrdma-probed's config
 	libmicrohttpd-dev         # evrdma-probed's /metrics HTTP server
+	check libsubunit-dev      # unit tests (configure requires them)
+	iproute2                  # ss: quickstart.sh waits for its server's listener
+)
+# the tests, on top of the build
+pkgs=(
+	"${build[@]}"
 	curl                      # tests/e2e/daemon.sh scrapes /metrics with it
 	prometheus                # its promtool: daemon.sh lints every scrape
 	                          # (promtool check metrics: names, base units, _total)
-	check libsubunit-dev      # unit tests
 	jq                        # tests parse the JSON output with it
 	mandoc                    # tests/e2e/manpages.sh lints the man pages
 	python3-jsonschema        # tests/e2e/schema.sh checks --json against doc/*.schema.json
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
-	iproute2 procps psmisc    # ip netns, ps, killall used by tests
+	procps psmisc             # ps, killall used by tests (and iproute2's ip netns)
 	systemd util-linux        # systemd-analyze checks the unit; setpriv runs the daemon as nobody
 	valgrind                  # leak checks (valgrind.sh, make check-valgrind)
 	time                      # /usr/bin/time: modes.sh counts -T a's sleeps, bench/ CPU time
@@ -31,8 +41,12 @@ pkgs=(
 	                          # brings them already, named here for scripts/test.sh)
 )
 case ${1:-} in
+--build) pkgs=("${build[@]}") ;;
 --rxe) pkgs+=(qemu-system-x86 busybox-static cpio kmod) ;;
 --bench) pkgs+=(sockperf gnuplot-nox) ;;  # bench/ only, not the tests
+--deb) pkgs+=(dpkg-dev debhelper fakeroot lintian  # dpkg-buildpackage -b, lintian
+	      systemd man-db)  # the unit's pkg-config dir; check-deb.sh verifies the unit
+	;;
 esac
 
 missing=()

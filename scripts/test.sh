@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# The whole test suite: install what is missing, then four passes, and a
+# The whole test suite: install what is missing, then five passes, and a
 # summary of all of them:
 #   1. the normal build (./build): make check (Check unit tests and the
 #      end-to-end scripts, valgrind.sh among them), then the Soft-RoCE
@@ -18,7 +18,11 @@
 #   4. libFuzzer: every target of tests/fuzz/ for EVR_CI_FUZZ_SECS (15)
 #      seconds from the repository's corpus (scripts/fuzz.sh); a finding
 #      fails CI and prints the reproducer.  make check replays the corpora
-#      in passes 1 and 2 already.
+#      in passes 1 and 2 already;
+#   5. the Debian packages (scripts/deb.sh): dpkg-buildpackage -b of a copy
+#      of the tracked files (its own tests skipped: nocheck), lintian (no
+#      error, no warning), then tests/deb/check-deb.sh installs them in a
+#      throwaway root and runs them (EVR_CI_DEB=0: not run).
 # Exit status: 0 only when every pass passed.
 # EVR_CI_TESTS=... limits make check to those tests, EVR_CI_RXE=0 skips
 # the Soft-RoCE suite (both for trying this script out, not for CI).
@@ -62,6 +66,12 @@ tally() {
 		grep -a -m1 -A12 -E '^(not ok|FAIL)' "$log" || true
 		echo "its last lines:"
 		tail -n 30 "$log"
+		# the summary is what a truncated CI log keeps: name the failed
+		# checks there too, each with its first line of diagnosis
+		add "  ! $label: ${log##*/}:"
+		while IFS= read -r line; do
+			add "  !   ${line:0:200}"
+		done < <(grep -a -A1 -E '^(not ok|FAIL -)|:[FE]:' "$log" | grep -a -v -E '^--$' | head -n 8)
 	done
 	for log in "$@"; do
 		log=${log%.trs}.log
@@ -141,9 +151,33 @@ case $frc in
 *) add "  fuzz: FAILED (log: build/fuzz.log)"; total_fail=$((total_fail + 1)); status=1 ;;
 esac
 
+# ---- 5. the Debian packages
+if [ "${EVR_CI_DEB:-1}" = 1 ]; then
+	t0=$(now)
+	drc=0
+	"$top/scripts/deb.sh" --out "$top/build-deb" >"$top/build/deb.log" 2>&1 || drc=$?
+	add "== Debian packages (scripts/deb.sh: build, lintian, installed and run in a throwaway root), $(( $(now) - t0 )) s"
+	grep -a -E '^not ok ' "$top/build/deb.log" && tail -n 40 "$top/build/deb.log"
+	while IFS= read -r l; do add "  $l"; done < <(grep -a -E '^not ok ' "$top/build/deb.log" | head -n 20 || true
+		grep -a -E '^[0-9]+ passed, [0-9]+ failed' "$top/build/deb.log" | tail -n 1)
+	if [ "$drc" = 0 ]; then
+		add "  deb: passed"; total_pass=$((total_pass + 1))
+	else
+		add "  deb: FAILED (log: build/deb.log)"; total_fail=$((total_fail + 1)); status=1
+	fi
+else
+	add "== Debian packages: not run (EVR_CI_DEB=0)"
+fi
+
 echo
 echo "=================================================================="
 printf '%s' "$summary"
 [ "$total_fail" = 0 ] || status=1
+# the failed checks once more, at the end: a CI log cut in its middle
+# keeps its head and its tail
+if grep -q '^  ! ' <<<"$summary"; then
+	echo "failed checks (the lines marked ! above, again):"
+	awk '/^  ! / && n++ < 40' <<<"$summary"
+fi
 echo "$total_pass passed, $total_fail failed"
 exit "$status"

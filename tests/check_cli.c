@@ -448,7 +448,7 @@ START_TEST(test_poll_usec)
 	ck_assert_int_eq(c.o.poll_us, 0);
 	ck_assert_int_eq(PARSE(&c, "-T", "a", "--poll-usec", "0"),
 			 RSTREAM_PARSE_OK);
-	ck_assert_int_lt(c.o.poll_us, 0);
+	ck_assert_int_eq(c.o.poll_us, EVR_POLL_NEVER);
 	ck_assert_int_eq(PARSE(&c, "-s", "h", "--poll-usec=1000", "-T", "a"),
 			 RSTREAM_PARSE_OK);
 	ck_assert_int_eq(c.o.poll_us, 1000);
@@ -966,6 +966,17 @@ START_TEST(test_failure_str_eof)
 	ck_assert_ptr_nonnull(strstr(buf, "3 of 4"));
 	ck_assert_ptr_nonnull(strstr(buf, "11 of 1000"));
 	ck_assert_ptr_null(strchr(buf, '\n'));
+	/* no plan sent: a peer that closes mid-test may run another test
+	 * (its stall timeout ended first); with a plan it cannot */
+	ck_assert_ptr_nonnull(strstr(buf, "connection (do both sides run the "
+				     "same test options?)"));
+	f.err = -ECONNRESET;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, " (do both sides run the same test "
+				     "options?)"));
+	f.negotiated = 1;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_null(strstr(buf, "same test"));
 }
 END_TEST
 
@@ -1031,6 +1042,17 @@ START_TEST(test_failure_notsup_words)
 			 "rstream server) is not supported");
 	evr_failure_format(&f, "why", buf, sizeof(buf));
 	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: why");
+	f.detail = EVR_NOTSUP_CONNS;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: many connections "
+			 "(opts.conns) with a server that does not negotiate "
+			 "(an upstream rstream server serves one connection at "
+			 "a time) is not supported");
+	rstream_failure_str(&f, NULL, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.1:7471: negotiation: -c with a server "
+			 "that does not negotiate (an upstream rstream server "
+			 "serves one connection at a time) is not supported: "
+			 "leave out -c against such a server");
 
 	memset(&f, 0, sizeof(f));
 	f.err = -EVR_E_NOTSUP;

@@ -591,6 +591,22 @@ START_TEST(test_mckey_records)
 	ck_assert_str_eq(str(o, "message"), "mckey: invalid options: -M (an "
 			 "AF_IB group) needs the RDMA transport");
 	ck_assert_str_eq(str(o, "error"), "notsup");
+	ck_assert_ptr_null(json_object_get(o, "errno"));
+	json_decref(o);
+	/* the deadline: "system" without a failed call, its errno all the
+	 * same (ETIME) */
+	memset(&f, 0, sizeof(f));
+	f.err = -ETIME;
+	f.code = -ETIME;
+	f.msg = "mckey: deadline";
+	snprintf(f.detail, sizeof(f.detail), "receives not complete on 1 of "
+		 "1 QPs after 0.3 s");
+	o = roundtrip(jo_mc_failure(&f));
+	ck_assert_str_eq(str(o, "message"), "mckey: deadline: receives not "
+			 "complete on 1 of 1 QPs after 0.3 s");
+	ck_assert_str_eq(str(o, "error"), "system");
+	ck_assert_int_eq(num(o, "err"), -ETIME);
+	ck_assert_int_eq(num(o, "errno"), ETIME);
 	json_decref(o);
 
 	o = roundtrip(jo_mc_cm_event(0, "RDMA_CM_EVENT_MULTICAST_ERROR", -22,

@@ -8,7 +8,9 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "stream/latsplit.h"
 #include "stream/latstats.h"
 #include "cli/progress.h"
 
@@ -640,6 +642,76 @@ START_TEST(test_walk_hist)
 }
 END_TEST
 
+/* ---- a round trip in its parts (latsplit.h) ---- */
+
+static void walk_count(void *ud, uint64_t lo, uint64_t hi, uint64_t n)
+{
+	uint64_t *sum = ud;
+
+	ck_assert_uint_eq(lo, hi);
+	sum[0] += n;
+	sum[1] += lo * n;
+}
+
+START_TEST(test_split_parts)
+{
+	struct evr_latsplit sp, agg;
+	struct evr_result r;
+	uint64_t w[2] = { 0, 0 };
+
+	evr__split_init(&sp);
+	/* rtt 100: hold 30, local 20 -> net 50; no local known: net 70 */
+	ck_assert_int_eq(evr__split_add(&sp, 100, 30, 1, 20), 0);
+	ck_assert_int_eq(evr__split_add(&sp, 100, 30, 0, 999), 0);
+	/* parts that do not fit: left out of all three */
+	ck_assert_int_eq(evr__split_add(&sp, 100, 101, 1, 0), 1);
+	ck_assert_int_eq(evr__split_add(&sp, 100, 60, 1, 41), 1);
+	ck_assert_int_eq(evr__split_add(&sp, 100, UINT64_MAX, 1, 2), 1);
+	ck_assert_int_eq(evr__split_add(&sp, 100, 2, 1, UINT64_MAX), 1);
+	/* exactly the round trip: a net of 0 */
+	ck_assert_int_eq(evr__split_add(&sp, 100, 60, 1, 40), 0);
+	evr__split_compute(&sp);
+	ck_assert_uint_eq(sp.res.rejected, 4);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_NET].samples, 3);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_NET].min_ns, 0);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_NET].p50_ns, 50);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_NET].max_ns, 70);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_PEER].samples, 3);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_LOCAL].samples, 2);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_LOCAL].max_ns, 40);
+
+	/* the public walk, over one part */
+	memset(&r, 0, sizeof(r));
+	ck_assert_uint_eq(evr_result_split_walk(&r, EVR_SPLIT_NET, walk_count,
+						w), 0);
+	r.split = &sp.res;
+	r.split_samples = &sp;
+	ck_assert_uint_eq(evr_result_split_walk(&r, EVR_SPLIT_NET, walk_count,
+						w), 3);
+	ck_assert_uint_eq(w[0], 3);
+	ck_assert_uint_eq(w[1], 120);
+	ck_assert_uint_eq(evr_result_split_walk(&r, EVR_SPLIT_PARTS,
+						walk_count, w), 0);
+
+	/* an aggregate: both connections' samples and rejections */
+	evr__split_init(&agg);
+	ck_assert_int_eq(evr__split_merge(&agg, &sp), 0);
+	ck_assert_int_eq(evr__split_merge(&agg, &sp), 0);
+	evr__split_compute(&agg);
+	ck_assert_uint_eq(agg.res.rejected, 8);
+	ck_assert_uint_eq(agg.res.part[EVR_SPLIT_PEER].samples, 6);
+	ck_assert_uint_eq(agg.res.part[EVR_SPLIT_LOCAL].samples, 4);
+
+	/* reset: a new test starts empty */
+	evr__split_reset(&sp);
+	evr__split_compute(&sp);
+	ck_assert_uint_eq(sp.res.rejected, 0);
+	ck_assert_uint_eq(sp.res.part[EVR_SPLIT_NET].samples, 0);
+	evr__split_free(&sp);
+	evr__split_free(&agg);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("latstats");
@@ -656,6 +728,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_format);
 	tcase_add_test(tc, test_walk_exact);
 	tcase_add_test(tc, test_walk_hist);
+	tcase_add_test(tc, test_split_parts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("merge");
 	tcase_add_test(tc, test_merge_exact_exact);

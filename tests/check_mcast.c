@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/mckey_opts.h"
+#include "evrdma/hostcheck.h"
 #include "evrdma/mcast.h"
 #include "mcast/mc.h"
 #include "mcast/payload.h"
@@ -767,7 +768,6 @@ static int mk_leave(struct evr_mc_node *n)
 }
 
 static const struct evr_mc_xport mock_xport = {
-	.name = "mock",
 	.engine_init = mk_engine_init,
 	.engine_fini = mk_engine_fini,
 	.node_init = mk_node_init,
@@ -1685,8 +1685,9 @@ START_TEST(test_setup_failure_single)
 }
 END_TEST
 
-/* Receivers short of messages at the deadline: -ETIMEDOUT, the late QP
- * marked, the finished one not. */
+/* Receivers short of messages at the deadline: -ETIME (not -ETIMEDOUT,
+ * a resolve or join that timed out), the late QP marked, the finished
+ * one not. */
 START_TEST(test_deadline_receiver)
 {
 	struct evr_mcast_opts o = opts(0, 2, 5);
@@ -1706,12 +1707,13 @@ START_TEST(test_deadline_receiver)
 	ck_assert_int_eq(ST(m, 1), EVR_MC_RUNNING);
 	WAIT_DONE();
 	ck_assert_uint_ge(ms_since(t0), 195);
-	ck_assert_int_eq(R.status, -ETIMEDOUT);
+	ck_assert_int_eq(R.status, -ETIME);
 	ck_assert_uint_eq(R.nfail, 1);
 	ck_assert_str_eq(R.fail[0].msg, "mckey: deadline");
 	ck_assert_str_eq(R.fail[0].detail,
 			 "receives not complete on 1 of 2 QPs after 0.2 s");
-	ck_assert_int_eq(R.fail[0].err, -ETIMEDOUT);
+	ck_assert_int_eq(R.fail[0].err, -ETIME);
+	ck_assert_int_eq(R.fail[0].code, -ETIME);
 	ck_assert_int_eq(R.rep[0].timed_out, 0);
 	ck_assert_uint_eq(R.rep[0].received, 5);
 	ck_assert_int_eq(R.rep[1].timed_out, 1);
@@ -1736,7 +1738,7 @@ START_TEST(test_deadline_sender)
 	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
 	EV(m, 0, EVR_MCE_SEND_COMP, 0);
 	WAIT_DONE();
-	ck_assert_int_eq(R.status, -ETIMEDOUT);
+	ck_assert_int_eq(R.status, -ETIME);
 	ck_assert_str_eq(R.fail[0].detail,
 			 "sends not complete on 1 of 1 QPs after 0.1 s");
 	ck_assert_int_eq(R.rep[0].timed_out, 1);
@@ -2366,6 +2368,15 @@ START_TEST(test_engine_defaults)
 	ck_assert_uint_eq(m->o.resolve_ms, EVR_MC_DEFAULT_RESOLVE_MS);
 	ck_assert_uint_eq(m->o.join_ms, EVR_MC_DEFAULT_JOIN_MS);
 	ck_assert_uint_eq(m->o.udp_port, EVR_MC_DEFAULT_UDP_PORT);
+	/* the engine runs what evr_mcast_opts_resolve() says */
+	{
+		struct evr_mcast_opts r;
+
+		ck_assert_int_eq(evr_mcast_opts_resolve(&o, &r), 0);
+		r.group = m->o.group;
+		r.bind_addr = m->o.bind_addr;
+		ck_assert_mem_eq(&m->o, &r, sizeof(r));
+	}
 	/* the strings are the engine's own copies */
 	ck_assert_ptr_ne(m->o.group, o.group);
 	ck_assert_str_eq(m->o.group, "239.1.1.1");
@@ -2451,13 +2462,25 @@ START_TEST(test_parse_defaults)
 	ck_assert_int_eq(c.o.sendonly, 0);
 	ck_assert_int_eq(c.o.no_loopback, 0);
 	ck_assert_uint_eq(c.o.settle_ms, 3000);
-	ck_assert_uint_eq(c.o.deadline_ms, 30000);
-	ck_assert_uint_eq(c.o.udp_port, 7174);
 	ck_assert(c.o.rate == 0);
-	ck_assert_uint_eq(c.o.window, 4096);
-	ck_assert_uint_eq(c.o.max_senders, 256);
 	ck_assert_int_eq(c.stats, 0);
 	ck_assert_int_eq(c.trace, 0);
+	/* the engine's defaults are the library's to fill, not the parser's:
+	 * left 0, and in effect as before */
+	ck_assert_uint_eq(c.o.deadline_ms, 0);
+	ck_assert_uint_eq(c.o.udp_port, 0);
+	ck_assert_uint_eq(c.o.window, 0);
+	ck_assert_uint_eq(c.o.max_senders, 0);
+	{
+		struct evr_mcast_opts eff;
+
+		ck_assert_int_eq(evr_mcast_opts_resolve(&c.o, &eff), 0);
+		ck_assert_uint_eq(eff.settle_ms, 3000);
+		ck_assert_uint_eq(eff.deadline_ms, 30000);
+		ck_assert_uint_eq(eff.udp_port, 7174);
+		ck_assert_uint_eq(eff.window, 4096);
+		ck_assert_uint_eq(eff.max_senders, 256);
+	}
 }
 END_TEST
 
@@ -2739,6 +2762,97 @@ START_TEST(test_transport_names)
 }
 END_TEST
 
+/* Every zero that stands for a default comes back as it, the limits
+ * clamped as the engine clamps them; a second resolve changes nothing. */
+START_TEST(test_opts_resolve)
+{
+	struct evr_mcast_opts in, r, r2;
+
+	memset(&in, 0, sizeof(in));
+	in.size = 100;
+	in.count = 5;
+	ck_assert_int_eq(evr_mcast_opts_resolve(&in, &r), 0);
+	ck_assert_uint_eq(r.nqps, 1);
+	ck_assert_uint_eq(r.resolve_ms, EVR_MC_DEFAULT_RESOLVE_MS);
+	ck_assert_uint_eq(r.join_ms, EVR_MC_DEFAULT_JOIN_MS);
+	ck_assert_uint_eq(r.deadline_ms, EVR_MC_DEFAULT_DEADLINE_MS);
+	ck_assert_uint_eq(r.udp_port, EVR_MC_DEFAULT_UDP_PORT);
+	ck_assert_uint_eq(r.window, EVR_MC_DEFAULT_WINDOW);
+	ck_assert_uint_eq(r.max_senders, EVR_MC_DEFAULT_MAX_SENDERS);
+	ck_assert_uint_eq(r.count, 5);
+	/* zeros that are values */
+	ck_assert_uint_eq(r.settle_ms, 0);
+	ck_assert_int_eq(r.port_space, 0);
+	ck_assert(r.rate == 0);
+	ck_assert_int_eq(evr_mcast_opts_resolve(&r, &r2), 0);
+	ck_assert_mem_eq(&r, &r2, sizeof(r));
+	ck_assert_int_eq(evr_mcast_opts_resolve(&in, &in), 0);
+	ck_assert_mem_eq(&in, &r, sizeof(r));
+
+	/* given values kept, the limits clamped and rounded, no size no
+	 * messages */
+	memset(&in, 0, sizeof(in));
+	in.transport = EVR_MC_UDP;
+	in.nqps = 3;
+	in.deadline_ms = 7;
+	in.udp_port = 9;
+	in.window = 100;
+	in.max_senders = EVR_MC_MAX_MAX_SENDERS + 1;
+	in.count = 5;
+	ck_assert_int_eq(evr_mcast_opts_resolve(&in, &r), 0);
+	ck_assert_uint_eq(r.nqps, 3);
+	ck_assert_uint_eq(r.deadline_ms, 7);
+	ck_assert_uint_eq(r.udp_port, 9);
+	ck_assert_uint_eq(r.window, 128);
+	ck_assert_uint_eq(r.max_senders, EVR_MC_MAX_MAX_SENDERS);
+	ck_assert_uint_eq(r.count, 0);
+	ck_assert_int_eq(evr_mcast_opts_resolve(&r, &r2), 0);
+	ck_assert_mem_eq(&r, &r2, sizeof(r));
+
+	/* an unknown transport, as evr_mcast_new() */
+	in.transport = (enum evr_mc_transport)7;
+	ck_assert_int_eq(evr_mcast_opts_resolve(&in, &r), -EINVAL);
+}
+END_TEST
+
+/* What a run needs of the host, from the transport's row. */
+START_TEST(test_mcast_need)
+{
+	struct evr_mcast_opts o;
+	struct evr_hc_need n;
+
+	memset(&o, 0, sizeof(o));
+	o.transport = EVR_MC_UDP;
+	o.size = 100;
+	o.count = 10;
+	o.bind_addr = "127.0.0.1";
+	memset(&n, 0xa5, sizeof(n));
+	ck_assert_int_eq(evr_mcast_need(&o, &n), 0);
+	ck_assert_int_eq(n.rdma, 0);
+	ck_assert_uint_eq(n.memlock, 0);
+	ck_assert_uint_eq(n.fds, 0);
+	ck_assert_uint_eq(n.fds_raise, 0);
+	ck_assert_uint_eq(n.msg_size, 100);
+	ck_assert_str_eq(n.addr, "127.0.0.1");
+
+	o.transport = EVR_MC_RDMA;
+	ck_assert_int_eq(evr_mcast_need(&o, &n), 0);
+	ck_assert_int_eq(n.rdma, 1);
+	ck_assert_uint_gt(n.memlock, 0);
+	ck_assert_uint_eq(n.memlock, evr_mcast_memlock(&o));
+	ck_assert_uint_eq(n.fds, 0);
+	ck_assert_uint_eq(n.msg_size, 100);
+	/* no messages: no size to fit the MTU */
+	o.count = 0;
+	ck_assert_int_eq(evr_mcast_need(&o, &n), 0);
+	ck_assert_uint_eq(n.msg_size, 0);
+
+	o.transport = (enum evr_mc_transport)7;
+	ck_assert_int_eq(evr_mcast_need(&o, &n), -EINVAL);
+	ck_assert_int_eq(n.rdma, 0);
+}
+END_TEST
+
 static Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
@@ -2750,6 +2864,8 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_payload_short);
 	tcase_add_test(tc, test_payload_bad_magic_version);
 	tcase_add_test(tc, test_transport_names);
+	tcase_add_test(tc, test_opts_resolve);
+	tcase_add_test(tc, test_mcast_need);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("accounting");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The close of an RDMA connection (src/stream/rclose.c), driven by hand
- * through a mock connection that carries the actions out as rdma.c's
+ * through a mock connection that carries the actions out as rdma_conn.c's
  * close_step does: every ordering of the close (ours first, the peer's
  * DISCONNECT first, CM DISCONNECTED first, shutdown then close, errors,
  * a close while connecting, the engine freed while connections linger),
@@ -85,7 +85,7 @@ static void mock_init(struct mock *m, enum evr_rc_state st, unsigned facts)
 
 static void step(struct mock *m, enum evr_rc_event ev);
 
-/* rdma.c's process(): the CQ, then our DISCONNECT if it is due and a
+/* rdma_conn.c's process(): the CQ, then our DISCONNECT if it is due and a
  * control slot is free (post_disconnect). */
 static void mock_process(struct mock *m)
 {

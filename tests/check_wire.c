@@ -383,9 +383,36 @@ START_TEST(test_plan_entry_padding_ignored)
 	ck_assert_uint_eq(b[13], 0);
 	ck_assert_uint_eq(b[14], 0);
 	ck_assert_uint_eq(b[15], 0);
-	b[13] = b[14] = b[15] = 0x77; /* reserved */
+	b[13] = b[14] = b[15] = 0x77; /* flags unknown here, reserved */
 	ck_assert_int_eq(evr__plan_entry_decode(b, &d, 1u << 30), EVR_PLAN_OK);
 	ck_assert_uint_eq(d.size, 100);
+	/* of byte 13's flags, only those this end knows are kept */
+	ck_assert_uint_eq(d.flags, EVR_TEST_F_HOLD);
+}
+END_TEST
+
+/* Hold stamps (wire.h): an entry's byte 13 asks, the reply says. */
+START_TEST(test_plan_entry_hold_flag)
+{
+	struct evr_test t, d;
+	uint8_t b[16];
+
+	evr__test_init(&t, EVR_TEST_LAT, 64, 0, 0);
+	ck_assert_uint_eq(t.flags, 0);
+	t.flags = EVR_TEST_F_HOLD;
+	evr__plan_entry_encode(b, &t);
+	ck_assert_uint_eq(b[12], EVR_TEST_LAT);
+	ck_assert_uint_eq(b[13], 0x01);
+	ck_assert_uint_eq(b[14], 0);
+	ck_assert_uint_eq(b[15], 0);
+	memset(&d, 0xee, sizeof(d));
+	ck_assert_int_eq(evr__plan_entry_decode(b, &d, 1u << 30), EVR_PLAN_OK);
+	ck_assert_uint_eq(d.flags, EVR_TEST_F_HOLD);
+	b[13] = 0;
+	ck_assert_int_eq(evr__plan_entry_decode(b, &d, 1u << 30), EVR_PLAN_OK);
+	ck_assert_uint_eq(d.flags, 0);
+	ck_assert_uint_eq(EVR_REPLY_F_HOLD, 0x00000002u);
+	ck_assert_uint_eq(EVR_HOLD_LEN, 8);
 }
 END_TEST
 
@@ -413,6 +440,16 @@ START_TEST(test_plan_reply)
 		ck_assert_int_eq(evr__plan_reply_decode(b, &limit), st);
 		ck_assert_uint_eq(limit, 12345);
 	}
+	/* the features: bytes 12-15, zero from a server before them, and
+	 * nothing else of the reply changes with them */
+	evr__plan_reply_encode(b, EVR_PLAN_OK, 7);
+	ck_assert_uint_eq(evr__plan_reply_features(b), 0);
+	evr__plan_reply_set_features(b, EVR_REPLY_F_END);
+	ck_assert_uint_eq(b[15], 1);
+	ck_assert_uint_eq(b[12] | b[13] | b[14], 0);
+	ck_assert_uint_eq(evr__plan_reply_features(b), EVR_REPLY_F_END);
+	ck_assert_int_eq(evr__plan_reply_decode(b, &limit), EVR_PLAN_OK);
+	ck_assert_uint_eq(limit, 7);
 }
 END_TEST
 
@@ -634,6 +671,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_plan_entry_round_trip);
 	tcase_add_test(tc, test_plan_entry_rejections);
 	tcase_add_test(tc, test_plan_entry_padding_ignored);
+	tcase_add_test(tc, test_plan_entry_hold_flag);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("plan_reply");

@@ -104,12 +104,24 @@ const char *evr_hostcheck_name(enum evr_hc_check c);
 /* "ok", "FAIL" or "skip". */
 const char *evr_hostcheck_verdict_str(enum evr_hc_verdict v);
 
-/* The bytes an RDMA run of these options locks (registered buffers and
- * queues, every connection of -c N), rounded up to pages: what
+/* The bytes a run of these options locks over its transport (RDMA's
+ * registered buffers and queues, every connection of -c N, rounded up
+ * to pages; 0 for a transport that locks nothing, TCP and UDP): what
  * RLIMIT_MEMLOCK must hold without CAP_IPC_LOCK.  A server's figure is
  * one connection's. */
 uint64_t evr_stream_memlock(const struct evr_stream_opts *o);
 uint64_t evr_mcast_memlock(const struct evr_mcast_opts *o);
+
+/* What a run of these options needs of the host, from its transport's
+ * row, in *need (zeroed first): rdma when the transport uses an RDMA
+ * device, memlock (the functions above), fds for a stream client
+ * (evr_xport_fds() of its conns; not for a server, nor mcast), msg_size
+ * for a multicast run that sends or receives messages (its size), addr
+ * the bind address as given.  fds_raise is left 0: it is the program's
+ * to say.  0, or -EINVAL for an unknown transport. */
+int evr_stream_need(const struct evr_stream_opts *o,
+		    struct evr_hc_need *need);
+int evr_mcast_need(const struct evr_mcast_opts *o, struct evr_hc_need *need);
 
 #ifdef __cplusplus
 }

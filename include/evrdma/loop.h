@@ -34,6 +34,7 @@
 #define EVRDMA_LOOP_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "evrdma/version.h"
 
@@ -68,6 +69,60 @@ void evr_loop_break(struct evr_loop *l);
 /* Every state machine transition of every engine on this loop is reported
  * to fn (one line, valid during the call) while it is set; NULL stops. */
 void evr_loop_set_trace(struct evr_loop *l, evr_trace_fn fn, void *ud);
+
+/*
+ * Name lookups on the loop (c-ares: resolv.conf's name servers and
+ * /etc/hosts), never blocking it; the engines look their names up here.
+ * The loop keeps a table of names: a lookup of a name whose query is
+ * under way waits for the same answer, and an answer is kept (and given
+ * at once, from the loop) as evr_loop_set_lookups() says.
+ *
+ * evr_lookup_start(): look host up (family AF_UNSPEC, AF_INET or
+ * AF_INET6).  0 and *out, -EINVAL (no host or cb, another family),
+ * -ENOMEM, -EIO (the resolver could not be set up).  cb is called once,
+ * always from the loop (never from inside evr_lookup_start()): err 0 and
+ * the first address (port 0), or a getaddrinfo(3) code (EAI_NONAME for a
+ * name that does not exist, EAI_AGAIN when no name server answered in
+ * time, EAI_MEMORY ...).  sa is valid during the call only.  The lookup
+ * may be freed in its callback.
+ * evr_lookup_free(): cancel (cb is not called) and free; NULL is allowed.
+ * The query itself runs on while others wait for it or while an outcome
+ * would be kept.
+ */
+struct evr_lookup;
+typedef void (*evr_lookup_fn)(void *ud, int err, const struct sockaddr *sa,
+			      socklen_t len);
+int evr_lookup_start(struct evr_lookup **out, struct evr_loop *l,
+		     const char *host, int family, evr_lookup_fn cb, void *ud);
+void evr_lookup_free(struct evr_lookup *lk);
+
+/* How long the loop keeps what a name's query found, and how long the
+ * query may take.  All zero (the default) keeps nothing and leaves the
+ * time to the resolver (resolv.conf's timeout, two tries). */
+struct evr_lookup_opts {
+	double cache_s;      /* an address, 0 to EVR_LOOKUP_CACHE_MAX_S */
+	double negative_s;   /* a failure (no such name, no answer), the same */
+	double timeout_s;    /* no answer by then: EAI_AGAIN; 0: the
+			      * resolver's own; at most
+			      * EVR_LOOKUP_TIMEOUT_MAX_S */
+};
+#define EVR_LOOKUP_CACHE_MAX_S 86400.0
+#define EVR_LOOKUP_TIMEOUT_MAX_S 600.0
+/* Set the options (what was kept is forgotten): 0 or -EINVAL (a value
+ * out of its range), -ENOMEM. */
+int evr_loop_set_lookups(struct evr_loop *l, const struct evr_lookup_opts *o);
+
+/* The table's counters since the loop was made. */
+struct evr_lookup_stats {
+	uint64_t queries;    /* queries started (one per name and period) */
+	uint64_t hits;       /* lookups answered by a kept outcome or by a
+			      * query under way */
+	uint64_t failures;   /* queries that found no address */
+	uint64_t timeouts;   /* ... of them, no answer by timeout_s */
+	unsigned cached;     /* outcomes kept now */
+	unsigned pending;    /* queries under way now */
+};
+void evr_loop_lookup_stats(struct evr_loop *l, struct evr_lookup_stats *st);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t evr_now_ns(void);

@@ -58,6 +58,17 @@ struct evr_mcast_opts {
 #define EVR_MC_DEFAULT_MAX_SENDERS 256u
 #define EVR_MC_MAX_MAX_SENDERS 4096u
 
+/* The options as the engine runs them, in *out (out may be o): every
+ * zero that stands for a default replaced by it (nqps, resolve_ms,
+ * join_ms, deadline_ms, udp_port, window, max_senders), window and
+ * max_senders clamped to their limits as the engine clamps them, and
+ * count 0 when size is (no messages, as upstream).  settle_ms,
+ * port_space and rate are taken as they are (0 is a value).  0, or the
+ * -EINVAL of evr_mcast_new() for an unknown transport.  Idempotent.
+ * Strings are not copied. */
+int evr_mcast_opts_resolve(const struct evr_mcast_opts *o,
+			   struct evr_mcast_opts *out);
+
 enum evr_mc_phase {
 	EVR_MC_PH_STARTING = 0,   /* "mckey: starting client|server" */
 	EVR_MC_PH_JOINING,        /* "mckey: joining" */

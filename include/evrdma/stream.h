@@ -102,9 +102,14 @@ struct evr_stream_opts {
 	uint64_t max_memory;
 	/* EVR_IO_ASYNC: how long, in microseconds, a connection in a fast
 	 * exchange polls before it sleeps (rstream(1), --poll-usec); 0 =
-	 * EVR_DEFAULT_POLL_US, negative: never (sleep at once); at most
-	 * EVR_MAX_POLL_US */
+	 * EVR_DEFAULT_POLL_US, EVR_POLL_NEVER (any negative): never (sleep
+	 * at once); at most EVR_MAX_POLL_US */
 	int poll_us;
+	/* client: tell each round trip in its parts (rstream --split):
+	 * evr_result.split, from an evrdma server that stamps its echoes
+	 * with its hold (not upstream's; not with verify; tests of 8 bytes
+	 * or more).  Implies percentiles' sampling of the parts only. */
+	int lat_split;
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -117,6 +122,18 @@ struct evr_stream_opts {
 #define EVR_DEFAULT_MAX_MEMORY (1ull << 30)
 #define EVR_DEFAULT_POLL_US 200
 #define EVR_MAX_POLL_US 100000
+#define EVR_POLL_NEVER (-1)     /* poll_us: never poll, sleep at once */
+
+/* The options as the engine runs them, in *out (out may be in): every
+ * zero that stands for a default replaced by it (port, buffer_size,
+ * stall_ms, conns, max_connecting, chunk_size, max_conns, max_memory,
+ * poll_us; a negative poll_us becomes EVR_POLL_NEVER), and the same
+ * checks as evr_stream_new(): 0, or its -EINVAL for options that make
+ * no plan.  Idempotent.  Strings are not copied.  One zero says more
+ * than its default: an RDMA client given buffer_size 0 and conns > 1
+ * shrinks each connection's rings (man 3 evr_stream_opts_resolve). */
+int evr_stream_opts_resolve(const struct evr_stream_opts *in,
+			    struct evr_stream_opts *out);
 
 /* What an -EVR_E_NOTSUP failure refused, in its detail: X(CODE, text)
  * gives EVR_NOTSUP_CODE and the words evr_failure_str() uses ("... is
@@ -131,7 +148,10 @@ struct evr_stream_opts {
 	  "iWARP devices have none)") \
 	X(FORK, "fork mode (needs the default libev loop)") \
 	X(GID_TCP, "GID addressing over TCP (GIDs need the RDMA transport)") \
-	X(TCP_FAMILY, "this address family over TCP")
+	X(TCP_FAMILY, "this address family over TCP") \
+	X(CONNS, "many connections (opts.conns) with a server that does " \
+	  "not negotiate (an upstream rstream server serves one " \
+	  "connection at a time)")
 
 enum evr_notsup {
 #define EVR__NS_ENUM(code, text) EVR_NOTSUP_##code,
@@ -212,6 +232,29 @@ struct evr_lat_stats {
 	double mean_ns;
 };
 
+/* A round trip in its parts (opts.lat_split): net + peer + local. */
+enum evr_split_part {
+	/* the network's: the round trip less the two ends' delays */
+	EVR_SPLIT_NET = 0,
+	/* the server's hold: from its kernel's receipt of the request's
+	 * last bytes to the send of the echo (its own clock) */
+	EVR_SPLIT_PEER,
+	/* this end's: from the kernel's receipt of the echo's last bytes to
+	 * their read; only where the transport has receive timestamps
+	 * (TCP; not RDMA, whose samples are then 0 in number) */
+	EVR_SPLIT_LOCAL,
+	EVR_SPLIT_PARTS
+};
+
+struct evr_lat_split {
+	struct evr_lat_stats part[EVR_SPLIT_PARTS];
+	/* iterations whose parts did not fit in their round trip (a clock
+	 * step, a server that lies): left out of all three */
+	uint64_t rejected;
+};
+
+struct evr_latsplit;
+
 struct evr_result {
 	const char *name;
 	uint32_t size, count, iters;
@@ -243,6 +286,11 @@ struct evr_result {
 	 * round trip, for evr_result_lat_walk().  Opaque; valid during the
 	 * callback only; NULL when lat is. */
 	const struct evr_latstats *lat_samples;
+	/* With opts.lat_split and a server that stamps its echoes: the
+	 * parts of the round trips (an aggregate's merged), else NULL; and
+	 * the samples behind them, for evr_result_split_walk() */
+	const struct evr_lat_split *split;
+	const struct evr_latsplit *split_samples;
 };
 
 /* Walk every iteration's round trip behind r->lat (a result given to
@@ -257,6 +305,14 @@ uint64_t evr_result_lat_walk(const struct evr_result *r,
 			     void (*fn)(void *ud, uint64_t lo_ns,
 					uint64_t hi_ns, uint64_t n),
 			     void *ud);
+
+/* The same walk over one part's samples behind r->split (0 samples
+ * when r->split is NULL). */
+uint64_t evr_result_split_walk(const struct evr_result *r,
+			       enum evr_split_part part,
+			       void (*fn)(void *ud, uint64_t lo_ns,
+					  uint64_t hi_ns, uint64_t n),
+			       void *ud);
 
 enum evr_info_kind {
 	EVR_INFO_LISTENING = 0,     /* server: the listener is ready */

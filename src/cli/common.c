@@ -2,10 +2,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "evrdma/mcast.h"
@@ -101,6 +103,77 @@ const char *cli_signame(const struct cli_loop *cl)
 	return cl->signum == SIGTERM ? "SIGTERM" : "SIGINT";
 }
 
+/* A closed one of descriptors 0, 1, 2: /dev/null, opened so that using
+ * it fails (EBADF) as the closed descriptor did. */
+static void std_fds_open(void)
+{
+	int fd, nfd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		nfd = open("/dev/null", fd ? O_RDONLY : O_WRONLY);
+		if (nfd < 0 || nfd == fd)
+			continue;
+		dup2(nfd, fd);
+		close(nfd);
+	}
+}
+
+/* stdout's writes: all of len, or fewer and the errno kept (stdio then
+ * marks the stream in error and forgets why). */
+static ssize_t out_write(void *cookie, const char *buf, size_t len)
+{
+	struct cli_out *o = cookie;
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = write(STDOUT_FILENO, buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!o->werr)
+				o->werr = n < 0 ? errno : EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static int out_close(void *cookie)
+{
+	struct cli_out *o = cookie;
+
+	if (close(STDOUT_FILENO) && errno != EINTR) {
+		if (!o->werr)
+			o->werr = errno;
+		return -1;
+	}
+	return 0;
+}
+
+int cli_out_init(struct cli_out *o)
+{
+	static const cookie_io_functions_t io = {
+		.write = out_write,
+		.close = out_close,
+	};
+	FILE *f;
+
+	std_fds_open();
+	signal(SIGPIPE, SIG_IGN);
+	f = fopencookie(o, "w", io);
+	if (!f)
+		return -ENOMEM;
+	/* line by line on a terminal, as stdio's own stdout */
+	if (isatty(STDOUT_FILENO))
+		setvbuf(f, NULL, _IOLBF, BUFSIZ);
+	stdout = f;
+	return 0;
+}
+
 static void out_failed(struct cli_out *o, int err)
 {
 	o->failed = 1;
@@ -111,9 +184,10 @@ static void out_failed(struct cli_out *o, int err)
 
 int cli_out_check(struct cli_out *o)
 {
-	/* errno is the failed fflush's: callers check right after it */
+	/* the write's errno, kept by cli_out_init()'s stream; else the
+	 * failed fflush's, if the caller checks right after it */
 	if (!o->failed && ferror(stdout))
-		out_failed(o, errno);
+		out_failed(o, o->werr ? o->werr : errno);
 	return o->failed;
 }
 
@@ -124,7 +198,7 @@ int cli_out_close(struct cli_out *o, int status, int write_status)
 		cli_out_check(o);
 	errno = 0;
 	if (fclose(stdout) && !o->failed)
-		out_failed(o, errno);
+		out_failed(o, o->werr ? o->werr : errno);
 	if (!o->failed || status)
 		return status;
 	if (write_status == CLI_WRITE_ERRNO)

@@ -38,14 +38,27 @@ const char *cli_signame(const struct cli_loop *cl);
 
 /* Standard output, watched as coreutils' close_stdout does, but as it
  * goes: the first write to it that fails (a full disk; a closed pipe,
- * since SIGPIPE is ignored) is said in one line on stderr, "<prog>: write
- * error on standard output: <reason>", and the program stops its run
- * rather than compute results nobody will see. */
+ * since SIGPIPE is ignored; a closed descriptor) is said in one line on
+ * stderr, "<prog>: write error on standard output: <reason>", and the
+ * program stops its run rather than compute results nobody will see. */
 struct cli_out {
 	const char *prog;
 	int failed;
 	int err;                    /* errno of the failed write */
+	int werr;                   /* the first failed write's errno, kept
+				     * by cli_out_init()'s stream */
 };
+/* The program's first act, before any output, loop or socket:
+ * - descriptors 0, 1 and 2 open: a closed one gets /dev/null opened the
+ *   other way round (stdin for writing, stdout and stderr for reading),
+ *   so that its use fails as the closed descriptor's would (EBADF), and
+ *   no socket or event loop takes its number and gets the output;
+ * - SIGPIPE ignored: a closed pipe is a write error (EPIPE), said once,
+ *   not a silent death;
+ * - stdout a stream on descriptor 1 that keeps the first failed write's
+ *   errno in o, whichever write or flush met it (stdio forgets it).
+ * 0, or a negative errno when stdout stays the plain stream. */
+int cli_out_init(struct cli_out *o);
 /* After a write or fflush to stdout: 1 once a write has failed. */
 int cli_out_check(struct cli_out *o);
 /* The last act: flush and close stdout.  Returns status, or, when status

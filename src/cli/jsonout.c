@@ -117,11 +117,17 @@ static json_t *start_record(const char *tool, const char *version,
 
 json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 {
-	const struct evr_stream_opts *o = &cli->o;
-	json_t *r = start_record("rstream", version,
-				 o->server ? "server" : "client",
-				 evr_xport_name(o->xport));
-	json_t *opt = json_object();
+	struct evr_stream_opts eff; /* the defaults the engine runs with */
+	const struct evr_stream_opts *o = &eff;
+	json_t *r, *opt;
+
+	/* options that make no plan are echoed as given (the engine's
+	 * refusal follows) */
+	if (evr_stream_opts_resolve(&cli->o, &eff))
+		eff = cli->o;
+	r = start_record("rstream", version, o->server ? "server" : "client",
+			 evr_xport_name(o->xport));
+	opt = json_object();
 
 	set_str(r, "io", io_name(o->io));
 	if (!o->server)
@@ -143,24 +149,19 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 		set_int(opt, "xfers_per_iter", o->count);
 		set_int(opt, "iters", o->iters);
 	}
-	set_int(opt, "buffer_bytes", o->buffer_size ? o->buffer_size :
-				     EVR_DEFAULT_BUFFER_SIZE);
+	set_int(opt, "buffer_bytes", o->buffer_size);
 	set_int(opt, "inline_bytes", o->inline_size);
 	set_int(opt, "keepalive_s", o->keepalive);
 	set_bool(opt, "verify", o->verify);
 	set_bool(opt, "fork", o->fork);
 	set_bool(opt, "resolve_rdma", o->resolve_rdma);
-	set_real(opt, "stall_timeout_s",
-		 (o->stall_ms ? o->stall_ms : EVR_DEFAULT_STALL_MS) / 1000.0);
+	set_real(opt, "stall_timeout_s", o->stall_ms / 1000.0);
 	if (o->server) {
 		set_bool(opt, "once", o->once);
 		/* the server's limits (rstream(1), SERVER LIMITS) */
-		set_u64(opt, "chunk_bytes", o->chunk_size ? o->chunk_size :
-					    EVR_DEFAULT_CHUNK_SIZE);
-		set_int(opt, "max_conns", o->max_conns ? o->max_conns :
-					  EVR_DEFAULT_MAX_SERVER_CONNS);
-		set_u64(opt, "max_memory_bytes", o->max_memory ?
-				o->max_memory : EVR_DEFAULT_MAX_MEMORY);
+		set_u64(opt, "chunk_bytes", o->chunk_size);
+		set_int(opt, "max_conns", o->max_conns);
+		set_u64(opt, "max_memory_bytes", o->max_memory);
 	} else
 		set_str(opt, "negotiate", o->no_negotiate ? "never" :
 					  o->force_negotiate ? "always" :
@@ -170,12 +171,13 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 		set_bool(opt, "all_at_once", o->all_at_once);
 		set_real(opt, "duration_s", o->duration_ms / 1000.0);
 		set_bool(opt, "percentiles", o->percentiles);
+		set_bool(opt, "split", o->lat_split);
 	}
 	set_real(opt, "interval_s", o->interval_ms / 1000.0);
+	/* in --poll-usec's words: 0 never polls */
 	if (o->io == EVR_IO_ASYNC)
-		set_int(opt, "poll_usec", o->poll_us < 0 ? 0 :
-					  o->poll_us ? o->poll_us :
-					  EVR_DEFAULT_POLL_US);
+		set_int(opt, "poll_usec", o->poll_us == EVR_POLL_NEVER ? 0 :
+					  o->poll_us);
 	set(r, "options", opt);
 	return r;
 }
@@ -260,6 +262,15 @@ json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
 			 (usec / r->iters) / (r->count * 2.0) : 0.0);
 	if (r->lat)
 		set(o, "latency", jo_lat(r->lat));
+	if (r->split) {
+		json_t *sp = json_object();
+
+		set(sp, "net", jo_lat(&r->split->part[EVR_SPLIT_NET]));
+		set(sp, "peer", jo_lat(&r->split->part[EVR_SPLIT_PEER]));
+		set(sp, "local", jo_lat(&r->split->part[EVR_SPLIT_LOCAL]));
+		set_u64(sp, "rejected", r->split->rejected);
+		set(o, "split", sp);
+	}
 	return o;
 }
 
@@ -395,17 +406,21 @@ json_t *jo_rstream_summary(const struct jo_totals *t, int exit_status)
 
 json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 {
-	const struct evr_mcast_opts *m = &cli->o;
-	json_t *r = start_record("mckey", version,
-				 m->sender ? "sender" : "receiver",
-				 evr_mc_transport_name(m->transport));
-	json_t *opt = json_object();
+	struct evr_mcast_opts eff; /* the defaults the engine runs with */
+	const struct evr_mcast_opts *m = &eff;
+	json_t *r, *opt;
+
+	if (evr_mcast_opts_resolve(&cli->o, &eff))
+		eff = cli->o;
+	r = start_record("mckey", version, m->sender ? "sender" : "receiver",
+			 evr_mc_transport_name(m->transport));
+	opt = json_object();
 
 	set_str(opt, "group", m->group);
 	set_bool(opt, "unmapped", m->unmapped != NULL);
 	set(opt, "bind", m->bind_addr ? json_string(m->bind_addr) :
 					json_null());
-	set_int(opt, "qps", m->nqps ? m->nqps : 1);
+	set_int(opt, "qps", m->nqps);
 	set_int(opt, "messages_per_qp", m->count);
 	set_int(opt, "message_bytes", m->size);
 	if (m->transport == EVR_MC_UDP)
@@ -417,9 +432,8 @@ json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 	set_real(opt, "settle_s", m->settle_ms / 1000.0);
 	set_real(opt, "deadline_s", m->deadline_ms / 1000.0);
 	set_real(opt, "rate_per_s", m->rate);
-	set_int(opt, "window", m->window ? m->window : EVR_MC_DEFAULT_WINDOW);
-	set_int(opt, "max_senders", m->max_senders ? m->max_senders :
-				     EVR_MC_DEFAULT_MAX_SENDERS);
+	set_int(opt, "window", m->window);
+	set_int(opt, "max_senders", m->max_senders);
 	set(r, "options", opt);
 	return r;
 }
@@ -475,8 +489,12 @@ json_t *jo_mc_failure(const struct evr_mc_failure *f)
 	set_int(o, "qp", f->qp);
 	set_int(o, "err", f->err);
 	set_str(o, "error", evr_err_name(f->code));
+	/* "system": the errno, whether a call said it or the engine
+	 * (the deadline's ETIME) */
 	if (f->with_errno)
 		set_int(o, "errno", f->sys_errno);
+	else if (f->code < 0 && -f->code < EVR_E_BASE)
+		set_int(o, "errno", -f->code);
 	return o;
 }
 

@@ -234,11 +234,19 @@ static void on_done(void *ud, int status, unsigned n,
 
 	a->done = 1;
 	a->status = status;
-	if (a->out->failed)
-		a->status = 0; /* cancelled for it: the write's status wins */
-	else if (status == -EINTR && a->cl.signum)
-		fprintf(stderr, "mckey: interrupted by %s\n",
-			cli_signame(&a->cl));
+	if (a->out->failed && status == -EINTR) {
+		/* cancelled for it (no failure came first): the write's
+		 * status wins */
+		a->status = 0;
+	} else if (status == -EINTR && a->cl.signum) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "interrupted by %s",
+			 cli_signame(&a->cl));
+		fprintf(stderr, "mckey: %s\n", why);
+		if (a->cli.json)
+			jo_emit(stdout, jo_error(why, status & 0xff));
+	}
 	if (a->cli.json) {
 		report_json(a, n, q);
 		jo_emit(stdout, jo_mckey_summary(status, status & 0xff,
@@ -319,11 +327,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 						 "command line", 1));
 		return 1;
 	}
-	memset(&a.need, 0, sizeof(a.need));
-	a.need.rdma = a.cli.o.transport == EVR_MC_RDMA;
-	a.need.memlock = a.need.rdma ? evr_mcast_memlock(&a.cli.o) : 0;
-	a.need.msg_size = a.cli.o.count ? a.cli.o.size : 0;
-	a.need.addr = a.cli.o.bind_addr;
+	evr_mcast_need(&a.cli.o, &a.need);
 	if (a.need.rdma)
 		diag_memlock_raise(); /* anyone may, up to the hard limit */
 	if (a.cli.check)
@@ -345,6 +349,8 @@ static int run(int argc, char **argv, struct cli_out *out)
 	}
 	if (a.cli.json)
 		jo_emit(stdout, jo_mckey_start(&a.cli, PACKAGE_VERSION));
+	if (cli_out_check(a.out))
+		return 0; /* nobody would see the results: the write's status */
 	if (cli_loop_open(&a.cl, "mckey", a.cli.trace)) {
 		if (a.cli.json)
 			jo_emit(stdout, jo_error("cannot create the event loop",
@@ -379,5 +385,6 @@ int main(int argc, char **argv)
 {
 	struct cli_out out = { .prog = "mckey" };
 
+	cli_out_init(&out);
 	return cli_out_close(&out, run(argc, argv, &out), CLI_WRITE_ERRNO);
 }

@@ -174,11 +174,10 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	o->count = 10;
 	o->size = 100;
 	o->port_space = RDMA_PS_UDP;
+	/* mckey's own default where the engine's 0 is a value (no settle);
+	 * the engine's defaults (deadline, udp_port, window, max_senders,
+	 * its timeouts) stay 0 here: evr_mcast_opts_resolve() has them */
 	o->settle_ms = EVR_MC_DEFAULT_SETTLE_MS;
-	o->deadline_ms = EVR_MC_DEFAULT_DEADLINE_MS;
-	o->udp_port = EVR_MC_DEFAULT_UDP_PORT;
-	o->window = EVR_MC_DEFAULT_WINDOW;
-	o->max_senders = EVR_MC_DEFAULT_MAX_SENDERS;
 	ret = cli_getopt(argc, argv, options, CLI_ARRAY_SIZE(options), cli,
 			 "mckey", err, &seen);
 	switch (ret) {

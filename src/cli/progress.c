@@ -61,8 +61,9 @@ static void emit(struct progress_out *po, const char *line, int live)
 	fflush(po->f);
 }
 
-/* The round's aggregate: the sums over the connections that reported. */
-static void flush_round(struct progress_out *po, const struct evr_progress *p)
+/* The round's aggregate, at its own time: the sums over the connections
+ * that reported in it, and those whose test is over. */
+static void flush_round(struct progress_out *po)
 {
 	uint64_t done = 0, total = 0;
 	double gbps = 0;
@@ -70,26 +71,41 @@ static void flush_round(struct progress_out *po, const struct evr_progress *p)
 	char line[256];
 
 	for (i = 0; i < po->nslots; i++) {
-		if (po->slot[i].gen != po->gen)
+		const struct progress_slot *sl = &po->slot[i];
+
+		if (sl->final ? sl->test_index != po->round_ti :
+				sl->gen != po->gen)
 			continue;
-		done += po->slot[i].iters_done;
-		total += po->slot[i].iters_total;
-		gbps += po->slot[i].gbps;
+		done += sl->iters_done;
+		total += sl->iters_total;
+		if (!sl->final)
+			gbps += sl->gbps;
 		n++;
 	}
 	if (total)
 		snprintf(line, sizeof(line), "[%6.1fs] %s %u conns %llu/%llu "
-			 "iters %.2f Gb/s", p->elapsed_ns / 1e9,
-			 p->test ? p->test : "?", n, (unsigned long long)done,
+			 "iters %.2f Gb/s", po->round_ns / 1e9, po->round_test,
+			 n, (unsigned long long)done,
 			 (unsigned long long)total, gbps);
 	else
 		snprintf(line, sizeof(line), "[%6.1fs] %s %u conns %llu iters "
-			 "%s%.2f Gb/s", p->elapsed_ns / 1e9,
-			 p->test ? p->test : "?", n, (unsigned long long)done,
-			 p->duration_ns ? "of the duration " : "", gbps);
+			 "%s%.2f Gb/s", po->round_ns / 1e9, po->round_test, n,
+			 (unsigned long long)done,
+			 po->round_dur_ns ? "of the duration " : "", gbps);
 	emit(po, line, 1);
 	po->gen++;
 	po->nfresh = 0;
+	po->round_ns = 0;
+}
+
+/* The connections a round waits for: those still in a test. */
+static unsigned live_slots(const struct progress_out *po)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < po->nslots; i++)
+		n += !po->slot[i].final;
+	return n;
 }
 
 void progress_print(struct progress_out *po, const struct evr_progress *p)
@@ -105,6 +121,7 @@ void progress_print(struct progress_out *po, const struct evr_progress *p)
 			po->nslots = po->slot ? p->conn_total : 0;
 			po->gen = 1; /* calloc's 0: never reported */
 			po->nfresh = 0;
+			po->round_ns = 0;
 		}
 		if (po->per_conn) {
 			progress_format(line, sizeof(line), p);
@@ -113,18 +130,50 @@ void progress_print(struct progress_out *po, const struct evr_progress *p)
 		if (!po->slot)
 			return; /* no memory: the per-connection lines only */
 		sl = &po->slot[p->conn_index - 1];
-		if (sl->gen == po->gen)
-			flush_round(po, p); /* it reports again: a new round */
+		if (sl->gen == po->gen && po->nfresh)
+			flush_round(po); /* it reports again: a new round */
 		sl->iters_done = p->iters_done;
 		sl->iters_total = p->iters_total;
 		sl->gbps = p->gbps;
 		sl->gen = po->gen;
-		if (++po->nfresh == po->nslots)
-			flush_round(po, p);
+		sl->test_index = p->test_index;
+		sl->final = 0;
+		/* the round's time and test: its latest report's */
+		if (!po->nfresh || p->elapsed_ns > po->round_ns) {
+			po->round_ns = p->elapsed_ns;
+			po->round_ti = p->test_index;
+			po->round_dur_ns = p->duration_ns;
+			snprintf(po->round_test, sizeof(po->round_test), "%s",
+				 p->test ? p->test : "?");
+		}
+		if (++po->nfresh >= live_slots(po))
+			flush_round(po);
 		return;
 	}
 	progress_format(line, sizeof(line), p);
 	emit(po, line, 1);
+}
+
+void progress_conn_done(struct progress_out *po, const struct evr_result *r)
+{
+	struct progress_slot *sl;
+
+	if (!r->conn_index || r->nconns || r->conn_index > po->nslots)
+		return;
+	sl = &po->slot[r->conn_index - 1];
+	if (sl->gen == po->gen && po->nfresh)
+		po->nfresh--;   /* counted as final now, not as reported */
+	if (!sl->gen) {
+		/* it never reported: its test is the round's, and a count
+		 * (no -D) is all it ran */
+		sl->test_index = po->round_ti;
+		sl->iters_total = po->round_dur_ns ? 0 : r->iters;
+	}
+	sl->iters_done = r->iters;
+	sl->final = 1;
+	/* the round in hand may wait for nobody else now */
+	if (po->nfresh && po->nfresh >= live_slots(po))
+		flush_round(po);
 }
 
 void progress_clear(struct progress_out *po)
@@ -146,6 +195,39 @@ const char *lat_header(void)
 			 "samples", "min_us", "p50_us", "p90_us", "p99_us",
 			 "p99.9_us", "max_us", "mean_us");
 	return hdr;
+}
+
+const char *split_header(void)
+{
+	static char hdr[128];
+
+	if (!hdr[0])
+		snprintf(hdr, sizeof(hdr),
+			 "%-10s%-7s%8s%11s%11s%11s%11s%11s%11s\n", "name",
+			 "part", "samples", "min_us", "p50_us", "p90_us",
+			 "p99_us", "max_us", "mean_us");
+	return hdr;
+}
+
+void split_format_row(char *buf, size_t len, const char *name,
+		      enum evr_split_part part, const struct evr_lat_stats *l)
+{
+	static const char *const names[EVR_SPLIT_PARTS] = {
+		[EVR_SPLIT_NET] = "net",
+		[EVR_SPLIT_PEER] = "peer",
+		[EVR_SPLIT_LOCAL] = "local",
+	};
+
+	if (!l->samples) {
+		snprintf(buf, len, "%-10s%-7s%8s%11s\n", name,
+			 names[part], "0", "-");
+		return;
+	}
+	snprintf(buf, len,
+		 "%-10s%-7s%8llu%11.2f%11.2f%11.2f%11.2f%11.2f%11.2f\n",
+		 name, names[part], (unsigned long long)l->samples,
+		 l->min_ns / 1e3, l->p50_ns / 1e3, l->p90_ns / 1e3,
+		 l->p99_ns / 1e3, l->max_ns / 1e3, l->mean_ns / 1e3);
 }
 
 void lat_format_row(char *buf, size_t len, const char *name,

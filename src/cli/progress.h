@@ -13,11 +13,15 @@
 #include "evrdma/stream.h"
 
 /* rstream -c N: the connections' reports of one tick become one line
- * (and a conn#K line each with --per-conn). */
+ * (and a conn#K line each with --per-conn).  A connection whose test is
+ * over keeps its count in the sums (they never go backwards) and is no
+ * longer waited for. */
 struct progress_slot {
 	uint64_t iters_done, iters_total;
 	double gbps;
 	unsigned gen;   /* the round it last reported in */
+	unsigned test_index;
+	int final;      /* its test test_index is over */
 };
 
 struct progress_out {
@@ -27,6 +31,10 @@ struct progress_out {
 	int per_conn;   /* -c N --per-conn: a line per connection too */
 	struct progress_slot *slot; /* [conn_total], made at the first */
 	unsigned nslots, gen, nfresh;
+	/* the round in hand: its test, and its time (its latest report's) */
+	uint64_t round_ns, round_dur_ns;
+	unsigned round_ti;
+	char round_test[32];
 };
 
 void progress_init(struct progress_out *po, FILE *f, int tty);
@@ -35,8 +43,13 @@ void progress_init(struct progress_out *po, FILE *f, int tty);
 void progress_format(char *buf, size_t len, const struct evr_progress *p);
 /* One report; with p->conn_total > 1 it joins its round's aggregate,
  * "[   2.0s] 64_lat 4 conns 1234/400000 iters 1.23 Gb/s", printed once
- * every connection has reported (or one reports twice). */
+ * every connection still in the test has reported (or one reports
+ * twice), at the time of the round's latest report. */
 void progress_print(struct progress_out *po, const struct evr_progress *p);
+/* -c N: connection r->conn_index's result (its test is over): its
+ * iterations stay in the rounds' sums, and the rounds stop waiting for
+ * it. */
+void progress_conn_done(struct progress_out *po, const struct evr_result *r);
 void progress_free(struct progress_out *po);
 /* Erase the live line (before anything else is written to the screen). */
 void progress_clear(struct progress_out *po);
@@ -45,5 +58,10 @@ void progress_clear(struct progress_out *po);
 const char *lat_header(void);
 void lat_format_row(char *buf, size_t len, const char *name,
 		    const struct evr_lat_stats *l);
+/* The --split table: header, and one row per part of a test's round
+ * trip (name "" after the first), usec. */
+const char *split_header(void);
+void split_format_row(char *buf, size_t len, const char *name,
+		      enum evr_split_part part, const struct evr_lat_stats *l);
 
 #endif

@@ -100,6 +100,9 @@ static const struct {
 	  "port (RoCE and iWARP devices have none) is not supported" },
 	{ EVR_NOTSUP_GID_TCP, "-f gid over TCP (GIDs need the RDMA "
 	  "transport) is not supported" },
+	{ EVR_NOTSUP_CONNS, "-c with a server that does not negotiate (an "
+	  "upstream rstream server serves one connection at a time) is not "
+	  "supported: leave out -c against such a server" },
 };
 
 /* A server's refusal: the option its operator would change. */
@@ -130,10 +133,14 @@ void rstream_failure_str(const struct evr_failure *f,
 		why = limit;
 	} else if (f && f->err < 0 && f->where &&
 		   f->detail == EVR_REJECT_CONNS && -f->err < EVR_E_BASE) {
+		struct evr_stream_opts eff = { 0 };
+
+		if (o)
+			eff = *o;
+		evr_stream_opts_resolve(&eff, &eff);
 		snprintf(limit, sizeof(limit), "%s (at the --max-conns limit "
 			 "of %u connections: new ones are turned away until "
-			 "some close): %s", f->where, o && o->max_conns ?
-			 o->max_conns : EVR_DEFAULT_MAX_SERVER_CONNS,
+			 "some close): %s", f->where, eff.max_conns,
 			 strerror(-f->err));
 		why = limit;
 	}

@@ -35,9 +35,12 @@ struct app {
 	/* --percentiles: rows kept for the table after the results */
 	struct lat_row {
 		char name[16];
+		int have_lat, have_split;
 		struct evr_lat_stats l;
+		struct evr_lat_split sp;
 	} *lat;
 	size_t nlat, lat_cap;
+	int started;              /* evr_stream_start() was called */
 	int error_done;           /* --json: the error record is out */
 	uint64_t t0;
 	/* --json's summary counts; with -T f in memory shared with the
@@ -51,10 +54,12 @@ struct app {
 	__atomic_fetch_add(&(a)->tot->field, (n), __ATOMIC_RELAXED)
 
 /* After output: a write to stdout that failed stops the run (one line on
- * stderr, exit 5), as a closed pipe would stop upstream's (SIGPIPE). */
+ * stderr, exit 5), as a closed pipe would stop upstream's (SIGPIPE).  One
+ * that failed before the start keeps the run from starting (run()). */
 static void out_check(struct app *a)
 {
-	if (!a->out->failed && cli_out_check(a->out) && a->st && !a->done)
+	if (!a->out->failed && cli_out_check(a->out) && a->started &&
+	    !a->done)
 		evr_stream_cancel(a->st);
 }
 
@@ -87,7 +92,12 @@ static void keep_lat(struct app *a, const struct evr_result *r)
 			 r->conn_index);
 	else
 		snprintf(n->name, sizeof(n->name), "%s", r->name);
-	n->l = *r->lat;
+	n->have_lat = r->lat != NULL;
+	if (r->lat)
+		n->l = *r->lat;
+	n->have_split = r->split != NULL;
+	if (r->split)
+		n->sp = *r->split;
 }
 
 static void print_lat(struct app *a)
@@ -95,13 +105,41 @@ static void print_lat(struct app *a)
 	char row[160];
 	size_t i;
 
+	int p, any = 0;
+
 	if (!a->nlat || a->cli.json)
 		return;
-	fputc('\n', stdout);
-	fputs(lat_header(), stdout);
+	if (a->cli.o.percentiles) {
+		fputc('\n', stdout);
+		fputs(lat_header(), stdout);
+	}
 	for (i = 0; i < a->nlat; i++) {
+		any |= a->lat[i].have_split;
+		if (!a->lat[i].have_lat)
+			continue;
 		lat_format_row(row, sizeof(row), a->lat[i].name, &a->lat[i].l);
 		fputs(row, stdout);
+	}
+	/* --split: each test's round trip in its parts */
+	if (any) {
+		fputc('\n', stdout);
+		fputs(split_header(), stdout);
+	}
+	for (i = 0; i < a->nlat; i++) {
+		const struct lat_row *lr = &a->lat[i];
+
+		if (!lr->have_split)
+			continue;
+		for (p = 0; p < EVR_SPLIT_PARTS; p++) {
+			split_format_row(row, sizeof(row),
+					 p ? "" : lr->name, p,
+					 &lr->sp.part[p]);
+			fputs(row, stdout);
+		}
+		if (lr->sp.rejected)
+			printf("%-10s%-7s%8llu (parts that did not add up)\n",
+			       "", "reject",
+			       (unsigned long long)lr->sp.rejected);
 	}
 	fflush(stdout);
 }
@@ -111,6 +149,9 @@ static void on_result(void *ud, const struct evr_result *r)
 	struct app *a = ud;
 	char row[160];
 
+	/* -c N: its count stays in the progress lines' sums */
+	if (!a->cli.json)
+		progress_conn_done(&a->prog, r);
 	progress_clear(&a->prog);
 	/* -c N: the aggregate rows; one connection's only with --per-conn */
 	if (r->conn_index && !a->cli.per_conn)
@@ -136,7 +177,7 @@ static void on_result(void *ud, const struct evr_result *r)
 	fputs(row, stdout);
 	fflush(stdout);
 	out_check(a);
-	if (r->lat)
+	if (r->lat || r->split)
 		keep_lat(a, r);
 }
 
@@ -193,19 +234,12 @@ static void on_info(void *ud, const struct evr_info *i)
 	out_check(a);
 }
 
-/* What this run needs of the host (evrdma/hostcheck.h). */
+/* What this run needs of the host (evrdma/hostcheck.h): the library's
+ * answer, and that main() raises the soft RLIMIT_NOFILE first. */
 static void need_of(const struct rstream_cli *cli, struct evr_hc_need *n)
 {
-	unsigned conns = cli->o.conns ? cli->o.conns : 1;
-
-	memset(n, 0, sizeof(*n));
-	n->rdma = cli->o.xport == EVR_XPORT_RDMA;
-	n->memlock = n->rdma ? evr_stream_memlock(&cli->o) : 0;
-	if (!cli->o.server) {
-		n->fds = evr_xport_fds(cli->o.xport, conns);
-		n->fds_raise = 1; /* main() raises the soft limit */
-	}
-	n->addr = cli->o.bind_addr;
+	evr_stream_need(&cli->o, n);
+	n->fds_raise = n->fds != 0;
 }
 
 /* An RDMA failure before any test ran that the host explains (locked
@@ -387,6 +421,8 @@ static int run(int argc, char **argv, struct cli_out *out)
 				       &a.need, a.cli.json);
 	if (a.cli.json)
 		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
+	if (cli_out_check(a.out))
+		return RSTREAM_EXIT_LOCAL; /* nobody would see the results */
 	if (a.cli.json && a.cli.o.fork) {
 		void *m = mmap(NULL, sizeof(*a.tot), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -402,13 +438,12 @@ static int run(int argc, char **argv, struct cli_out *out)
 	/* Room for every connection, checked before any is made. */
 	if (!a.cli.o.server) {
 		unsigned n = a.cli.o.conns ? a.cli.o.conns : 1;
-		unsigned long need = evr_xport_fds(a.cli.o.xport, n);
 		unsigned long lim;
 
-		if (fdlimit_raise(need, &lim)) {
+		if (fdlimit_raise(a.need.fds, &lim)) {
 			snprintf(line, sizeof(line), "-c %u needs ~%lu file "
 				 "descriptors, the limit is %lu and cannot be "
-				 "raised", n, need, lim);
+				 "raised", n, a.need.fds, lim);
 			return fail_early(&a, "rstream: ", line,
 					  RSTREAM_EXIT_LOCAL);
 		}
@@ -451,8 +486,12 @@ static int run(int argc, char **argv, struct cli_out *out)
 			rstream_plan_warning(&a.cli));
 	if (!a.cli.o.server)
 		print_header(&a); /* upstream prints it before connecting */
-	ret = evr_stream_start(a.st, &f);
-	if (ret && diagnosed(&a, &f, line, sizeof(line))) {
+	a.started = !a.out->failed;
+	ret = a.started ? evr_stream_start(a.st, &f) : 0;
+	if (!a.started) {
+		/* the header's write failed: said, and nothing started */
+		a.status = RSTREAM_EXIT_LOCAL;
+	} else if (ret && diagnosed(&a, &f, line, sizeof(line))) {
 		a.status = RSTREAM_EXIT_LOCAL;
 		json_error(&a, NULL, line, a.status);
 	} else if (ret) {
@@ -481,5 +520,6 @@ int main(int argc, char **argv)
 {
 	struct cli_out out = { .prog = "rstream" };
 
+	cli_out_init(&out);
 	return cli_out_close(&out, run(argc, argv, &out), RSTREAM_EXIT_LOCAL);
 }

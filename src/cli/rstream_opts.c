@@ -52,6 +52,11 @@ static void help_extra(FILE *out)
 		     "trip latency per test:\n"
 		     "\t                     min, p50, p90, p99, p99.9, max, "
 		     "mean (usec)\n");
+	fprintf(out, "\t--split              client: after the table, each "
+		     "test's round trip in its\n"
+		     "\t                     parts: network, server hold, "
+		     "local delay (usec;\n"
+		     "\t                     evrdma servers only)\n");
 	fprintf(out, "\t--interval SEC       report progress on stderr every "
 		     "SEC seconds\n");
 	fprintf(out, "\t--json               JSON Lines on stdout instead of "
@@ -227,14 +232,14 @@ static int set_poll(void *obj, const char *arg)
 
 	if (cli_num(arg, 0, EVR_MAX_POLL_US, 0, &v))
 		return -1;
-	((struct rstream_cli *)obj)->o.poll_us = v ? (int)v : -1;
+	((struct rstream_cli *)obj)->o.poll_us = v ? (int)v : EVR_POLL_NEVER;
 	return 0;
 }
 
 enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
        OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
        OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL,
-       OPT_CHECK, OPT_NO_HOST_CHECK, OPT_ALL_AT_ONCE };
+       OPT_CHECK, OPT_NO_HOST_CHECK, OPT_ALL_AT_ONCE, OPT_SPLIT };
 
 #define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct rstream_cli, m)
@@ -294,6 +299,8 @@ static const struct cli_opt options[] = {
 	  .what = "must be 0.01 to 86400 seconds", .side = CLI_CLIENT,
 	  .why = "the server follows the client" },
 	{ OPT_PCT, "percentiles", "--percentiles", CLI_FLAG, O(percentiles),
+	  .side = CLI_CLIENT },
+	{ OPT_SPLIT, "split", "--split", CLI_FLAG, O(lat_split),
 	  .side = CLI_CLIENT },
 	{ OPT_PER_CONN, "per-conn", "--per-conn", CLI_FLAG, C(per_conn),
 	  .side = CLI_CLIENT },

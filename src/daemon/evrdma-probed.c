@@ -7,8 +7,11 @@
  * (see http.c) and the signals.  Only the public API, include/evrdma/, is used.
  *
  * Exit status: 0 stopped by SIGTERM/SIGINT, or --check-config found the
- * file good; 1 usage or a bad configuration file; 2 cannot listen on the
- * HTTP address; 3 another local failure (memory, the event loop).
+ * file good; 1 usage or a bad configuration or peers file (probed_load():
+ * --check-config and the start refuse the same files); 2 cannot listen
+ * on the HTTP address (its port taken, say; an address not on this
+ * host yet is waited for); 3 another local failure (memory, the event
+ * loop).
  */
 #include "config.h"
 
@@ -23,11 +26,13 @@
 
 #include "evrdma/loop.h"
 #include "http.h"
+#include "load.h"
 #include "log.h"
 #include "mesh.h"
 #include "metrics.h"
 #include "pconf.h"
 #include "probe.h"
+#include "reconcile.h"
 #include "responder.h"
 
 #ifndef SYSCONFDIR
@@ -60,25 +65,16 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 		"evrdma-probed: metrics at /metrics\n";
 
 	if (!strcmp(url, "/metrics")) {
-		struct probe **all;
-		size_t n = d->nprobes, i;
-		int ret;
+		struct metrics_src s = {
+			.probes = d->probes, .nprobes = d->nprobes,
+			.responders = d->responders,
+			.nresponders = d->nresponders,
+			.mesh = d->mesh ? &d->mesh->stats : NULL,
+		};
 
+		s.peers = mesh_probes(d->mesh, &s.npeers);
 		*type = METRICS_CONTENT_TYPE;
-		if (!d->mesh || !d->mesh->npeers)
-			return metrics_render(body, len, d->probes, n,
-					      &d->md) ? -1 : 1;
-		/* the configured probes, then the mesh's */
-		all = calloc(n + d->mesh->npeers, sizeof(*all));
-		if (!all)
-			return -1;
-		memcpy(all, d->probes, n * sizeof(*all));
-		for (i = 0; i < d->mesh->npeers; i++)
-			if (d->mesh->peers[i].p)
-				all[n++] = d->mesh->peers[i].p;
-		ret = metrics_render(body, len, all, n, &d->md);
-		free(all);
-		return ret ? -1 : 1;
+		return metrics_render(body, len, &s, &d->md) ? -1 : 1;
 	}
 	if (!strcmp(url, "/")) {
 		*type = "text/plain; charset=utf-8";
@@ -89,96 +85,149 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 	return 0;
 }
 
-/* The responders of conf, as apply() does the probes: an unchanged one
- * keeps listening and its counters.  Step one allocates (new ones into
- * nr, not started; 0 or -1 with nothing changed); step two commits. */
-struct resp_plan {
+/* apply()'s sets, as the reconciler sees them: the running probes and
+ * responders (d), those conf wants (np, nr: kept or made). */
+struct apply_rc {
+	struct probed *d;
+	struct pconf *conf;
+	struct probe **np;
 	struct responder **nr;
-	char *reused, *isnew;
-	size_t kept, added, removed;
 };
 
-static int resp_prepare(struct probed *d, struct pconf *conf,
-			struct resp_plan *rp)
+/* The probes: the same name and keys keep the running one (its run in
+ * flight and counters go on). */
+static const char *probe_key(void *ud, int old, size_t i)
 {
-	size_t i, j;
+	struct apply_rc *a = ud;
 
-	memset(rp, 0, sizeof(*rp));
-	rp->nr = calloc(conf->nresponders + 1, sizeof(*rp->nr));
-	rp->reused = calloc(d->nresponders + 1, 1);
-	rp->isnew = calloc(conf->nresponders + 1, 1);
-	if (!rp->nr || !rp->reused || !rp->isnew)
-		goto fail;
-	for (i = 0; i < conf->nresponders; i++) {
-		for (j = 0; j < d->nresponders; j++)
-			if (!rp->reused[j] &&
-			    pconf_responder_equal(d->responders[j]->cfg,
-						  &conf->responders[i]))
-				break;
-		if (j < d->nresponders) {
-			rp->reused[j] = 1;
-			rp->nr[i] = d->responders[j];
-			rp->kept++;
-			continue;
-		}
-		if (responder_new(&rp->nr[i], d->loop, &conf->responders[i]))
-			goto fail;
-		rp->isnew[i] = 1;
-		rp->added++;
-	}
-	return 0;
-fail:
-	for (i = 0; rp->isnew && i < conf->nresponders; i++)
-		if (rp->isnew[i])
-			responder_free(rp->nr[i]);
-	free(rp->nr);
-	free(rp->reused);
-	free(rp->isnew);
-	memset(rp, 0, sizeof(*rp));
-	return -1;
+	return old ? a->d->probes[i]->cfg->name : a->conf->probes[i].name;
 }
 
-static void resp_commit(struct probed *d, struct pconf *conf,
-			struct resp_plan *rp)
+static int probe_same(void *ud, size_t j, size_t i)
 {
-	size_t i, j;
+	struct apply_rc *a = ud;
 
-	for (i = 0; i < conf->nresponders; i++)
-		rp->nr[i]->cfg = &conf->responders[i];
-	/* the removed first: a changed responder's port is free for its
-	 * successor */
-	for (j = 0; j < d->nresponders; j++) {
-		if (rp->reused[j])
-			continue;
-		plog(PLOG_INFO, "responder %s: removed",
-		     d->responders[j]->cfg->label);
-		responder_free(d->responders[j]);
-		rp->removed++;
-	}
-	for (i = 0; i < conf->nresponders; i++) {
-		if (!rp->isnew[i])
-			continue;
-		plog(PLOG_INFO, "responder %s: started", rp->nr[i]->cfg->label);
-		responder_start(rp->nr[i]);
-	}
-	free(d->responders);
-	d->responders = rp->nr;
-	d->nresponders = conf->nresponders;
-	d->md.responders = d->responders;
-	d->md.nresponders = d->nresponders;
-	free(rp->reused);
-	free(rp->isnew);
+	return pconf_probe_equal(a->d->probes[j]->cfg, &a->conf->probes[i]);
 }
 
-/* The mesh of conf: the same keys keep the running one (its peers' probes
- * and counters), which reads its peers file again (SIGHUP); other keys
- * start it afresh. */
-static void apply_mesh(struct probed *d, struct pconf *conf)
+static int probe_make(void *ud, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	return probe_new(&a->np[i], a->d->loop, &a->conf->probes[i]);
+}
+
+static void probe_unmake(void *ud, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	probe_free(a->np[i]);
+}
+
+static void probe_keep(void *ud, size_t j, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	a->np[i] = a->d->probes[j];
+	a->np[i]->cfg = &a->conf->probes[i];
+}
+
+static void probe_drop(void *ud, size_t j)
+{
+	struct probe *p = ((struct apply_rc *)ud)->d->probes[j];
+
+	plog(PLOG_INFO, "probe \"%s\": removed%s", p->cfg->name,
+	     p->running ? ", its run cancelled" : "");
+	probe_free(p);
+}
+
+static void probe_go(void *ud, size_t i)
+{
+	struct probe *p = ((struct apply_rc *)ud)->np[i];
+
+	plog(PLOG_INFO, "probe \"%s\": started (%s, every %g s)",
+	     p->cfg->name, p->cfg->type == PROBE_RSTREAM ? "rstream" :
+	     "mckey", p->cfg->interval_s);
+	probe_start(p);
+}
+
+static const struct reconcile_ops probe_ops = {
+	.key = probe_key,
+	.same = probe_same,
+	.make = probe_make,
+	.unmake = probe_unmake,
+	.keep = probe_keep,
+	.drop = probe_drop,
+	.start = probe_go,
+};
+
+/* The responders: an unchanged one keeps listening and its counters. */
+static int resp_same(void *ud, size_t j, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	return pconf_responder_equal(a->d->responders[j]->cfg,
+				     &a->conf->responders[i]);
+}
+
+static int resp_make(void *ud, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	return responder_new(&a->nr[i], a->d->loop, &a->conf->responders[i]);
+}
+
+static void resp_unmake(void *ud, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	responder_free(a->nr[i]);
+}
+
+static void resp_keep(void *ud, size_t j, size_t i)
+{
+	struct apply_rc *a = ud;
+
+	a->nr[i] = a->d->responders[j];
+	a->nr[i]->cfg = &a->conf->responders[i];
+}
+
+static void resp_drop(void *ud, size_t j)
+{
+	struct responder *r = ((struct apply_rc *)ud)->d->responders[j];
+
+	plog(PLOG_INFO, "responder %s: removed", r->cfg->label);
+	responder_free(r);
+}
+
+static void resp_go(void *ud, size_t i)
+{
+	struct responder *r = ((struct apply_rc *)ud)->nr[i];
+
+	plog(PLOG_INFO, "responder %s: started", r->cfg->label);
+	responder_start(r);
+}
+
+static const struct reconcile_ops resp_ops = {
+	.key = NULL, /* unnamed: the first equal one */
+	.same = resp_same,
+	.make = resp_make,
+	.unmake = resp_unmake,
+	.keep = resp_keep,
+	.drop = resp_drop,
+	.start = resp_go,
+};
+
+/* The mesh of conf, with the peers its file had (probed_load()): the
+ * same keys keep the running one (its peers' probes and counters); other
+ * keys start it afresh. */
+static void apply_mesh(struct probed *d, struct pconf *conf,
+		       struct mesh_list *peers)
 {
 	if (d->mesh && conf->mesh &&
 	    json_equal(d->mesh->cfg->raw, conf->mesh->raw)) {
 		d->mesh->cfg = conf->mesh;
-		mesh_reread(d->mesh);
+		mesh_set_peers(d->mesh, peers);
 		return;
 	}
 	mesh_free(d->mesh);
@@ -190,109 +239,87 @@ static void apply_mesh(struct probed *d, struct pconf *conf)
 		plog(PLOG_ERR, "mesh: out of memory, no mesh");
 		return;
 	}
-	mesh_start(d->mesh);
+	mesh_start(d->mesh, peers);
 }
 
-/* Probes of conf: the running one kept where its configuration is
- * unchanged (its run in flight and counters go on), the rest new.  All
- * allocation comes first, so that a failure leaves the running set as it
- * was. */
-static int apply(struct probed *d, struct pconf *conf)
+/* conf in place of the running configuration: its responders and probes
+ * (reconcile.h), all made before any is changed, so that a failure
+ * leaves the running set as it was; then its mesh. */
+static int apply(struct probed *d, struct pconf *conf,
+		 struct mesh_list *peers)
 {
-	struct resp_plan rp;
-	struct probe **np = NULL;
-	size_t i, j, kept = 0, added = 0, removed = 0;
-	char *reused = NULL, *isnew = NULL;
-	int ret = -1;
+	struct apply_rc a = { d, conf, NULL, NULL };
+	struct reconcile rr, pr;
 
-	if (resp_prepare(d, conf, &rp))
-		return -1;
-	np = calloc(conf->nprobes + 1, sizeof(*np));
-	reused = calloc(d->nprobes + 1, 1);
-	isnew = calloc(conf->nprobes + 1, 1);
-	if (!np || !reused || !isnew)
-		goto out;
-	for (i = 0; i < conf->nprobes; i++) {
-		for (j = 0; j < d->nprobes; j++)
-			if (!reused[j] &&
-			    !strcmp(d->probes[j]->cfg->name,
-				    conf->probes[i].name) &&
-			    pconf_probe_equal(d->probes[j]->cfg,
-					      &conf->probes[i]))
-				break;
-		if (j < d->nprobes) {
-			reused[j] = 1;
-			np[i] = d->probes[j];
-			kept++;
-			continue;
-		}
-		if (probe_new(&np[i], d->loop, &conf->probes[i])) {
-			for (j = 0; j < i; j++)
-				if (isnew[j])
-					probe_free(np[j]);
-			goto out;
-		}
-		isnew[i] = 1;
-		added++;
+	a.nr = calloc(conf->nresponders + 1, sizeof(*a.nr));
+	a.np = calloc(conf->nprobes + 1, sizeof(*a.np));
+	if (!a.nr || !a.np ||
+	    reconcile_plan(&rr, d->nresponders, conf->nresponders, &resp_ops,
+			   &a))
+		goto fail;
+	/* (range-checked: only out of memory fails; it forgets the names
+	 * kept, which a reload looks up again) */
+	if (evr_loop_set_lookups(d->loop, &conf->dns) ||
+	    reconcile_plan(&pr, d->nprobes, conf->nprobes, &probe_ops, &a)) {
+		reconcile_abort(&rr);
+		goto fail;
 	}
-	/* commit */
-	resp_commit(d, conf, &rp);
-	rp.nr = NULL;
-	for (i = 0; i < conf->nprobes; i++)
-		np[i]->cfg = &conf->probes[i];
-	for (j = 0; j < d->nprobes; j++) {
-		if (reused[j])
-			continue;
-		plog(PLOG_INFO, "probe \"%s\": removed%s",
-		     d->probes[j]->cfg->name,
-		     d->probes[j]->running ? ", its run cancelled" : "");
-		probe_free(d->probes[j]);
-		removed++;
-	}
-	for (i = 0; i < conf->nprobes; i++) {
-		if (!isnew[i])
-			continue;
-		plog(PLOG_INFO, "probe \"%s\": started (%s, every %g s)",
-		     np[i]->cfg->name, np[i]->cfg->type == PROBE_RSTREAM ?
-		     "rstream" : "mckey", np[i]->cfg->interval_s);
-		probe_start(np[i]);
-	}
+	/* the removed responders first: a changed one's port is free for
+	 * its successor */
+	reconcile_commit(&rr);
+	free(d->responders);
+	d->responders = a.nr;
+	d->nresponders = conf->nresponders;
+	reconcile_commit(&pr);
 	free(d->probes);
-	d->probes = np;
-	np = NULL;
+	d->probes = a.np;
 	d->nprobes = conf->nprobes;
-	apply_mesh(d, conf);
+	apply_mesh(d, conf, peers);
 	pconf_free(d->conf);
 	d->conf = conf;
-	plog(PLOG_INFO, "configuration %s: %zu probes (%zu added, %zu "
-	     "removed, %zu unchanged)", d->conf_file, d->nprobes, added,
-	     removed, kept);
-	if (rp.added || rp.removed || rp.kept)
-		plog(PLOG_INFO, "configuration %s: %zu responders (%zu added, "
-		     "%zu removed, %zu unchanged)", d->conf_file,
-		     d->nresponders, rp.added, rp.removed, rp.kept);
-	ret = 0;
-out:
-	if (rp.nr) { /* not committed: the new ones go, nothing changed */
-		for (i = 0; i < conf->nresponders; i++)
-			if (rp.isnew[i])
-				responder_free(rp.nr[i]);
-		free(rp.nr);
-		free(rp.reused);
-		free(rp.isnew);
-	}
-	free(np);
-	free(reused);
-	free(isnew);
-	return ret;
+	plog(PLOG_INFO, "configuration %s: %zu probe%s (%zu added, %zu "
+	     "removed, %zu unchanged)", d->conf_file, d->nprobes,
+	     PLOG_S(d->nprobes), pr.added, pr.removed, pr.kept_n);
+	if (rr.added || rr.removed || rr.kept_n)
+		plog(PLOG_INFO, "configuration %s: %zu responder%s (%zu "
+		     "added, %zu removed, %zu unchanged)", d->conf_file,
+		     d->nresponders, PLOG_S(d->nresponders), rr.added,
+		     rr.removed, rr.kept_n);
+	return 0;
+fail:
+	free(a.nr);
+	free(a.np);
+	return -1;
+}
+
+static void say_log(void *ud, const char *msg)
+{
+	(void)ud;
+	plog(PLOG_ERR, "%s", msg);
+}
+
+static void say_stderr(void *ud, const char *msg)
+{
+	(void)ud;
+	fprintf(stderr, "evrdma-probed: %s\n", msg);
 }
 
 static void reload(struct probed *d)
 {
+	struct mesh_list peers;
 	struct pconf *conf;
 	char err[512];
+	int r;
 
-	if (pconf_load(&conf, d->conf_file, err, sizeof(err))) {
+	r = probed_load(d->conf_file, &conf, &peers, say_log, NULL, err,
+			sizeof(err));
+	if (r) {
+		/* the running mesh's own file: its read counted as failed */
+		if (r == LOAD_PEERS && d->mesh &&
+		    !strcmp(conf->mesh->peers_file, d->mesh->cfg->peers_file))
+			mesh_file_failed(d->mesh, &peers);
+		if (r == LOAD_PEERS)
+			pconf_free(conf);
 		d->md.reload_failures++;
 		d->md.last_reload_ok = 0;
 		plog(PLOG_ERR, "reload rejected, the running configuration "
@@ -303,7 +330,11 @@ static void reload(struct probed *d)
 	    conf->listen_port != d->conf->listen_port)
 		plog(PLOG_WARN, "reload: a new listen address takes effect "
 		     "at the next start only");
-	if (apply(d, conf)) {
+	if (memcmp(&conf->http, &d->conf->http, sizeof(conf->http)))
+		plog(PLOG_WARN, "reload: new \"http\" limits take effect at "
+		     "the next start only");
+	if (apply(d, conf, &peers)) {
+		mesh_list_free(&peers);
 		pconf_free(conf);
 		d->md.reload_failures++;
 		d->md.last_reload_ok = 0;
@@ -311,6 +342,7 @@ static void reload(struct probed *d)
 		     "configuration stays");
 		return;
 	}
+	mesh_list_free(&peers); /* taken by the mesh, unless it has none */
 	d->md.reloads++;
 	d->md.last_reload_ok = 1;
 }
@@ -451,9 +483,10 @@ static int parse_args(int argc, char **argv, struct probed *d, int *check,
 int main(int argc, char **argv)
 {
 	struct probed d;
+	struct mesh_list peers;
 	struct pconf *conf;
 	char err[512];
-	int check = 0, use_syslog = 0, ret;
+	int check = 0, use_syslog = 0, ret, listening;
 	struct timespec ts;
 
 	memset(&d, 0, sizeof(d));
@@ -461,30 +494,32 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv, &d, &check, &use_syslog);
 	if (ret >= 0)
 		return ret;
-	if (pconf_load(&conf, d.conf_file, err, sizeof(err))) {
+	/* --check-config and the start: the same check, the same verdict */
+	ret = probed_load(d.conf_file, &conf, &peers, say_stderr, NULL, err,
+			  sizeof(err));
+	if (ret) {
+		if (ret == LOAD_PEERS)
+			pconf_free(conf);
 		fprintf(stderr, "evrdma-probed: %s\n", err);
 		return EXIT_CONFIG;
 	}
 	if (check) {
-		struct mesh_counts mc;
-
-		/* the peers file too: a bad line, which the daemon skips
-		 * with a warning, fails the check, so that config
-		 * management notices it */
-		if (conf->mesh &&
-		    mesh_check(conf->mesh->peers_file, stderr, &mc)) {
-			pconf_free(conf);
-			return EXIT_CONFIG;
-		}
-		printf("evrdma-probed: %s: ok, %zu probes, HTTP on %s port %u",
-		       d.conf_file, conf->nprobes, conf->listen_addr,
-		       conf->listen_port);
+		printf("evrdma-probed: %s: ok, %zu probe%s, HTTP on %s port "
+		       "%u", d.conf_file, conf->nprobes, PLOG_S(conf->nprobes),
+		       conf->listen_addr, conf->listen_port);
 		if (conf->nresponders)
-			printf(", %zu responders", conf->nresponders);
+			printf(", %zu responder%s", conf->nresponders,
+			       PLOG_S(conf->nresponders));
 		if (conf->mesh)
-			printf(", a mesh of %zu peers (%zu of this host)",
-			       mc.peers, mc.own);
+			printf(", a mesh of %zu peer%s (%zu of this host)",
+			       peers.n, PLOG_S(peers.n), peers.own);
+		if (conf->mesh && conf->mesh->group_by)
+			printf(", selected of %zu by \"%s\" (%zu groups%s)",
+			       peers.listed, conf->mesh->group_by,
+			       peers.groups, peers.self_labels ? "" :
+			       "; this host not in the file");
 		printf("\n");
+		mesh_list_free(&peers);
 		pconf_free(conf);
 		return EXIT_OK;
 	}
@@ -502,15 +537,20 @@ int main(int argc, char **argv)
 		d.loop = NULL;
 		goto out;
 	}
-	if (http_open(&d.http, d.evl, conf->listen_addr, conf->listen_port,
-		      page, &d, err, sizeof(err))) {
+	d.md.loop = d.loop;
+	/* 1: its address is not on this host yet, tried again (logged) */
+	listening = http_open(&d.http, d.evl, conf->listen_addr,
+			      conf->listen_port, &conf->http, page, &d, err,
+			      sizeof(err));
+	if (listening < 0) {
 		plog(PLOG_ERR, "%s", err);
 		ret = EXIT_LISTEN;
 		goto out;
 	}
+	d.md.http = &d.http.st;
 	/* d.conf is NULL: apply() starts every probe */
 	d.conf = NULL;
-	if (apply(&d, conf)) {
+	if (apply(&d, conf, &peers)) {
 		plog(PLOG_ERR, "out of memory");
 		goto out;
 	}
@@ -522,11 +562,13 @@ int main(int argc, char **argv)
 	ev_signal_start(d.evl, &d.hup_w);
 	ev_signal_start(d.evl, &d.term_w);
 	ev_signal_start(d.evl, &d.int_w);
-	plog(PLOG_INFO, "serving /metrics on %s port %u, pid %ld",
-	     d.conf->listen_addr, d.conf->listen_port, (long)getpid());
+	if (!listening)
+		plog(PLOG_INFO, "serving /metrics on %s port %u, pid %ld",
+		     d.conf->listen_addr, d.conf->listen_port, (long)getpid());
 	ev_run(d.evl, 0);
 	ret = EXIT_OK;
 out:
+	mesh_list_free(&peers);
 	pconf_free(conf);
 	shutdown_all(&d);
 	if (ret == EXIT_OK)

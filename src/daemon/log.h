@@ -14,4 +14,7 @@ void plog_verbose(int on);
 void plog(enum plog_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* "%zu probe%s", n, PLOG_S(n): 1 probe, 0 or 2 probes */
+#define PLOG_S(n) ((n) == 1 ? "" : "s")
+
 #endif

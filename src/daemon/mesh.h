@@ -1,39 +1,45 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * A mesh: one rstream probe per peer of a plain-text peers file, the file
- * shared by every host (a peer whose address is this host's own is
- * skipped), re-read when it changes and on SIGHUP.  A line is
- *
- *     NAME ADDRESS [KEY=VALUE ...]      # a comment
- *
- * and its series carry peer="NAME" and the KEY="VALUE" labels.
+ * A mesh: one rstream probe per peer of a plain-text peers file (its
+ * reading and checks: peers.h), the file shared by every host (a peer
+ * whose address is this host's own is skipped), re-read when it changes
+ * and on SIGHUP; its series carry peer="NAME" and the line's KEY="VALUE"
+ * labels.
  */
 #ifndef EVR_PROBED_MESH_H
 #define EVR_PROBED_MESH_H
 
 #include <ev.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "evrdma/loop.h"
 #include "pconf.h"
+#include "peers.h"
 #include "probe.h"
 
-#define MESH_MAX_LABELS 16
-#define MESH_FILE_MAX (1u << 20)
 /* how often the peers file's stat is looked at, seconds */
 #define MESH_POLL_S 1.0
 
-struct mesh_peer {
-	struct probe_cfg cfg;       /* name "mesh:NAME", host ADDRESS, labels */
-	struct probe *p;
+/* What /metrics says of the mesh and its file (evrdma_mesh_*). */
+struct mesh_stats {
+	size_t peers;               /* peers probed */
+	size_t listed;              /* mesh_list.listed of the last read */
+	size_t selected;            /* mesh_list.selected of the last read */
+	int file_ok;                /* the last read was good */
+	uint64_t file_errors;       /* reads that failed */
+	double last_good_ts;        /* the last good read, epoch seconds */
 };
 
 struct mesh {
 	const struct mesh_cfg *cfg; /* the daemon's current pconf */
 	struct evr_loop *loop;
 	struct ev_loop *evl;
-	struct mesh_peer *peers;
+	/* the peers probed: a probe each, probes[i]->cfg == &cfgs[i]
+	 * (name "mesh:NAME", peer NAME, host ADDRESS, labels) */
+	struct probe_cfg *cfgs;
+	struct probe **probes;
 	size_t npeers;
 	unsigned seed;              /* the start jitter's */
 	/* "sample": k: one run every interval_s / min(k, peers), of the
@@ -42,36 +48,28 @@ struct mesh {
 	size_t cursor;
 	ev_timer poll_w;
 	int have_stat;
+	int missing;                /* stat() failed at the last look */
+	struct mesh_stats stats;
 	struct { long long dev, ino, size, mtime_ns, ctime_ns; } st;
 };
 
-/* One line of a peers file: 1 blank or a comment, 0 a peer (name, addr
- * and labels, 'peer="NAME",k="v"' escaped, malloc'd), -1 bad (why in
- * err).  A label name is Prometheus's [a-zA-Z_][a-zA-Z0-9_]*, not
- * starting with "__", and none of the daemon's own (probe, peer, reason,
- * le, quantile, check, responder); each at most once. */
-int mesh_parse_line(const char *line, char **name, char **addr,
-		    char **labels, char *err, size_t len);
-/* ADDRESS is one of this host's own (numeric addresses only). */
-int mesh_addr_is_local(const char *addr);
-
-struct mesh_counts {
-	size_t peers;               /* to probe */
-	size_t own;                 /* this host's own addresses */
-	size_t bad;                 /* bad lines, listed twice included */
-};
-/* --check-config: read the peers file at path as the daemon would, each
- * bad line as "evrdma-probed: PATH:LINE: why" on out.  0 (all good), 1
- * (bad lines, which the daemon would skip) or -1 (the file cannot be
- * read: one line on out). */
-int mesh_check(const char *path, FILE *out, struct mesh_counts *c);
-
 int mesh_new(struct mesh **out, struct evr_loop *loop,
 	     const struct mesh_cfg *cfg);
-/* Read the peers file (now), then look at it every MESH_POLL_S. */
-void mesh_start(struct mesh *m);
-/* Read the peers file again: unchanged peers keep their probes. */
-void mesh_reread(struct mesh *m);
+/* Probe the peers of l (mesh_load()'s, taken: l is left empty), then
+ * look at the file every MESH_POLL_S. */
+void mesh_start(struct mesh *m, struct mesh_list *l);
+/* The peers of l (a good read, taken) in place of the running ones
+ * (reconcile.h): unchanged peers keep their probes; a peer whose probe
+ * cannot be made is left out (tried again at the next read). */
+void mesh_set_peers(struct mesh *m, struct mesh_list *l);
+/* The peers' probes, for /metrics (m NULL: none). */
+struct probe *const *mesh_probes(const struct mesh *m, size_t *n);
+/* A read of the file failed (l: its counts, if it was read; NULL if it
+ * is gone): counted, the peers stay. */
+void mesh_file_failed(struct mesh *m, const struct mesh_list *l);
+/* Read the peers file again (mesh_load(), mesh_set_peers() or
+ * mesh_file_failed()); -1 if it was refused. */
+int mesh_reread(struct mesh *m);
 void mesh_free(struct mesh *m);
 
 #endif

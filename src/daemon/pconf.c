@@ -3,6 +3,7 @@
  * The configuration file.  One JSON object:
  *
  *   { "listen_address": "127.0.0.1", "listen_port": 9471,
+ *     "http": { "max_connections": 64, ... },
  *     "probes": [ { "name": ..., "type": "rstream" | "mckey", ... } ],
  *     "responders": [ { "transport": "tcp" | "rdma", "port": N,
  *                       "bind": ADDR, ... } ] }
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "pconf.h"
+#include "peers.h"
 
 struct ctx {
 	const char *file;
@@ -207,14 +209,34 @@ static int name_ok(const char *s)
 	return 1;
 }
 
+/* The engines' defaults, as the library resolves them: a key left out
+ * means what the engine would do with a zero. */
+static struct evr_stream_opts stream_defaults(void)
+{
+	struct evr_stream_opts d = { 0 };
+
+	evr_stream_opts_resolve(&d, &d);
+	return d;
+}
+
+static struct evr_mcast_opts mcast_defaults(void)
+{
+	struct evr_mcast_opts d = { 0 };
+
+	evr_mcast_opts_resolve(&d, &d);
+	return d;
+}
+
 static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 {
 	static const char *const keys[] = {
 		"name", "type", "interval_s", "timeout_s", "host", "port",
 		"bind", "transport", "kind", "size", "count", "iters", "verify",
-		"negotiate", "poll_us", NULL,
+		"negotiate", "poll_us", "peer", NULL,
 	};
 	static const char *const kinds[] = { "latency", "bandwidth", NULL };
+	const struct evr_stream_opts d = stream_defaults();
+	json_t *peer;
 	const char *xports[MAX_WORDS];
 	unsigned long long size, count, iters, poll;
 	unsigned port;
@@ -228,7 +250,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 		return fail(c, "\"host\" is required");
 	if (get_str(c, o, "host", NULL, &p->host) ||
 	    get_str(c, o, "bind", NULL, &p->bind) ||
-	    get_port(c, o, "port", 7471, &port) ||
+	    get_port(c, o, "port", (unsigned)atoi(d.port), &port) ||
 	    get_enum(c, o, "transport", xports, EVR_XPORT_RDMA, &x) ||
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
 	    get_bool(c, o, "verify", 0, &p->verify) ||
@@ -239,9 +261,34 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	if (get_uint(c, o, "size", 1, 64u << 20, kind ? 65536 : 64, &size) ||
 	    get_uint(c, o, "count", 1, 1000000000, kind ? 100 : 1, &count) ||
 	    get_uint(c, o, "iters", 1, 1000000000, kind ? 1 : 100, &iters) ||
-	    get_uint(c, o, "poll_us", 0, EVR_MAX_POLL_US, EVR_DEFAULT_POLL_US,
-		     &poll))
+	    get_uint(c, o, "poll_us", 0, EVR_MAX_POLL_US,
+		     (unsigned long long)d.poll_us, &poll))
 		return -1;
+	/* "peer": the host it probes, as the mesh's probes say it: the
+	 * label peer="NAME" on its series (the fabric's rules pair it with
+	 * the host that runs it) */
+	peer = json_object_get(o, "peer");
+	if (peer) {
+		const char *v = json_is_string(peer) ? json_string_value(peer) :
+						       NULL;
+		size_t n, k = 0;
+
+		if (!v || !v[0] || strlen(v) > PCONF_NAME_MAX || !name_ok(v))
+			return fail(c, "\"peer\" must be a string of 1 to %d "
+				    "printable characters", PCONF_NAME_MAX);
+		/* peer="..." with \ and " escaped */
+		n = strlen(v);
+		if (!(p->labels = malloc(2 * n + 8)))
+			return fail(c, "out of memory");
+		k = (size_t)sprintf(p->labels, "peer=\"");
+		for (; *v; v++) {
+			if (*v == '\\' || *v == '"')
+				p->labels[k++] = '\\';
+			p->labels[k++] = *v;
+		}
+		p->labels[k++] = '"';
+		p->labels[k] = '\0';
+	}
 	snprintf(pbuf, sizeof(pbuf), "%u", port);
 	if (!(p->port = strdup(pbuf)))
 		return fail(c, "out of memory");
@@ -249,7 +296,8 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	p->size = (uint32_t)size;
 	p->count = (uint32_t)count;
 	p->iters = (uint32_t)iters;
-	p->poll_us = poll ? (int)poll : -1;
+	/* the key's 0 is rstream --poll-usec 0's: never poll */
+	p->poll_us = poll ? (int)poll : EVR_POLL_NEVER;
 	return 0;
 }
 
@@ -260,6 +308,7 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 		"transport", "role", "count", "size", "settle_s", "udp_port",
 		NULL,
 	};
+	const struct evr_mcast_opts d = mcast_defaults();
 	const char *xports[MAX_WORDS];
 	static const char *const roles[] = { "receiver", "sender", NULL };
 	unsigned long long count, size;
@@ -277,7 +326,7 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 	    get_uint(c, o, "count", 0, 1000000, 10, &count) ||
 	    get_uint(c, o, "size", 1, 65000, 100, &size) ||
 	    get_num(c, o, "settle_s", 0, 60, 0.5, &p->settle_s) ||
-	    get_port(c, o, "udp_port", EVR_MC_DEFAULT_UDP_PORT, &p->udp_port))
+	    get_port(c, o, "udp_port", d.udp_port, &p->udp_port))
 		return -1;
 	p->mc_xport = (enum evr_mc_transport)x;
 	p->sender = role;
@@ -330,6 +379,7 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 		"transport", "port", "bind", "max_conns", "max_memory",
 		"size", "count", "iters", "stall_timeout_s", NULL,
 	};
+	const struct evr_stream_opts d = stream_defaults();
 	const char *xports[MAX_WORDS];
 	unsigned long long conns, mem, size, count, iters;
 	double stall;
@@ -356,7 +406,7 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 	    get_uint(c, o, "count", 1, 1000000000, 1, &count) ||
 	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters) ||
 	    get_num(c, o, "stall_timeout_s", 0.1, 3600,
-		    EVR_DEFAULT_STALL_MS / 1000.0, &stall))
+		    d.stall_ms / 1000.0, &stall))
 		return -1;
 	/* rstream --stall-timeout: a connection that moves nothing this
 	 * long is dropped (reason stall) */
@@ -395,6 +445,7 @@ void pconf_probe_fini(struct probe_cfg *p)
 	free(p->bind);
 	free(p->group);
 	free(p->labels);
+	free(p->peer);
 	json_decref(p->raw);
 	memset(p, 0, sizeof(*p));
 }
@@ -414,7 +465,8 @@ int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src)
 	    dup_or_null(&dst->port, src->port) |
 	    dup_or_null(&dst->bind, src->bind) |
 	    dup_or_null(&dst->group, src->group) |
-	    dup_or_null(&dst->labels, src->labels)) {
+	    dup_or_null(&dst->labels, src->labels) |
+	    dup_or_null(&dst->peer, src->peer)) {
 		pconf_probe_fini(dst);
 		return -ENOMEM;
 	}
@@ -426,7 +478,7 @@ int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src)
 static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
 {
 	static const char *const own[] = { "name", "type", "host", NULL };
-	unsigned long long sample;
+	unsigned long long sample, across;
 	json_t *t;
 	int i, ret = -1;
 
@@ -440,12 +492,24 @@ static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
 	if (!json_object_get(o, "peers_file"))
 		return fail(c, "\"peers_file\" is required");
 	if (get_str(c, o, "peers_file", NULL, &m->peers_file) ||
-	    get_uint(c, o, "sample", 1, MESH_SAMPLE_MAX, 0, &sample))
+	    get_uint(c, o, "sample", 1, MESH_SAMPLE_MAX, 0, &sample) ||
+	    get_str(c, o, "group_by", NULL, &m->group_by) ||
+	    get_uint(c, o, "across", 0, MESH_ACROSS_MAX, 1, &across))
 		return -1;
 	m->sample = (unsigned)sample;
+	m->across = (unsigned)across;
+	if (m->group_by && !mesh_label_name_ok(m->group_by,
+					       strlen(m->group_by)))
+		return fail(c, "\"group_by\": \"%s\" is not a label a peers "
+			    "file can have ([a-zA-Z_][a-zA-Z0-9_]*, not __*, "
+			    "none of the daemon's own)", m->group_by);
+	if (!m->group_by && json_object_get(o, "across"))
+		return fail(c, "\"across\" without \"group_by\"");
 	t = json_deep_copy(o);
 	if (!t || json_object_del(t, "peers_file") ||
 	    (sample && json_object_del(t, "sample")) ||
+	    (m->group_by && json_object_del(t, "group_by")) ||
+	    (json_object_get(t, "across") && json_object_del(t, "across")) ||
 	    json_object_set_new(t, "host", json_string("peer")))
 		goto nomem;
 	m->tmpl.type = PROBE_RSTREAM;
@@ -465,6 +529,45 @@ out:
 	return ret;
 }
 
+/* "http": the limits of /metrics' connections (hguard.h) */
+static int parse_http(struct ctx *c, json_t *o, struct http_limits *l)
+{
+	static const char *const keys[] = {
+		"max_connections", "max_connections_per_ip",
+		"request_timeout_s", NULL,
+	};
+	unsigned long long max, per_ip;
+
+	snprintf(c->where, sizeof(c->where), "http");
+	if (!o) {
+		l->max_conns = HTTP_DEFAULT_MAX_CONNS;
+		l->max_per_ip = HTTP_DEFAULT_MAX_PER_IP;
+		l->request_timeout_s = HTTP_DEFAULT_REQUEST_TIMEOUT_S;
+		c->where[0] = '\0';
+		return 0;
+	}
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	if (check_keys(c, o, keys) ||
+	    get_uint(c, o, "max_connections", 1, HTTP_MAX_CONNS_MAX,
+		     HTTP_DEFAULT_MAX_CONNS, &max) ||
+	    get_uint(c, o, "max_connections_per_ip", 1, HTTP_MAX_CONNS_MAX,
+		     HTTP_DEFAULT_MAX_PER_IP, &per_ip) ||
+	    get_num(c, o, "request_timeout_s", 0.1, 300,
+		    HTTP_DEFAULT_REQUEST_TIMEOUT_S, &l->request_timeout_s))
+		return -1;
+	/* the default per address under a smaller total: the total */
+	if (!json_object_get(o, "max_connections_per_ip") && per_ip > max)
+		per_ip = max;
+	if (per_ip > max)
+		return fail(c, "\"max_connections_per_ip\" is %llu, more than "
+			    "\"max_connections\" (%llu)", per_ip, max);
+	l->max_conns = (unsigned)max;
+	l->max_per_ip = (unsigned)per_ip;
+	c->where[0] = '\0';
+	return 0;
+}
+
 void pconf_free(struct pconf *c)
 {
 	size_t i;
@@ -479,6 +582,7 @@ void pconf_free(struct pconf *c)
 	free(c->responders);
 	if (c->mesh) {
 		free(c->mesh->peers_file);
+		free(c->mesh->group_by);
 		pconf_probe_fini(&c->mesh->tmpl);
 		json_decref(c->mesh->raw);
 		free(c->mesh);
@@ -545,7 +649,8 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 {
 	static const char *const keys[] = {
 		"listen_address", "listen_port", "probes", "responders", "mesh",
-		NULL,
+		"dns_cache_s", "dns_negative_cache_s", "dns_timeout_s",
+		"http", NULL,
 	};
 	struct ctx c = { .file = file, .err = err, .len = len };
 	struct pconf *conf = NULL;
@@ -572,7 +677,14 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 	if (get_str(&c, root, "listen_address", PCONF_DEFAULT_ADDR,
 		    &conf->listen_addr) ||
 	    get_port(&c, root, "listen_port", PCONF_DEFAULT_PORT,
-		     &conf->listen_port))
+		     &conf->listen_port) ||
+	    get_num(&c, root, "dns_cache_s", 0, 86400, PCONF_DNS_CACHE_S,
+		    &conf->dns.cache_s) ||
+	    get_num(&c, root, "dns_negative_cache_s", 0, 3600,
+		    PCONF_DNS_NEGATIVE_S, &conf->dns.negative_s) ||
+	    get_num(&c, root, "dns_timeout_s", 0.1, 60, PCONF_DNS_TIMEOUT_S,
+		    &conf->dns.timeout_s) ||
+	    parse_http(&c, json_object_get(root, "http"), &conf->http))
 		goto out;
 	probes = json_object_get(root, "probes");
 	if (probes && !json_is_array(probes)) {

@@ -13,12 +13,20 @@
 
 #include "evrdma/stream.h"
 #include "evrdma/mcast.h"
+#include "hguard.h"
 
 #define PCONF_DEFAULT_ADDR "127.0.0.1"
 #define PCONF_DEFAULT_PORT 9471
 #define PCONF_NAME_MAX 64
+/* name lookups (evr_loop_set_lookups()): an address is kept a minute, a
+ * failure 10 s, and a name server has 5 s to answer */
+#define PCONF_DNS_CACHE_S 60
+#define PCONF_DNS_NEGATIVE_S 10
+#define PCONF_DNS_TIMEOUT_S 5
 /* a mesh's "sample": peers probed per interval, at most */
 #define MESH_SAMPLE_MAX 100000
+/* a mesh's "across": peers of each other group, at most */
+#define MESH_ACROSS_MAX 1000
 
 enum probe_type { PROBE_RSTREAM = 0, PROBE_MCKEY };
 
@@ -35,10 +43,13 @@ struct probe_cfg {
 	/* send the plan (evrdma servers run it), verify or not; 0: speak
 	 * exactly upstream's wire, for an upstream server */
 	int negotiate;
-	int poll_us;            /* evr_stream_opts.poll_us: -1 never polls */
+	int poll_us;            /* opts.poll_us; EVR_POLL_NEVER: never */
 	/* a mesh peer's labels beyond probe="...": 'peer="NAME",k="v"'
 	 * (escaped), or NULL */
 	char *labels;
+	/* a mesh peer's name, its line's NAME (the probe's name is then
+	 * "mesh:NAME"), or NULL */
+	char *peer;
 	/* mckey */
 	char *group;
 	enum evr_mc_transport mc_xport;
@@ -72,6 +83,11 @@ struct mesh_cfg {
 	/* "sample": k peers a interval, in turn (0: every peer every
 	 * interval) */
 	unsigned sample;
+	/* "group_by": a label of the peers file (NULL: every peer); the
+	 * peers whose value is this host's all, and "across" of each other
+	 * group (mesh_select()) */
+	char *group_by;
+	unsigned across;
 	struct probe_cfg tmpl;
 	json_t *raw;            /* equal => the same probes */
 };
@@ -79,11 +95,14 @@ struct mesh_cfg {
 struct pconf {
 	char *listen_addr;
 	unsigned listen_port;
+	struct http_limits http;        /* "http": its connections */
 	size_t nprobes;
 	struct probe_cfg *probes;
 	size_t nresponders;
 	struct responder_cfg *responders;
 	struct mesh_cfg *mesh;  /* NULL: none */
+	struct evr_lookup_opts dns; /* dns_cache_s, dns_negative_cache_s,
+				     * dns_timeout_s */
 };
 
 /* Parse FILE.  0, or -1 with one line (no newline) in err naming the file

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <netdb.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,28 +20,35 @@
 
 #include "log.h"
 #include "probe.h"
+#include "reason.h"
 
 const char *const probe_reason_names[R_MAX] = {
-	"refused", "timeout", "stall", "eof", "reset", "unreachable",
-	"resolve", "verify", "rejected", "nodev", "join", "error",
+#define NAME(e, name, types, codes) name,
+	PROBE_REASONS(NAME)
+#undef NAME
+};
+
+static const unsigned reason_types[R_MAX] = {
+#define TYPES(e, name, types, codes) types,
+	PROBE_REASONS(TYPES)
+#undef TYPES
+};
+
+static const int reason_codes[R_MAX][REASON_MAXCODES] = {
+#define CODES(e, name, types, codes) REASON_CODES(codes),
+	PROBE_REASONS(CODES)
+#undef CODES
 };
 
 int probe_reason_applies(enum probe_type t, enum probe_reason r)
 {
-	if (t == PROBE_MCKEY)
-		return r == R_TIMEOUT || r == R_JOIN || r == R_NODEV ||
-		       r == R_ERROR;
-	return r != R_JOIN;
+	return !!(reason_types[r] & (1u << t));
 }
 
 /* 25 us to 1 s: loopback TCP round trips to slow WAN paths. */
 const double probe_bucket_le[PROBE_NBUCKETS] = {
 	0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
 	0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-};
-const char *const probe_bucket_str[PROBE_NBUCKETS] = {
-	"2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
-	"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
 };
 
 static double wall_now(void)
@@ -53,48 +61,65 @@ static double wall_now(void)
 
 enum probe_reason probe_stream_reason(const struct evr_failure *f)
 {
-	const char *name = evr_err_name(f->err);
-	int r;
-
 	/* A failure before any packet left (socket, bind to an address the
 	 * host lacks) is this host's, not the network's: rstream's exit 5. */
 	if (f->phase == EVR_PH_SETUP && f->err != -EVR_E_RESOLVE &&
 	    f->err != -EVR_E_NODEV)
 		return R_ERROR;
-	/* the engine's own codes by their stable name: a reason of the same
-	 * name, or "error" (extra, proto, notsup, cancelled) */
-	for (r = 0; r < R_MAX; r++)
-		if (!strcmp(probe_reason_names[r], name))
-			return r;
-	switch (-f->err) {
-	case ECONNREFUSED:
-		return R_REFUSED;
-	case ECONNRESET:
-	case EPIPE:
-	case ECONNABORTED:
-		return R_RESET;
-	case ENETUNREACH:
-	case EHOSTUNREACH:
-	case ETIMEDOUT:
-	case EADDRNOTAVAIL:
-		return R_UNREACHABLE;
-	default:
-		return R_ERROR;
-	}
+	return reason_by_code(reason_codes, R_MAX, f->err, R_ERROR);
+}
+
+/* n samples in [lo_ns, hi_ns] into the bucket of their midpoint among
+ * nb bounds le (hist has nb + 1: +Inf last). */
+static void hist_add(const double *le, int nb, uint64_t *hist, double *sum,
+		     uint64_t *count, uint64_t lo_ns, uint64_t hi_ns,
+		     uint64_t n)
+{
+	double secs = (lo_ns + (hi_ns - lo_ns) / 2) / 1e9;
+	int i;
+
+	for (i = 0; i < nb; i++)
+		if (secs <= le[i])
+			break;
+	hist[i] += n;
+	*sum += secs * n;
+	*count += n;
 }
 
 void probe_hist_add(uint64_t *hist, double *sum, uint64_t *count,
 		    uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 {
-	double secs = (lo_ns + (hi_ns - lo_ns) / 2) / 1e9;
+	hist_add(probe_bucket_le, PROBE_NBUCKETS, hist, sum, count, lo_ns,
+		 hi_ns, n);
+}
+
+const double split_bucket_le[SPLIT_NBUCKETS] = {
+	0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.01, 0.1, 1,
+};
+
+void split_hist_add(struct split_hist *h, uint64_t lo_ns, uint64_t hi_ns,
+		    uint64_t n)
+{
+	hist_add(split_bucket_le, SPLIT_NBUCKETS, h->b, &h->sum, &h->count,
+		 lo_ns, hi_ns, n);
+}
+
+void split_hist_fold(struct split_hist *into, const struct split_hist *h)
+{
 	int i;
 
-	for (i = 0; i < PROBE_NBUCKETS; i++)
-		if (secs <= probe_bucket_le[i])
-			break;
-	hist[i] += n;
-	*sum += secs * n;
-	*count += n;
+	for (i = 0; i <= SPLIT_NBUCKETS; i++)
+		into->b[i] += h->b[i];
+	into->sum += h->sum;
+	into->count += h->count;
+}
+
+/* The agent's own delay: one host, one histogram for all its probes. */
+static struct split_hist local_delay;
+
+const struct split_hist *probe_local_delay(void)
+{
+	return &local_delay;
 }
 
 /* A run is over, well (ok) or not: count it, log a change of state. */
@@ -158,6 +183,21 @@ static void rs_sample(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 		       lo_ns, hi_ns, n);
 }
 
+static void rs_net(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
+{
+	split_hist_add(&((struct probe *)ud)->pend_net, lo_ns, hi_ns, n);
+}
+
+static void rs_hold(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
+{
+	split_hist_add(&((struct probe *)ud)->pend_hold, lo_ns, hi_ns, n);
+}
+
+static void rs_local(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
+{
+	split_hist_add(&((struct probe *)ud)->pend_self, lo_ns, hi_ns, n);
+}
+
 /* The one test's row: held until done() says the run as a whole went
  * well (a close that fails after the row is still a failed run).  Its
  * samples are only valid now: walked into the run's own histogram. */
@@ -169,6 +209,14 @@ static void rs_result(void *ud, const struct evr_result *r)
 	p->pend_hist_sum = 0;
 	p->pend_hist_count = 0;
 	evr_result_lat_walk(r, rs_sample, p);
+	memset(&p->pend_net, 0, sizeof(p->pend_net));
+	memset(&p->pend_hold, 0, sizeof(p->pend_hold));
+	memset(&p->pend_self, 0, sizeof(p->pend_self));
+	p->pend_have_split = r->split != NULL;
+	p->pend_rejected = r->split ? r->split->rejected : 0;
+	evr_result_split_walk(r, EVR_SPLIT_NET, rs_net, p);
+	evr_result_split_walk(r, EVR_SPLIT_PEER, rs_hold, p);
+	evr_result_split_walk(r, EVR_SPLIT_LOCAL, rs_local, p);
 
 	p->pend_have = 1;
 	p->pend_elapsed_ns = r->elapsed_ns;
@@ -197,6 +245,13 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 		s->hist_sum += p->pend_hist_sum;
 		s->hist_count += p->pend_hist_count;
 		s->throughput_Bps = p->pend_bytes / secs;
+		if (p->pend_have_split) {
+			s->have_split = 1;
+			split_hist_fold(&s->net, &p->pend_net);
+			split_hist_fold(&s->hold, &p->pend_hold);
+			split_hist_fold(&local_delay, &p->pend_self);
+			s->split_rejected += p->pend_rejected;
+		}
 		if (p->pend_have_lat && p->pend_lat.samples) {
 			s->have_lat = 1;
 			s->last_lat = p->pend_lat;
@@ -255,6 +310,9 @@ static void rs_opts(const struct probe_cfg *c, struct evr_stream_opts *o)
 	if (o->stall_ms < 10)
 		o->stall_ms = 10;
 	o->percentiles = 1;
+	/* an evrdma responder stamps its echoes with its hold: the round
+	 * trip in parts (host or network); others run as without */
+	o->lat_split = c->negotiate && !c->verify;
 }
 
 static void start_rstream(struct probe *p)
@@ -268,8 +326,13 @@ static void start_rstream(struct probe *p)
 	int ret;
 
 	rs_opts(p->cfg, &o);
+	if (p->num[0][0])
+		o.host = p->num[0];
+	if (p->num[1][0])
+		o.bind_addr = p->num[1];
 	p->pend_have = 0;
 	p->pend_hist_count = 0;
+	p->pend_have_split = 0;
 	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->rs = NULL;
@@ -308,6 +371,12 @@ static void mc_failure(void *ud, const struct evr_mc_failure *f)
 	evr_mc_failure_str(f, p->why, sizeof(p->why));
 	if (f->code == -EVR_E_NODEV)
 		p->pend_nodev = 1;
+	/* the bind address is not this host's (a bind: EADDRNOTAVAIL; a
+	 * join on the interface of that address: ENODEV): its own
+	 * configuration, not the group's or the fabric's (it never joins,
+	 * and was counted as "join") */
+	if (f->code == -EADDRNOTAVAIL || f->code == -ENODEV)
+		p->pend_local = 1;
 }
 
 static void mc_done(void *ud, int status, unsigned n,
@@ -352,6 +421,8 @@ static void mc_done(void *ud, int status, unsigned n,
 			p->reason = R_TIMEOUT;
 		else if (p->pend_nodev)
 			p->reason = R_NODEV;
+		else if (p->pend_local)
+			p->reason = R_ERROR;
 		else if (!all_joined)
 			p->reason = R_JOIN;
 		else
@@ -377,8 +448,6 @@ static void mc_opts(const struct probe_cfg *c, struct evr_mcast_opts *o)
 	o->count = c->mc_count;
 	o->size = c->mc_size;
 	o->port_space = RDMA_PS_UDP;
-	o->resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
-	o->join_ms = EVR_MC_DEFAULT_JOIN_MS;
 	o->settle_ms = (unsigned)(c->settle_s * 1000);
 	o->deadline_ms = (unsigned)(c->timeout_s * 1000);
 	o->udp_port = (uint16_t)c->udp_port;
@@ -395,8 +464,13 @@ static void start_mckey(struct probe *p)
 	int ret;
 
 	mc_opts(p->cfg, &o);
+	if (p->num[0][0])
+		o.group = p->num[0];
+	if (p->num[1][0])
+		o.bind_addr = p->num[1];
 	p->pend_join_s = -1;
 	p->pend_nodev = 0;
+	p->pend_local = 0;
 	ret = evr_mcast_new(&p->mc, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->mc = NULL;
@@ -420,28 +494,147 @@ static void start_mckey(struct probe *p)
 void probe_hostcheck(struct probe *p)
 {
 	const struct probe_cfg *c = p->cfg;
-	struct evr_hc_need need = { 0 };
+	struct evr_hc_need need;
 	unsigned char a[sizeof(struct in6_addr)];
 
 	if (c->type == PROBE_RSTREAM) {
 		struct evr_stream_opts o;
 
 		rs_opts(c, &o);
-		need.rdma = c->xport == EVR_XPORT_RDMA;
-		need.memlock = evr_stream_memlock(&o);
+		evr_stream_need(&o, &need);
 	} else {
 		struct evr_mcast_opts o;
 
 		mc_opts(c, &o);
-		need.rdma = c->mc_xport == EVR_MC_RDMA;
-		need.memlock = evr_mcast_memlock(&o);
-		need.msg_size = c->mc_size;
+		evr_mcast_need(&o, &need);
 	}
+	/* the descriptors are the daemon's, not one probe's: no nofile
+	 * check per probe */
+	need.fds = 0;
 	/* a bind given as a name: any device will do for the checks */
-	if (c->bind && (inet_pton(AF_INET, c->bind, a) == 1 ||
-			inet_pton(AF_INET6, c->bind, a) == 1))
-		need.addr = c->bind;
+	if (need.addr && inet_pton(AF_INET, need.addr, a) != 1 &&
+	    inet_pton(AF_INET6, need.addr, a) != 1)
+		need.addr = NULL;
 	p->hc_valid = evr_hostcheck_run(NULL, &need, &p->hc) == 0;
+}
+
+/* ------------------------------------------------------------ names */
+
+/* The run's names: host (rstream) or group (mckey), and bind. */
+static const char *name_of(const struct probe *p, unsigned i)
+{
+	if (i)
+		return p->cfg->bind;
+	return p->cfg->type == PROBE_RSTREAM ? p->cfg->host : p->cfg->group;
+}
+
+/* A number (getaddrinfo with it does not block): nothing to look up. */
+static int numeric(const char *host)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *res;
+
+	if (!host || getaddrinfo(host, NULL, &hints, &res))
+		return !host;
+	freeaddrinfo(res);
+	return 1;
+}
+
+static void lookups_stop(struct probe *p)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		evr_lookup_free(p->lk[i]);
+		p->lk[i] = NULL;
+	}
+}
+
+/* Name i did not resolve (what: why): the run fails as "resolve", in the
+ * words the engine used when it looked names up itself. */
+static void name_failed(struct probe *p, unsigned i, const char *what)
+{
+	const char *name = name_of(p, i);
+
+	lookups_stop(p);
+	p->reason = R_RESOLVE;
+	if (p->cfg->type == PROBE_RSTREAM)
+		snprintf(p->why, sizeof(p->why), "cannot resolve %s port %s: "
+			 "%s", name, i ? "0" : p->cfg->port, what);
+	else
+		snprintf(p->why, sizeof(p->why), "cannot resolve %s %s: %s",
+			 i ? "bind address" : "group", name, what);
+	run_over(p, 0);
+}
+
+static void start_engine(struct probe *p)
+{
+	if (p->cfg->type == PROBE_RSTREAM)
+		start_rstream(p);
+	else
+		start_mckey(p);
+}
+
+static void looked_up(struct probe *p, unsigned i, int err,
+		      const struct sockaddr *sa, socklen_t len)
+{
+	char what[160];
+
+	/* sa is the lookup's: read it before the lookup goes */
+	if (!err && getnameinfo(sa, len, p->num[i], sizeof(p->num[i]), NULL,
+				0, NI_NUMERICHOST))
+		err = EAI_NONAME;
+	evr_lookup_free(p->lk[i]);
+	p->lk[i] = NULL;
+	if (!p->running)
+		return;
+	if (err) {
+		snprintf(what, sizeof(what), "getaddrinfo: %s",
+			 gai_strerror(err));
+		name_failed(p, i, what);
+		return;
+	}
+	if (!p->lk[0] && !p->lk[1])
+		start_engine(p);
+}
+
+static void name0_cb(void *ud, int err, const struct sockaddr *sa,
+		     socklen_t len)
+{
+	looked_up(ud, 0, err, sa, len);
+}
+
+static void name1_cb(void *ud, int err, const struct sockaddr *sa,
+		     socklen_t len)
+{
+	looked_up(ud, 1, err, sa, len);
+}
+
+/* Look the run's names up (the loop's table answers at once what it
+ * knows, and asks once for a name every probe uses): the engine starts
+ * when both are known, and is given numbers. */
+static void lookups_start(struct probe *p)
+{
+	static const evr_lookup_fn cbs[2] = { name0_cb, name1_cb };
+	char what[64];
+	unsigned i;
+	int ret;
+
+	p->num[0][0] = p->num[1][0] = '\0';
+	for (i = 0; i < 2; i++) {
+		if (numeric(name_of(p, i)))
+			continue;
+		ret = evr_lookup_start(&p->lk[i], p->loop, name_of(p, i),
+				       AF_UNSPEC, cbs[i], p);
+		if (ret) {
+			p->lk[i] = NULL;
+			snprintf(what, sizeof(what), "the resolver: %s",
+				 strerror(-ret));
+			name_failed(p, i, what);
+			return;
+		}
+	}
+	if (!p->lk[0] && !p->lk[1])
+		start_engine(p);
 }
 
 /* ------------------------------------------------------------ timers */
@@ -452,6 +645,16 @@ static void timeout_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 	if (!p->running)
 		return;
+	if (p->lk[0] || p->lk[1]) {
+		/* the name server's silence, not the path's */
+		char what[96];
+		unsigned i = p->lk[0] ? 0 : 1;
+
+		snprintf(what, sizeof(what), "no answer within timeout_s "
+			 "(%.1f s)", p->cfg->timeout_s);
+		name_failed(p, i, what);
+		return;
+	}
 	p->timed_out = 1;
 	if (p->rs)
 		evr_stream_cancel(p->rs);
@@ -480,10 +683,7 @@ static void run_start(struct probe *p)
 	ev_timer_set(&p->timeout_w, limit, 0.);
 	ev_timer_start(l, &p->timeout_w);
 	probe_hostcheck(p);
-	if (p->cfg->type == PROBE_RSTREAM)
-		start_rstream(p);
-	else
-		start_mckey(p);
+	lookups_start(p);
 }
 
 static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
@@ -550,6 +750,7 @@ void probe_free(struct probe *p)
 	ev_timer_stop(p->evl, &p->reap_w);
 	/* done() from a cancel must not count a run we are throwing away */
 	p->running = 0;
+	lookups_stop(p);
 	if (p->rs)
 		evr_stream_cancel(p->rs);
 	if (p->mc)

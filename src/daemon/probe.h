@@ -16,20 +16,37 @@
 #include "evrdma/mcast.h"
 #include "pconf.h"
 
-/* Why a run failed: a small fixed set, the "reason" label. */
+/* Why a run failed: a small fixed set, the "reason" label, as one list:
+ * X(R_NAME, its label value, the probe types it can happen to (T_RS
+ * rstream, T_MC mckey), the failure codes of an rstream run it comes from
+ * (reason.h: positive errno or EVR_E_*; (0): set by the probe itself)).
+ * Label values and their order are the exposition's: only ever added. */
+#define T_RS (1u << PROBE_RSTREAM)
+#define T_MC (1u << PROBE_MCKEY)
+#define PROBE_REASONS(X) \
+	X(REFUSED, "refused", T_RS, (ECONNREFUSED)) \
+	/* timeout_s passed (or mckey's deadline) */ \
+	X(TIMEOUT, "timeout", T_RS | T_MC, (0)) \
+	X(STALL, "stall", T_RS, (EVR_E_STALL)) \
+	X(EOF, "eof", T_RS, (EVR_E_EOF)) \
+	X(RESET, "reset", T_RS, (ECONNRESET, EPIPE, ECONNABORTED)) \
+	/* network/host unreachable, connect timed out */ \
+	X(UNREACHABLE, "unreachable", T_RS, \
+	  (ENETUNREACH, EHOSTUNREACH, ETIMEDOUT, EADDRNOTAVAIL)) \
+	/* a name: no such name, or no answer in time */ \
+	X(RESOLVE, "resolve", T_RS | T_MC, (EVR_E_RESOLVE)) \
+	X(VERIFY, "verify", T_RS, (EVR_E_VERIFY)) \
+	X(REJECTED, "rejected", T_RS, (EVR_E_REJECTED)) \
+	X(NODEV, "nodev", T_RS | T_MC, (EVR_E_NODEV)) \
+	/* mckey: a QP did not join */ \
+	X(JOIN, "join", T_MC, (0)) \
+	/* anything else (extra, proto, notsup, cancelled, ...) */ \
+	X(ERROR, "error", T_RS | T_MC, (0))
+
 enum probe_reason {
-	R_REFUSED = 0,   /* connection refused */
-	R_TIMEOUT,       /* timeout_s passed (or mckey's deadline) */
-	R_STALL,         /* the engine's stall watchdog */
-	R_EOF,           /* the peer closed early */
-	R_RESET,         /* connection reset */
-	R_UNREACHABLE,   /* network/host unreachable, connect timed out */
-	R_RESOLVE,       /* name resolution */
-	R_VERIFY,        /* data verification */
-	R_REJECTED,      /* the server rejected the plan */
-	R_NODEV,         /* no RDMA device */
-	R_JOIN,          /* mckey: a QP did not join */
-	R_ERROR,         /* anything else */
+#define PROBE__R_ENUM(e, name, types, codes) R_##e,
+	PROBE_REASONS(PROBE__R_ENUM)
+#undef PROBE__R_ENUM
 	R_MAX
 };
 
@@ -39,10 +56,10 @@ int probe_reason_applies(enum probe_type t, enum probe_reason r);
 /* The reason an rstream run failed with f. */
 enum probe_reason probe_stream_reason(const struct evr_failure *f);
 
-/* Latency histogram bounds, seconds (+Inf is implied). */
+/* Latency histogram bounds, seconds (+Inf is implied); the label le="%g"
+ * of each. */
 #define PROBE_NBUCKETS 16
 extern const double probe_bucket_le[PROBE_NBUCKETS];
-extern const char *const probe_bucket_str[PROBE_NBUCKETS];
 
 /* n round trips in [lo_ns, hi_ns] into a histogram of PROBE_NBUCKETS + 1
  * (not cumulative), its sum (seconds) and count: a range counts in the
@@ -50,6 +67,25 @@ extern const char *const probe_bucket_str[PROBE_NBUCKETS];
  * wide past 10^6 samples a run). */
 void probe_hist_add(uint64_t *hist, double *sum, uint64_t *count,
 		    uint64_t lo_ns, uint64_t hi_ns, uint64_t n);
+
+/* The round trip's parts (rstream --split: evr_result.split), coarser:
+ * two histograms a probe (the network's part, the responder's hold) and
+ * one for the agent (its own delay) cost 2 x 11 series a peer. */
+#define SPLIT_NBUCKETS 8
+extern const double split_bucket_le[SPLIT_NBUCKETS];
+
+struct split_hist {
+	uint64_t b[SPLIT_NBUCKETS + 1];    /* not cumulative; +Inf last */
+	double sum;                        /* s */
+	uint64_t count;
+};
+
+void split_hist_add(struct split_hist *h, uint64_t lo_ns, uint64_t hi_ns,
+		    uint64_t n);
+void split_hist_fold(struct split_hist *into, const struct split_hist *h);
+/* This agent's own delay, over every rstream probe's iterations that had
+ * one (TCP: the kernel's receipt of the echo to its read). */
+const struct split_hist *probe_local_delay(void);
 
 struct probe_stats {
 	uint64_t runs, successes;
@@ -67,6 +103,11 @@ struct probe_stats {
 	double rtt_sum;             /* all iterations of all runs, s */
 	uint64_t rtt_count;
 	double throughput_Bps;      /* bytes/s, last successful run */
+	/* the parts of those round trips, where the responder stamps its
+	 * echoes (an evrdma responder): have_split once one run had them */
+	int have_split;
+	struct split_hist net, hold;
+	uint64_t split_rejected;
 	/* mckey */
 	uint64_t mc_sent, mc_received, mc_lost, mc_shortfall;
 	uint64_t mc_bad;            /* malformed or out-of-range headers */
@@ -90,6 +131,7 @@ struct probe {
 	char why[256];              /* its failure text */
 	/* what the run in flight has reported so far */
 	int pend_have, pend_have_lat, pend_nodev;
+	int pend_local;     /* mckey: a bind to an address this host lacks */
 	uint64_t pend_elapsed_ns, pend_bytes;
 	uint32_t pend_iters;
 	struct evr_lat_stats pend_lat;
@@ -98,12 +140,20 @@ struct probe {
 	uint64_t pend_hist[PROBE_NBUCKETS + 1];
 	double pend_hist_sum;
 	uint64_t pend_hist_count;
+	int pend_have_split;
+	struct split_hist pend_net, pend_hold, pend_self;
+	uint64_t pend_rejected;
 	double pend_join_s;
 	/* the host checks for the probe's run (evrdma/hostcheck.h), made
 	 * before each run: whether this host can do what the probe asks,
 	 * apart from the network */
 	struct evr_hc_report hc;
 	int hc_valid;
+	/* the run's names (0: host or group, 1: bind), looked up on the
+	 * loop's shared table before the engine starts, and their numeric
+	 * addresses, which the engine is given ("" for a number) */
+	struct evr_lookup *lk[2];
+	char num[2][128];
 	ev_timer tick_w, timeout_w, reap_w;
 };
 

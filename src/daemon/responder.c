@@ -6,20 +6,39 @@
  * again every RESPONDER_RETRY_S; an engine that ends by itself is freed
  * from the loop (never from its own callback) and started again the same
  * way.  Its callbacks count what /metrics shows.
+ *
+ * Its memory is the agent's, not its peers': at most RESPONDER_MAX_MEMORY
+ * of connection buffers and RESPONDER_MAX_CONNS connections unless the
+ * configuration says otherwise (a plan beyond the budget is refused, the
+ * rstream protocol's way, and counted as reason "budget"), and what a
+ * burst of clients took goes back to the system once they are gone:
+ * buffers of RESPONDER_MMAP_MIN bytes and more are mapped on their own
+ * (unmapped when freed, where glibc's adaptive threshold would soon keep
+ * them in its heap), and the heap is trimmed when the responder has
+ * served many at once and is idle again.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "reason.h"
 #include "responder.h"
 
 const char *const resp_reason_names[RR_MAX] = {
-	"conns", "budget", "fds", "rejected", "stall", "eof", "reset",
-	"verify", "protocol", "error",
+#define NAME(e, name, codes) name,
+	RESP_REASONS(NAME)
+#undef NAME
+};
+
+static const int reason_codes[RR_MAX][REASON_MAXCODES] = {
+#define CODES(e, name, codes) REASON_CODES(codes),
+	RESP_REASONS(CODES)
+#undef CODES
 };
 
 int resp_reason_of(const struct evr_failure *f)
@@ -35,28 +54,39 @@ int resp_reason_of(const struct evr_failure *f)
 	if (f->detail == EVR_REJECT_BUDGET &&
 	    (f->err == -EVR_E_REJECTED || f->err == -ENOBUFS))
 		return RR_BUDGET;
-	switch (-f->err) {
-	case EVR_E_REJECTED:
-		return RR_REJECTED;
-	case EVR_E_STALL:
-		return RR_STALL;
-	case EVR_E_EOF:
-		return RR_EOF;
-	case EVR_E_VERIFY:
-		return RR_VERIFY;
-	case EVR_E_PROTO:
-	case EVR_E_EXTRA:
-		return RR_PROTO;
-	case ECONNRESET:
-	case EPIPE:
-	case ECONNABORTED:
-		return RR_RESET;
-	case EMFILE:
-	case ENFILE:
-		return RR_FDS;
-	default:
-		return RR_ERROR;
+	return reason_by_code(reason_codes, RR_MAX, f->err, RR_ERROR);
+}
+
+/* A burst over (at most a quarter of its connections left, a peer's
+ * long connection may stay): trim once the engine has freed them (from
+ * the loop, a moment later). */
+static void trim_later(struct responder *r)
+{
+	if (r->peak_active >= RESPONDER_TRIM_CONNS &&
+	    r->st.active <= r->peak_active / 4 &&
+	    !ev_is_active(&r->trim_w)) {
+		ev_timer_set(&r->trim_w, RESPONDER_TRIM_S, 0.);
+		ev_timer_start(r->evl, &r->trim_w);
 	}
+}
+
+static void conn_gone(struct responder *r)
+{
+	if (r->st.active)
+		r->st.active--;
+	trim_later(r);
+}
+
+static void trim_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct responder *r = w->data;
+
+	(void)l;
+	(void)revents;
+	if (r->st.active > r->peak_active / 4)
+		return; /* a new burst: its end trims */
+	r->peak_active = r->st.active;
+	malloc_trim(0);
 }
 
 static void on_info(void *ud, const struct evr_info *i)
@@ -73,12 +103,12 @@ static void on_info(void *ud, const struct evr_info *i)
 		break;
 	case EVR_INFO_ACCEPTED:
 		r->st.served++;
-		r->st.active++;
+		if (++r->st.active > r->peak_active)
+			r->peak_active = r->st.active;
 		break;
 	case EVR_INFO_CONN_DONE:
 		r->st.done++;
-		if (r->st.active)
-			r->st.active--;
+		conn_gone(r);
 		break;
 	case EVR_INFO_TURNED_AWAY:
 		r->st.dropped[RR_CONNS]++;
@@ -95,8 +125,8 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 	int reason = resp_reason_of(f);
 
 	/* a session's end (an accepted connection) */
-	if (f->conn_id && r->st.active)
-		r->st.active--;
+	if (f->conn_id)
+		conn_gone(r);
 	if (reason < 0)
 		return;
 	r->st.dropped[reason]++;
@@ -135,6 +165,7 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 	}
 	r->st.listening = 0;
 	r->st.active = 0;
+	trim_later(r);
 	r->failing = 1;
 	/* not from its own callback: the engine goes from the loop */
 	ev_timer_stop(r->evl, &r->reap_w);
@@ -173,8 +204,8 @@ static void start_now(struct responder *r)
 	o.port = port;
 	o.xport = c->xport;
 	o.io = EVR_IO_ASYNC;        /* sleep in the loop between messages */
-	o.max_conns = c->max_conns;
-	o.max_memory = c->max_memory;
+	o.max_conns = c->max_conns ? c->max_conns : RESPONDER_MAX_CONNS;
+	o.max_memory = c->max_memory ? c->max_memory : RESPONDER_MAX_MEMORY;
 	o.stall_ms = c->stall_ms;
 	/* what an upstream client runs (an evrdma client sends its plan) */
 	o.custom = c->custom;
@@ -218,6 +249,18 @@ static void retry_cb(struct ev_loop *l, ev_timer *w, int revents)
 	start_now(r);
 }
 
+/* The process's malloc, once: a fixed mmap threshold (glibc's adaptive
+ * one rises to the largest block freed, up to 32 MiB, after which
+ * connection buffers come from the heap and stay there). */
+static void malloc_setup(void)
+{
+	static int done;
+
+	if (!done)
+		(void)mallopt(M_MMAP_THRESHOLD, RESPONDER_MMAP_MIN);
+	done = 1;
+}
+
 int responder_new(struct responder **out, struct evr_loop *loop,
 		  const struct responder_cfg *cfg)
 {
@@ -225,13 +268,16 @@ int responder_new(struct responder **out, struct evr_loop *loop,
 
 	if (!r)
 		return -ENOMEM;
+	malloc_setup();
 	r->cfg = cfg;
 	r->loop = loop;
 	r->evl = evr_loop_ev(loop);
 	ev_timer_init(&r->retry_w, retry_cb, RESPONDER_RETRY_S, 0.);
 	ev_timer_init(&r->reap_w, reap_cb, 0., 0.);
+	ev_timer_init(&r->trim_w, trim_cb, RESPONDER_TRIM_S, 0.);
 	r->retry_w.data = r;
 	r->reap_w.data = r;
+	r->trim_w.data = r;
 	*out = r;
 	return 0;
 }
@@ -247,6 +293,7 @@ void responder_free(struct responder *r)
 		return;
 	ev_timer_stop(r->evl, &r->retry_w);
 	ev_timer_stop(r->evl, &r->reap_w);
+	ev_timer_stop(r->evl, &r->trim_w);
 	/* at once: its sockets close, the port is free for a successor */
 	evr_stream_free(r->srv);
 	free(r);

@@ -15,18 +15,33 @@
 #include "evrdma/stream.h"
 #include "pconf.h"
 
-/* Why a responder dropped a connection: the "reason" label. */
+/* Why a responder dropped a connection: the "reason" label, as one list:
+ * X(RR_NAME, its label value, the failure codes of a dropped connection
+ * it comes from (reason.h: positive errno or EVR_E_*; (0): decided by
+ * the facts of the failure, resp_reason_of())).  Label values and their
+ * order are the exposition's: only ever added. */
+#define RESP_REASONS(X) \
+	/* turned away: max_conns being served */ \
+	X(CONNS, "conns", (0)) \
+	/* its memory budget (max_memory) was taken */ \
+	X(BUDGET, "budget", (0)) \
+	/* out of file descriptors at accept */ \
+	X(FDS, "fds", (EMFILE, ENFILE)) \
+	/* a plan refused for another reason */ \
+	X(REJECTED, "rejected", (EVR_E_REJECTED)) \
+	X(STALL, "stall", (EVR_E_STALL)) \
+	/* the peer closed in the middle of a test */ \
+	X(EOF, "eof", (EVR_E_EOF)) \
+	X(RESET, "reset", (ECONNRESET, EPIPE, ECONNABORTED)) \
+	X(VERIFY, "verify", (EVR_E_VERIFY)) \
+	/* malformed negotiation, more data than planned */ \
+	X(PROTO, "protocol", (EVR_E_PROTO, EVR_E_EXTRA)) \
+	X(ERROR, "error", (0))
+
 enum resp_reason {
-	RR_CONNS = 0,   /* turned away: max_conns being served */
-	RR_BUDGET,      /* its memory budget (max_memory) was taken */
-	RR_FDS,         /* out of file descriptors at accept */
-	RR_REJECTED,    /* a plan refused for another reason */
-	RR_STALL,       /* no progress within the stall timeout */
-	RR_EOF,         /* the peer closed in the middle of a test */
-	RR_RESET,       /* connection reset */
-	RR_VERIFY,      /* data verification (-T v) */
-	RR_PROTO,       /* malformed negotiation, more data than planned */
-	RR_ERROR,       /* anything else */
+#define RESP__R_ENUM(e, name, codes) RR_##e,
+	RESP_REASONS(RESP__R_ENUM)
+#undef RESP__R_ENUM
 	RR_MAX
 };
 
@@ -54,10 +69,25 @@ struct responder {
 	int failing;                /* its last start failed (logged once) */
 	ev_timer retry_w;           /* a failed start is tried again */
 	ev_timer reap_w;            /* frees an engine that ended itself */
+	uint64_t peak_active;       /* most at once since the last trim */
+	ev_timer trim_w;            /* idle again after a burst: trim */
 };
 
 /* Seconds between attempts to listen when the port is taken. */
 #define RESPONDER_RETRY_S 5.0
+
+/* A responder's limits unless its configuration sets them (max_memory,
+ * max_conns): an agent's, where a server's are rstream's (1 GiB, 16384).
+ * A connection's own state, beyond its buffer, is about 5 KiB. */
+#define RESPONDER_MAX_MEMORY (32ull << 20)
+#define RESPONDER_MAX_CONNS 1024u
+/* Blocks of this size and more (connection buffers) are mapped apart
+ * and unmapped when freed. */
+#define RESPONDER_MMAP_MIN (128 * 1024)
+/* After serving this many connections at once, down to a quarter of
+ * them: the heap is trimmed (malloc_trim) RESPONDER_TRIM_S later. */
+#define RESPONDER_TRIM_CONNS 16u
+#define RESPONDER_TRIM_S 0.5
 
 int responder_new(struct responder **out, struct evr_loop *loop,
 		  const struct responder_cfg *cfg);

@@ -27,7 +27,9 @@
 
 #include "evrdma/hostcheck.h"
 
-#define CAP_IPC_LOCK_BIT 14     /* linux/capability.h */
+#define CAP_DAC_OVERRIDE_BIT 1  /* linux/capability.h */
+#define CAP_IPC_LOCK_BIT 14
+#define CAP_SYS_RESOURCE_BIT 24
 #define MAX_DEVS 16
 #define MAX_PORTS 4
 #define MAX_GIDS 256
@@ -140,25 +142,36 @@ static void limit_str(char *buf, size_t len, rlim_t v)
 		size_str(buf, len, (uint64_t)v);
 }
 
-/* CAP_IPC_LOCK in the effective set: no RLIMIT_MEMLOCK for us. */
-static int cap_ipc_lock(const struct hc *h)
+/* Is capability BIT in our effective set?  1 or 0; -1 when
+ * /proc/self/status says nothing (then uid 0 stands for the privileges a
+ * root process normally has).  Root is not enough: a container's root, or
+ * one under a systemd CapabilityBoundingSet, may lack them. */
+static int cap_eff(const struct hc *h, int bit)
 {
 	char path[512], line[256];
 	unsigned long long eff;
-	int found = 0;
+	int found = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/proc/self/status", h->proc);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return -1;
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
-			found = (eff >> CAP_IPC_LOCK_BIT) & 1;
+			found = (eff >> bit) & 1;
 			break;
 		}
 	fclose(f);
 	return found;
+}
+
+/* A privilege root has by its capability BIT (not by its uid). */
+static int privileged(const struct hc *h, int bit)
+{
+	int c = cap_eff(h, bit);
+
+	return c < 0 ? h->uid == 0 : c;
 }
 
 /* ---- the checks ---- */
@@ -179,7 +192,7 @@ static void check_memlock(struct hc *h, struct evr_hc_row *r)
 		    "locks about %s", need);
 		return;
 	}
-	if (cap_ipc_lock(h)) {
+	if (cap_eff(h, CAP_IPC_LOCK_BIT) == 1) {
 		set(r, EVR_HC_OK, NULL, "CAP_IPC_LOCK: locked memory is not "
 		    "limited (RLIMIT_MEMLOCK %s), this run locks about %s",
 		    lim, need);
@@ -237,8 +250,8 @@ static int check_node(struct hc *h, struct evr_hc_row *r, const char *node,
 		    strerror(errno));
 		return -1;
 	}
-	if (h->uid == 0)
-		bits = 7; /* CAP_DAC_OVERRIDE */
+	if (privileged(h, CAP_DAC_OVERRIDE_BIT))
+		bits = 7;
 	else if (st.st_uid == h->uid)
 		bits = (st.st_mode >> 6) & 7;
 	else if (in_groups(h, st.st_gid))
@@ -618,12 +631,13 @@ static void check_nofile(struct hc *h, struct evr_hc_row *r)
 		    "needs about %lu", lim, hard, need);
 		return;
 	}
-	/* root raises the hard limit too, up to fs.nr_open */
-	if (h->need->fds_raise && h->uid == 0 &&
+	/* CAP_SYS_RESOURCE raises the hard limit too, up to fs.nr_open */
+	if (h->need->fds_raise && privileged(h, CAP_SYS_RESOURCE_BIT) &&
 	    !read_line(line, sizeof(line), "%s/proc/sys/fs/nr_open", h->proc) &&
 	    sscanf(line, "%lu", &nr_open) == 1 && need <= nr_open) {
 		set(r, EVR_HC_OK, NULL, "RLIMIT_NOFILE %s (hard %s), this run "
-		    "needs about %lu: as root it raises both (fs.nr_open %lu)",
+		    "needs about %lu: with CAP_SYS_RESOURCE it raises both "
+		    "(fs.nr_open %lu)",
 		    lim, hard, need, nr_open);
 		return;
 	}

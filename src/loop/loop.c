@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "loop.h"
+#include "resolve.h"
 
 int evr_loop_new(struct evr_loop **out, struct ev_loop *host)
 {
@@ -36,6 +37,7 @@ void evr_loop_free(struct evr_loop *l)
 {
 	if (!l)
 		return;
+	evr__lookups_fini(l);
 	if (l->owned)
 		ev_loop_destroy(l->ev);
 	free(l);

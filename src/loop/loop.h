@@ -5,6 +5,7 @@
 
 #include <ev.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 
 #include "evrdma/loop.h"
@@ -28,7 +29,11 @@ struct evr_loop {
 	int owned;
 	evr_trace_fn trace;
 	void *trace_ud;
-	unsigned spinning;      /* see evr__loop_spin_enter() */
+	/* the scheduler (evr__loop_shared()) */
+	unsigned sessions;      /* connections in play on this loop */
+	uint64_t offered_ns;    /* when a shared poll last offered the CPU */
+	unsigned long lost_cpu; /* shared polls that found the CPU wanted */
+	struct evr__lookups *lookups; /* names (resolve.c), at first use */
 };
 
 /* Call an embedder's callback, if it is set, counted in depth: an engine
@@ -43,28 +48,26 @@ struct evr_loop {
 		} \
 	} while (0)
 
-/* Busy-polling is a per-loop resource: what retries without sleeping
- * (a non-blocking session's idle watcher) enters and leaves, and yields
- * the loop at once while others spin too. */
-static inline void evr__loop_spin_enter(struct evr_loop *l)
+/* The scheduler, one rule for every connection of a loop (HACKING.md,
+ * "Many connections in one loop"): a connection that would poll or spin
+ * in place (-T n's retries, -T a's poll) does so only while it is the
+ * only one in play.  Shared, it takes one try per loop pass and hands the
+ * loop on: every connection gets one turn a pass (libev runs each
+ * pending watcher once a pass), a turn moves at most a slice, and the
+ * pass itself (epoll_wait with no timeout while anyone polls) is what
+ * finds the fds that are ready.  A connection is in play from its
+ * driver's first step to its end (evr__loop_play). */
+static inline void evr__loop_play(struct evr_loop *l, int on)
 {
-	l->spinning++;
+	if (on)
+		l->sessions++;
+	else
+		l->sessions--;
 }
 
-static inline void evr__loop_spin_leave(struct evr_loop *l)
+static inline int evr__loop_shared(const struct evr_loop *l)
 {
-	l->spinning--;
-}
-
-static inline int evr__loop_spin_shared(const struct evr_loop *l)
-{
-	return l->spinning > 1;
-}
-
-/* Whether someone else spins, self being whether the caller counts. */
-static inline int evr__loop_spin_others(const struct evr_loop *l, int self)
-{
-	return l->spinning > (self ? 1u : 0u);
+	return l->sessions > 1;
 }
 
 /* Small services the engines share.  strdup(s), or NULL for NULL. */

@@ -49,8 +49,9 @@ enum evr_mc_ev {
 struct evr_mcast;
 struct evr_mc_node;
 
+/* A transport's operations; its name and what it needs of the host are
+ * its row in mcast.c's table. */
 struct evr_mc_xport {
-	const char *name;
 	/* Engine-wide resources (the CM event channel).  0 or a failure
 	 * already recorded with EVR__MC_FAIL(). */
 	int (*engine_init)(struct evr_mcast *m);
@@ -72,6 +73,9 @@ struct evr_mc_xport {
 
 extern const struct evr_mc_xport evr__mc_rdma_xport;
 extern const struct evr_mc_xport evr__mc_udp_xport;
+/* What a run over RDMA locks: its slots and queues (evr_mcast_memlock(),
+ * by the row of mcast.c's table) */
+uint64_t evr__mc_rdma_memlock(const struct evr_mcast_opts *o);
 
 struct evr_mc_node {
 	enum evr_mc_state state;
@@ -115,7 +119,7 @@ struct evr_mcast {
 	/* Names looked up on the loop before the transport's prepare
 	 * (evr_mcast_start(); the nodes wait IDLE): [0] the group, [1] the
 	 * bind address; evr__mc_get_addr() answers with what they found. */
-	struct evr__lookup *lk[2];
+	struct evr_lookup *lk[2];
 	struct sockaddr_storage found[2];
 	socklen_t found_len[2];
 };
@@ -150,6 +154,10 @@ void evr__mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j);
 /* A random sender id base for payload headers; the low 12 bits are left
  * for the QP index. */
 uint32_t evr__mc_sender_base(void);
+
+/* Every zero of o that stands for a default, that default; window and
+ * max_senders clamped (evr_mcast_opts_resolve()). */
+void evr__mcast_opts_fill(struct evr_mcast_opts *o);
 
 /* For tests: an engine on a given transport. */
 int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "evrdma/hostcheck.h"
 #include "mc.h"
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_MC_STATES);
@@ -338,8 +339,7 @@ static void settle_cb(struct ev_loop *l, ev_timer *w, int revents)
 	m->phase_go = 1;
 	phase(m, EVR_MC_PH_TRANSFER);
 	if (m->o.count) {
-		ev_tstamp d = (m->o.deadline_ms ? m->o.deadline_ms :
-			       EVR_MC_DEFAULT_DEADLINE_MS) / 1000.0;
+		ev_tstamp d = m->o.deadline_ms / 1000.0;
 
 		ev_timer_set(&m->deadline_w, d, 0);
 		ev_timer_start(l, &m->deadline_w);
@@ -362,9 +362,11 @@ static void deadline_cb(struct ev_loop *l, ev_timer *w, int revents)
 		return;
 	snprintf(d, sizeof(d), "%s not complete on %u of %u QPs after %.1f s",
 		 m->o.sender ? "sends" : "receives", late, m->nnodes,
-		 (m->o.deadline_ms ? m->o.deadline_ms :
-		  EVR_MC_DEFAULT_DEADLINE_MS) / 1000.0);
-	EVR__MC_FAIL(m, .status = -ETIMEDOUT, .msg = "mckey: deadline",
+		 m->o.deadline_ms / 1000.0);
+	/* -ETIME, not the -ETIMEDOUT of a resolve or join that timed out
+	 * (upstream's ADDR_ERROR status): mckey's exit status tells them
+	 * apart */
+	EVR__MC_FAIL(m, .status = -ETIME, .msg = "mckey: deadline",
 		     .detail = d);
 	for (i = 0; i < m->nnodes; i++)
 		evr__mc_node_event(&m->nodes[i], EVR_MCE_DEADLINE, 0);
@@ -481,6 +483,27 @@ uint32_t evr__mc_sender_base(void)
 
 static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
+/* The engine's defaults, the one place they are filled in
+ * (evr_mcast_opts_resolve()). */
+void evr__mcast_opts_fill(struct evr_mcast_opts *o)
+{
+	if (!o->nqps)
+		o->nqps = 1;
+	if (!o->resolve_ms)
+		o->resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
+	if (!o->join_ms)
+		o->join_ms = EVR_MC_DEFAULT_JOIN_MS;
+	if (!o->deadline_ms)
+		o->deadline_ms = EVR_MC_DEFAULT_DEADLINE_MS;
+	if (!o->udp_port)
+		o->udp_port = EVR_MC_DEFAULT_UDP_PORT;
+	o->window = evr__mc_window(o->window);
+	o->max_senders = evr__mc_max_senders(o->max_senders);
+	/* upstream: a zero size means no messages at all */
+	if (!o->size)
+		o->count = 0;
+}
+
 int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 			 const struct evr_mcast_opts *o,
 			 const struct evr_mcast_cbs *cbs, void *ud,
@@ -502,17 +525,7 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	m->o.group = m->group;
 	m->o.unmapped = m->unmapped;
 	m->o.bind_addr = m->bind_addr;
-	if (!m->o.nqps)
-		m->o.nqps = 1;
-	if (!m->o.resolve_ms)
-		m->o.resolve_ms = EVR_MC_DEFAULT_RESOLVE_MS;
-	if (!m->o.join_ms)
-		m->o.join_ms = EVR_MC_DEFAULT_JOIN_MS;
-	if (!m->o.udp_port)
-		m->o.udp_port = EVR_MC_DEFAULT_UDP_PORT;
-	/* upstream: a zero size means no messages at all */
-	if (!m->o.size)
-		m->o.count = 0;
+	evr__mcast_opts_fill(&m->o);
 	m->nnodes = m->o.nqps;
 	m->nodes = calloc(m->nnodes, sizeof(*m->nodes));
 	if ((o->group && !m->group) || (o->unmapped && !m->unmapped) ||
@@ -536,27 +549,84 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	return 0;
 }
 
-/* The transports, by their public kind: a new one is its own file and a
- * row here. */
-static const struct evr_mc_xport *const xports[] = {
-	[EVR_MC_RDMA] = &evr__mc_rdma_xport,
-	[EVR_MC_UDP] = &evr__mc_udp_xport,
+/*
+ * The transports, one row each, as the stream engine's (stream.c): a new
+ * one is its own file plus a row here (and a value at the end of enum
+ * evr_mc_transport).  What a program asks of a transport
+ * (evr_mc_transport_name(), evr_mcast_memlock(), evr_mcast_need()) is
+ * answered from its row.
+ */
+static const struct mc_xport_type {
+	enum evr_mc_transport kind;
+	const char *name;           /* evr_mc_transport_name(): stable */
+	int rdma_device;            /* uses one: the host checks apply */
+	uint64_t (*memlock)(const struct evr_mcast_opts *o); /* NULL: none */
+	const struct evr_mc_xport *ops;
+} xports[] = {
+	{ .kind = EVR_MC_RDMA, .name = "rdma", .rdma_device = 1,
+	  .memlock = evr__mc_rdma_memlock, .ops = &evr__mc_rdma_xport },
+	{ .kind = EVR_MC_UDP, .name = "udp", .ops = &evr__mc_udp_xport },
 };
+
+static const struct mc_xport_type *xport_find(enum evr_mc_transport kind)
+{
+	size_t i;
+
+	for (i = 0; i < EVR__ARRAY_SIZE(xports); i++)
+		if (xports[i].kind == kind)
+			return &xports[i];
+	return NULL;
+}
 
 const char *evr_mc_transport_name(enum evr_mc_transport t)
 {
-	return (unsigned)t < EVR__ARRAY_SIZE(xports) && xports[t] ?
-	       xports[t]->name : NULL;
+	const struct mc_xport_type *x = xport_find(t);
+
+	return x ? x->name : NULL;
+}
+
+uint64_t evr_mcast_memlock(const struct evr_mcast_opts *o)
+{
+	const struct mc_xport_type *x = xport_find(o->transport);
+
+	return x && x->memlock ? x->memlock(o) : 0;
+}
+
+int evr_mcast_need(const struct evr_mcast_opts *o, struct evr_hc_need *need)
+{
+	const struct mc_xport_type *x = xport_find(o->transport);
+
+	memset(need, 0, sizeof(*need));
+	if (!x)
+		return -EINVAL;
+	need->rdma = x->rdma_device;
+	need->memlock = evr_mcast_memlock(o);
+	/* a message's payload, if any is sent (a zero size sends none) */
+	need->msg_size = o->count ? o->size : 0;
+	need->addr = o->bind_addr;
+	return 0;
+}
+
+int evr_mcast_opts_resolve(const struct evr_mcast_opts *o,
+			   struct evr_mcast_opts *out)
+{
+	if (!xport_find(o->transport))
+		return -EINVAL;
+	if (out != o)
+		*out = *o;
+	evr__mcast_opts_fill(out);
+	return 0;
 }
 
 int evr_mcast_new(struct evr_mcast **out, struct evr_loop *loop,
 		  const struct evr_mcast_opts *o,
 		  const struct evr_mcast_cbs *cbs, void *ud)
 {
-	if (!evr_mc_transport_name(o->transport))
+	const struct mc_xport_type *x = xport_find(o->transport);
+
+	if (!x)
 		return -EINVAL;
-	return evr__mcast_new_xport(out, loop, o, cbs, ud,
-				    xports[o->transport]);
+	return evr__mcast_new_xport(out, loop, o, cbs, ud, x->ops);
 }
 
 static int lookups_start(struct evr_mcast *m);
@@ -596,7 +666,7 @@ static void lookups_stop(struct evr_mcast *m)
 	unsigned i;
 
 	for (i = 0; i < 2; i++) {
-		evr__lookup_free(m->lk[i]);
+		evr_lookup_free(m->lk[i]);
 		m->lk[i] = NULL;
 	}
 }
@@ -613,7 +683,7 @@ static void looked_up(struct evr_mcast *m, unsigned i, int err,
 		memcpy(&m->found[i], sa, len);
 		m->found_len[i] = len;
 	}
-	evr__lookup_free(m->lk[i]);
+	evr_lookup_free(m->lk[i]);
 	m->lk[i] = NULL;
 	if (err) {
 		lookups_stop(m);
@@ -648,11 +718,11 @@ static int lookups_start(struct evr_mcast *m)
 	if (m->o.unmapped)
 		return 1;
 	if (m->o.group && !evr__host_numeric(m->o.group) &&
-	    evr__lookup_start(&m->lk[0], m->loop, m->o.group, AF_UNSPEC,
+	    evr_lookup_start(&m->lk[0], m->loop, m->o.group, AF_UNSPEC,
 			      group_cb, m))
 		m->lk[0] = NULL;
 	if (m->o.bind_addr && !evr__host_numeric(m->o.bind_addr) &&
-	    evr__lookup_start(&m->lk[1], m->loop, m->o.bind_addr, AF_UNSPEC,
+	    evr_lookup_start(&m->lk[1], m->loop, m->o.bind_addr, AF_UNSPEC,
 			      bind_cb, m))
 		m->lk[1] = NULL;
 	return !m->lk[0] && !m->lk[1];

@@ -54,7 +54,7 @@ int evr__mc_payload_decode(const uint8_t *buf, size_t len,
 	return EVR_MC_DEC_OK;
 }
 
-static unsigned clamp_window(unsigned w)
+unsigned evr__mc_window(unsigned w)
 {
 	if (!w)
 		w = EVR_MC_DEFAULT_WINDOW;
@@ -65,7 +65,7 @@ static unsigned clamp_window(unsigned w)
 	return (w + 63) & ~63u;
 }
 
-static unsigned clamp_senders(unsigned n)
+unsigned evr__mc_max_senders(unsigned n)
 {
 	if (!n)
 		return EVR_MC_DEFAULT_MAX_SENDERS;
@@ -74,18 +74,18 @@ static unsigned clamp_senders(unsigned n)
 
 size_t evr__mc_acct_max_bytes(unsigned window, unsigned max_senders)
 {
-	size_t n = clamp_senders(max_senders);
+	size_t n = evr__mc_max_senders(max_senders);
 
 	return n * (sizeof(struct evr_mc_sender_stats) +
-		    clamp_window(window) / 8);
+		    evr__mc_window(window) / 8);
 }
 
 void evr__mc_acct_init(struct evr_mc_acct *a, unsigned window,
 		       unsigned max_senders)
 {
 	memset(a, 0, sizeof(*a));
-	a->window = clamp_window(window);
-	a->max_senders = clamp_senders(max_senders);
+	a->window = evr__mc_window(window);
+	a->max_senders = evr__mc_max_senders(max_senders);
 }
 
 void evr__mc_acct_fini(struct evr_mc_acct *a)

@@ -81,7 +81,10 @@ struct evr_mc_acct {
 
 /* window and max_senders as in evr_mcast_opts: 0 means the default,
  * values outside the limits are clamped, the window rounded up to a
- * multiple of 64.  Allocates nothing. */
+ * multiple of 64 (evr__mc_window(), evr__mc_max_senders(): the values in
+ * effect).  Allocates nothing. */
+unsigned evr__mc_window(unsigned window);
+unsigned evr__mc_max_senders(unsigned max_senders);
 void evr__mc_acct_init(struct evr_mc_acct *a, unsigned window,
 		       unsigned max_senders);
 void evr__mc_acct_fini(struct evr_mc_acct *a);

@@ -208,7 +208,7 @@ static int post_recv(struct rnode *r, uint32_t slot)
  * the CQ (twice the slots, 64-byte CQEs) and UD QP rings a hardware
  * provider pins in user memory (about: 64-byte WQEs each way).
  */
-uint64_t evr_mcast_memlock(const struct evr_mcast_opts *o)
+uint64_t evr__mc_rdma_memlock(const struct evr_mcast_opts *o)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t slots = o->count ? o->count : 1, one;
@@ -625,7 +625,6 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 }
 
 const struct evr_mc_xport evr__mc_rdma_xport = {
-	.name = "rdma",
 	.engine_init = r_engine_init,
 	.engine_fini = r_engine_fini,
 	.node_init = r_node_init,

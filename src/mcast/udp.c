@@ -201,7 +201,8 @@ static int u_resolve(struct evr_mc_node *n)
 				      sizeof(struct sockaddr_in))) {
 				EVR__MC_FAIL(m, .qp = n->index, .status = -1,
 					     .msg = "mckey: addr bind failure",
-					     .sys_errno = errno);
+					     .sys_errno = errno,
+					     .detail = m->o.bind_addr);
 				return -1;
 			}
 			if (!v6)
@@ -448,7 +449,6 @@ static void u_node_fini(struct evr_mc_node *n)
 }
 
 const struct evr_mc_xport evr__mc_udp_xport = {
-	.name = "udp",
 	.engine_init = u_engine_init,
 	.engine_fini = u_engine_fini,
 	.node_init = u_node_init,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "agg.h"
@@ -9,11 +10,13 @@ void evr__agg_init(struct evr_agg *a)
 {
 	memset(a, 0, sizeof(*a));
 	evr__lat_init(&a->lat);
+	evr__split_init(&a->split);
 }
 
 void evr__agg_fini(struct evr_agg *a)
 {
 	evr__lat_free(&a->lat);
+	evr__split_free(&a->split);
 	evr__agg_init(a);
 }
 
@@ -21,6 +24,7 @@ int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
 		 const struct evr_latstats *lat)
 {
 	uint64_t end = r->start_ns + r->elapsed_ns;
+	int err = 0;
 
 	if (!a->n || r->start_ns < a->first_start_ns)
 		a->first_start_ns = r->start_ns;
@@ -37,10 +41,15 @@ int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
 		a->sum_iter_ns += (long double)r->elapsed_ns / r->iters;
 		a->n_timed++;
 	}
+	if (r->split_samples) {
+		a->split_on = 1;
+		if (evr__split_merge(&a->split, r->split_samples))
+			err = -ENOMEM;
+	}
 	if (!lat)
-		return 0;
+		return err;
 	a->lat_on = 1;
-	return evr__lat_merge(&a->lat, lat);
+	return evr__lat_merge(&a->lat, lat) ? -ENOMEM : err;
 }
 
 void evr__agg_result(struct evr_agg *a, struct evr_result *r)
@@ -61,5 +70,12 @@ void evr__agg_result(struct evr_agg *a, struct evr_result *r)
 		evr__lat_compute(&a->lat, &a->lat_res);
 		r->lat = &a->lat_res;
 		r->lat_samples = &a->lat;
+	}
+	r->split = NULL;
+	r->split_samples = NULL;
+	if (a->split_on) {
+		evr__split_compute(&a->split);
+		r->split = &a->split.res;
+		r->split_samples = &a->split;
 	}
 }

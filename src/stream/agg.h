@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "evrdma/stream.h"
+#include "latsplit.h"
 #include "latstats.h"
 
 struct evr_agg {
@@ -28,6 +29,9 @@ struct evr_agg {
 	int lat_on;
 	struct evr_latstats lat;
 	struct evr_lat_stats lat_res;
+	/* --split: the union of the connections' parts */
+	int split_on;
+	struct evr_latsplit split;
 };
 
 /* Empty, ready for evr__agg_add().  A zeroed struct may be fini'd. */
@@ -37,7 +41,8 @@ void evr__agg_fini(struct evr_agg *a);
 /* One connection's result for this test: r's start_ns, elapsed_ns, bytes
  * and iters, and lat (its samples) when not NULL.  Returns 0, or -ENOMEM
  * when lat's samples could not be merged (the percentiles then lack them,
- * min/max/mean still count them). */
+ * min/max/mean still count them).  r->split_samples, when set, are merged
+ * alike. */
 int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
 		 const struct evr_latstats *lat);
 /* The aggregate fields of r from a (r's name, size and count are the
@@ -46,7 +51,7 @@ int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
  * and elapsed_ns (wall time from the first start to the last end);
  * conn_mean_ns (the mean of the connections' elapsed_ns); iter_mean_ns
  * (the mean of the connections' elapsed_ns / iters); and lat, the merged
- * distribution, or NULL without samples.  r->lat points into a: valid
+ * distribution, or NULL without samples; split likewise.  r->lat points into a: valid
  * until a changes. */
 void evr__agg_result(struct evr_agg *a, struct evr_result *r);
 

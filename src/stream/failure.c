@@ -2,6 +2,7 @@
 /* Failures become text here, once, at the edge of the engine. */
 #include "config.h"
 
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,7 +148,13 @@ void evr_failure_format(const struct evr_failure *f, const char *why,
 			 (unsigned long long)f->iters_total,
 			 (unsigned long long)f->xfers_done + 1,
 			 (unsigned long long)f->xfers_total);
-		hint = f->err == -EVR_E_STALL && !f->negotiated;
+		/* Without a plan the peers may run different tests: one
+		 * then waits for bytes the other never sends, until its
+		 * stall timeout, or the other's, which closes (the peer
+		 * closed, or reset: it had unread bytes) */
+		hint = !f->negotiated &&
+		       (f->err == -EVR_E_STALL || f->err == -EVR_E_EOF ||
+			f->err == -ECONNRESET || f->err == -EPIPE);
 	} else if (f->phase != EVR_PH_SETUP &&
 		   !(f->where && !strcmp(f->where, phase_word(f->phase)))) {
 		/* "connect: connect: ..." says the same thing twice */

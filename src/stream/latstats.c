@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "latstats.h"
+#include "latsplit.h"
 
 void evr__lat_init(struct evr_latstats *l)
 {
@@ -327,18 +328,15 @@ void evr__lat_compute(struct evr_latstats *l, struct evr_lat_stats *out)
 /* Public: the samples of a result (include/evrdma/stream.h).  The exact
  * samples may have been reordered by evr__lat_compute(): order is not
  * promised, only the values. */
-uint64_t evr_result_lat_walk(const struct evr_result *r,
-			     void (*fn)(void *ud, uint64_t lo_ns,
-					uint64_t hi_ns, uint64_t n),
-			     void *ud)
+static uint64_t lat_walk(const struct evr_latstats *l,
+			 void (*fn)(void *ud, uint64_t lo_ns, uint64_t hi_ns,
+				    uint64_t n),
+			 void *ud)
 {
-	const struct evr_latstats *l = r ? r->lat_samples : NULL;
 	uint64_t total = 0, lo, hi;
 	unsigned b;
 	size_t i;
 
-	if (!l || !r->lat)
-		return 0;
 	if (l->hist) {
 		for (b = 0; b < EVR_LAT_NBUCKETS; b++) {
 			if (!l->hist[b])
@@ -352,4 +350,26 @@ uint64_t evr_result_lat_walk(const struct evr_result *r,
 	for (i = 0; i < l->n; i++)
 		fn(ud, l->v[i], l->v[i], 1);
 	return l->n;
+}
+
+uint64_t evr_result_lat_walk(const struct evr_result *r,
+			     void (*fn)(void *ud, uint64_t lo_ns,
+					uint64_t hi_ns, uint64_t n),
+			     void *ud)
+{
+	if (!r || !r->lat_samples || !r->lat)
+		return 0;
+	return lat_walk(r->lat_samples, fn, ud);
+}
+
+uint64_t evr_result_split_walk(const struct evr_result *r,
+			       enum evr_split_part part,
+			       void (*fn)(void *ud, uint64_t lo_ns,
+					  uint64_t hi_ns, uint64_t n),
+			       void *ud)
+{
+	if (!r || !r->split || !r->split_samples ||
+	    (unsigned)part >= EVR_SPLIT_PARTS)
+		return 0;
+	return lat_walk(&r->split_samples->part[part], fn, ud);
 }

@@ -35,7 +35,11 @@ struct evr_test {
 	uint32_t count;   /* transfers per iteration, each way */
 	uint32_t iters;
 	uint8_t kind;
+	uint8_t flags;    /* EVR_TEST_F_*: what the plan entry asks */
 };
+
+/* A test's flags (its plan entry's byte 13, wire.h) */
+#define EVR_TEST_F_HOLD 0x01 /* the server says its hold in each echo */
 
 struct evr_conn_plan {
 	enum evr_conn_opt opt;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * How an RDMA connection (an rsocket, rdma.c) ends, as a pure state
+ * How an RDMA connection (an rsocket, rdma_*.c) ends, as a pure state
  * machine: evr__rc_close_next() takes the connection's state, the state
  * of our DISCONNECT message, an event and the facts recorded so far, and
  * says what comes next and what to do.  It touches nothing, so it is
- * tested without verbs (tests/check_rclose.c); rdma.c's close_step() is
+ * tested without verbs (tests/check_rclose.c); rdma_conn.c's close_step() is
  * its only caller and the only place that carries the actions out, as
  * every libuv close goes through uv_close -> uv__finish_close.
  *

@@ -14,5 +14,7 @@
  * 0, or a negative errno with f filled (-EVR_E_NODEV when there is no
  * RDMA device). */
 evr__xport_new_fn evr__rdma_xport_new;
+/* What a run's registrations and queues lock (evr__xport_memlock_fn). */
+evr__xport_memlock_fn evr__rdma_memlock;
 
 #endif

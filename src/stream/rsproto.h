@@ -4,7 +4,7 @@
  * v44 speaks it; spec/rsocket-protocol.md): its encodings, and the credit,
  * ring and control-slot accounting of one connection, as plain structs and
  * functions with no verbs in them, so that every rule that decides what goes
- * on the wire is unit tested (tests/check_rsproto.c).  rdma.c posts the work
+ * on the wire is unit tested (tests/check_rsproto.c).  rdma_*.c post the work
  * requests these functions describe.
  */
 #ifndef EVR_SRC_RSPROTO_H
@@ -387,7 +387,7 @@ evr__rs_rx_update_due(const struct evr_rs_rx *rx)
  * a quarter of the ring, credits going back meanwhile when due.  Written
  * at ESTABLISHED, that SGL could reach an rsocket client closing right
  * after connecting, whose close then hung on Soft-RoCE (see
- * src/stream/rdma.c); the peer needs it only once the first half is full. */
+ * src/stream/rdma_conn.c); the peer needs it only once the first half is full. */
 static inline enum evr_rs_update
 evr__rs_rx_update_gated(const struct evr_rs_rx *rx)
 {

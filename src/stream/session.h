@@ -13,7 +13,9 @@
 #include "../loop/loop.h"
 #include "evrdma/stream.h"
 #include "latstats.h"
+#include "latsplit.h"
 #include "plan.h"
+#include "poll.h"
 #include "transport.h"
 #include "wire.h"
 
@@ -63,74 +65,6 @@ enum evr_sess_want {
 
 struct evr_sess;
 
-/* -T a polls before it sleeps while the session is in an active exchange
- * (session.c explains why): ewma_ns, an average of how long its waits for
- * the peer took, sleep and wake-up included; t0 and bytes, when the wait
- * in hand began and how many bytes had moved then. */
-struct evr_pollest {
-	uint64_t base_ns;           /* the poll set (opts.poll_us); 0: never */
-	uint64_t budget_ns;         /* the poll now: base_ns, grown to cover
-				     * replies that came later than it
-				     * lasted (up to EVR_POLL_MAX_NS) until
-				     * the session turns cold */
-	int missed;                 /* the wait in hand's poll ran out */
-	uint64_t ewma_ns, t0, bytes;
-	unsigned misses;            /* polls in a row that found nothing, or
-				     * lost the CPU */
-	unsigned skip;              /* waits to sleep through before the next
-				     * poll: 1, 2, 4 ... 64 after 2, 3, 4 ...
-				     * misses (a peer slower than the poll),
-				     * or after 1, 2, 3 ... polls that lost
-				     * the CPU (a host too loaded for it) */
-	uint64_t offer_ns;          /* a wait that goes on offers the CPU to
-				     * other tasks this often, and the poll
-				     * ends if one took it:
-				     * EVR_POLL_OFFER_NS; 0: never */
-	long taken;                 /* the thread's CPU taken (ru_nivcsw) at
-				     * the wait's first offer, -1 before it;
-				     * kept while the poll gives the loop its
-				     * turn */
-	uint64_t cont_t0;           /* a poll that gave the loop its turn
-				     * while it waited: when it began (it
-				     * goes on from there), else 0 */
-	/* what the polls did (traced at the session's end) */
-	uint64_t n_found;           /* data came while polling */
-	uint64_t n_ran_out;         /* polled the budget, then slept */
-	uint64_t n_preempted;       /* lost the CPU mid-poll, then slept */
-	uint64_t n_unpolled;        /* slept at once (cold, backing off) */
-	uint64_t n_yields;          /* gave the loop its turn mid-poll */
-};
-
-#define EVR_POLL_NS (EVR_DEFAULT_POLL_US * 1000u) /* the default budget */
-#define EVR_POLL_COLD_NS 1000000u   /* waits longer than this on average
-				     * (or 5 x budget_ns, if more): the
-				     * session sleeps at once */
-#define EVR_POLL_MAX_NS 5000000u    /* how long a learnt poll may grow */
-#define EVR_POLL_SLICE_NS 2000000u  /* a poll gives the loop its turn at
-				     * least this often */
-#define EVR_POLL_OFFER_NS 100000u   /* a poll still waiting offers its CPU
-				     * to other tasks (sched_yield) this
-				     * often */
-
-/* How a poll ended. */
-enum evr_poll_end {
-	EVR_POLL_RAN_OUT,   /* its budget ran out, nothing came */
-	EVR_POLL_FOUND,     /* data came while it polled */
-	EVR_POLL_PREEMPTED, /* another task had its CPU meanwhile */
-};
-
-void evr__poll_init(struct evr_pollest *p, uint64_t base_ns);
-/* bytes is the session's count so far: when it moved since the wait in
- * hand began, that wait ended now and a new one begins. */
-void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now);
-/* budget_ns while the waits average at most the cold mark and no
- * back-off is due, else 0 (sleep at once). */
-uint64_t evr__poll_budget(const struct evr_pollest *p);
-/* A poll ended: found (the poll keeps its length), ran out (the wait's
- * end then sizes a longer poll, or, at its cap, the session backs off),
- * or preempted (back to the base length, and it backs off at once). */
-void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how);
-
 /* What a server's connections may hold in data buffers together (its
  * --max-memory): each machine charges its own buffer here before it
  * grows it, and gives it back when it lets it go. */
@@ -166,7 +100,8 @@ struct evr_sess {
 	int allow_negotiate;        /* client: send HELLO first */
 	int verify;
 	int negotiated;
-	unsigned conn_index, conn_total;
+	unsigned conn_index, conn_total; /* of the plan's series */
+	unsigned side_by_side;      /* client: its -c, connections at once */
 	struct evr_conn_plan plan;
 	unsigned ti;                /* current test */
 	uint32_t iter, xfer;
@@ -204,20 +139,40 @@ struct evr_sess {
 	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
 	int held;               /* its owner holds it back (connected,
 				 * waiting for others): no stall */
-	int wd_state;
-	/* -T a's adaptive polling (session.c, poll_async()) */
+	int wd_state;           /* its watchers are set up (apply()) */
+	int in_play;            /* counted in its loop's sessions, from its
+				 * driver's first step to its end */
+	/* -T a's adaptive polling (poll.c) */
 	struct evr_pollest pe;
-	int hot;                    /* counted on the loop as polling */
+	unsigned long pe_lost;  /* the loop's lost_cpu when this session
+				 * last heard of it (poll.c) */
 	/* duration mode (-D): the client marks each iteration's first
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
 	int dur_mode;
 	uint64_t dur_ns;            /* client: the target per test */
 	int it_last;                /* the current iteration is the last */
+	int it_end;                 /* the transfer in hand is the END mark's */
+	int end_ok;                 /* client: the server takes END marks */
 	uint64_t it_t0;             /* client: this iteration's start */
 	/* --percentiles (client) */
 	int lat_on, lat_valid;
 	struct evr_latstats lat;
 	struct evr_lat_stats lat_res; /* of the test just finished */
+	/* --split: each round trip in its parts (latsplit.h), from the
+	 * hold the server stamps in its echoes (wire.h, "hold stamps") */
+	int split_on;               /* client: asked for (opts.lat_split) */
+	int hold_ok;                /* client: the server stamps */
+	int hold_test;              /* this test's echoes carry the hold */
+	int hold_cap;               /* client: this recv's first bytes are
+				     * the stamp: copied into hold_b */
+	uint8_t hold_b[EVR_HOLD_LEN];
+	int hold_pending;           /* server: stamp before the next send */
+	uint64_t it_rt0;            /* client: the iteration's start, wall
+				     * clock (ns) */
+	uint64_t rx_rt;             /* server: the request's arrival */
+	uint64_t rx_floor_rt;       /* server: no request came before */
+	int split_valid;
+	struct evr_latsplit *split; /* client: from the first stamped test */
 	/* progress reports */
 	unsigned interval_ms;
 	int in_data;                /* between a test's sync and its end */
@@ -249,8 +204,37 @@ size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size);
 /* Release the buffer and the connection. */
 void evr__sess_fini(struct evr_sess *s);
 
-/* The driver: watchers on the loop that feed the machine. */
+/* A progress report to the owner, if a test is in its data phase (the
+ * driver's interval_ms timer). */
+void evr__sess_progress(struct evr_sess *s);
+
+/* The driver (sessdrive.c): watchers on the loop that feed the machine. */
 void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg);
 void evr__sess_stop_watchers(struct evr_sess *s);
+
+/* Whether the machine waits for its connection (the last call would
+ * block). */
+static inline int evr__sess_waiting(enum evr_sess_want w)
+{
+	return w == EVR_WANT_READ || w == EVR_WANT_WRITE;
+}
+
+/* One try of an owner that polls (w: what the last call, which returned
+ * -EAGAIN, waits for): the call again, unless the transport tells at
+ * less cost that it would find nothing (evr_conn_ops.ready). */
+static inline enum evr_sess_want evr__sess_try_again(struct evr_sess *s,
+						     enum evr_sess_want w)
+{
+	struct evr_conn *c = s->conn;
+
+	if (c && c->ops->ready && !c->ops->ready(c))
+		return w;
+	return evr__sess_event(s, EVR_SE_READY, 0);
+}
+
+/* -T a (poll.c): poll for the budget, then arm and sleep.  Alone on its
+ * loop it polls in place; shared (evr__loop_shared()) its poll is one try
+ * a loop pass: the call its turn made, then the loop's turn. */
+enum evr_sess_want evr__poll_async(struct evr_sess *s, enum evr_sess_want w);
 
 #endif

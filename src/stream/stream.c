@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stream engines' public face: evr_stream_new/start/cancel/free, the
- * lifecycle shared by both engines (stream_int.h), done() and a cancel
- * from inside a callback delivered from the loop, and the table of
- * transports.  The engines themselves are client.c (a plan's series, -c
- * N) and server.c (accept, peer history, -T f).
+ * lookups of a start's names (RESOLVING), a cancel from inside a callback
+ * delivered from the loop, the table of transports and what it answers
+ * (evr_xport_*, evr_stream_need(), evr_stream_memlock()), and the
+ * options' defaults (evr_stream_opts_resolve()).  The engines
+ * themselves are client.c (a plan's series, -c N) and server.c (accept,
+ * peer history, -T f); the lifecycle both call back into is lifecycle.c,
+ * below them (stream_int.h).
  */
 #include "config.h"
 
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evrdma/hostcheck.h"
 #include "addr.h"
 #include "rdma.h"
 #include "stream_int.h"
@@ -23,22 +27,27 @@
 
 /*
  * The transports, one row each: a third one is its own file plus a row
- * here (and a value at the end of enum evr_xport_kind).
+ * here (and a value at the end of enum evr_xport_kind).  What a program
+ * asks of a transport (evr_xport_check(), evr_xport_fds(),
+ * evr_stream_memlock(), evr_stream_need()) is answered from its row.
  */
 static const struct xport_type {
 	enum evr_xport_kind kind;
 	const char *name;           /* evr_xport_name(): stable */
 	int gid;                    /* takes GID addresses (EVR_ADDR_GID) */
-	int rdma_device;            /* needs one (evr_xport_check()) */
+	int rdma_device;            /* needs one (evr_xport_check()), and
+				     * the host checks (evr_stream_need()) */
 	unsigned fds_base;          /* evr_xport_fds(): the engine's own */
 	unsigned fds_conn;          /* ... and each connection's */
+	evr__xport_memlock_fn *memlock; /* what a run locks; NULL: nothing */
 	evr__xport_new_fn *create;
 } xports[] = {
 	{ .kind = EVR_XPORT_TCP, .name = "tcp", .fds_base = 16, .fds_conn = 1,
 	  .create = evr__tcp_xport_new },
 	/* a connection has no fd: one completion channel per device */
 	{ .kind = EVR_XPORT_RDMA, .name = "rdma", .gid = 1, .rdma_device = 1,
-	  .fds_base = 32, .create = evr__rdma_xport_new },
+	  .fds_base = 32, .memlock = evr__rdma_memlock,
+	  .create = evr__rdma_xport_new },
 };
 
 static const struct xport_type *xport_find(enum evr_xport_kind kind)
@@ -84,23 +93,69 @@ unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns)
 		   (unsigned long)conns + 32;
 }
 
-static const char *const state_names[] = EVR__STATE_NAMES(EVR_STREAM_STATES);
-
-const char *evr__stream_state_name(enum evr_stream_state s)
+uint64_t evr_stream_memlock(const struct evr_stream_opts *o)
 {
-	return EVR__NAME_AT(state_names, s);
+	const struct xport_type *t = xport_find(o->xport);
+
+	return t && t->memlock ? t->memlock(o) : 0;
 }
 
-void evr__stream_set_state(struct evr_stream *st, enum evr_stream_state to)
+int evr_stream_need(const struct evr_stream_opts *o, struct evr_hc_need *need)
 {
-	if (st->state != to && evr__tracing(st->loop))
-		evr__trace(st->loop, "%s: %s -> %s", st->eng->name,
-			   evr__stream_state_name(st->state),
-			   evr__stream_state_name(to));
-	st->state = to;
+	const struct xport_type *t = xport_find(o->xport);
+
+	memset(need, 0, sizeof(*need));
+	if (!t)
+		return -EINVAL;
+	need->rdma = t->rdma_device;
+	need->memlock = evr_stream_memlock(o);
+	/* a server takes what descriptors it may, and turns connections
+	 * away beyond its limits: no figure to check */
+	if (!o->server)
+		need->fds = evr_xport_fds(o->xport, o->conns ? o->conns : 1);
+	need->addr = o->bind_addr;
+	return 0;
 }
 
-static void done_cb(struct ev_loop *l, ev_timer *w, int revents);
+/* The engine's defaults, the one place they are filled in. */
+int evr_stream_opts_resolve(const struct evr_stream_opts *in,
+			    struct evr_stream_opts *out)
+{
+	struct evr_stream_opts o = *in;
+	struct evr_plan plan;
+
+	if (o.conns > EVR_MAX_CONNS || o.poll_us > EVR_MAX_POLL_US)
+		return -EINVAL;
+	/* Duration mode needs the plan negotiated, and its iteration mark
+	 * overwrites a data byte, which -T v would check. */
+	if (o.duration_ms && (o.server || o.no_negotiate || o.verify))
+		return -EINVAL;
+	if (evr__plan_build(&plan, &o))
+		return -EINVAL;
+	if (!o.port)
+		o.port = EVR_DEFAULT_PORT;
+	if (!o.buffer_size)
+		o.buffer_size = EVR_DEFAULT_BUFFER_SIZE;
+	if (!o.stall_ms)
+		o.stall_ms = EVR_DEFAULT_STALL_MS;
+	if (!o.conns)
+		o.conns = 1;
+	if (!o.max_connecting)
+		o.max_connecting = EVR_DEFAULT_MAX_CONNECTING;
+	if (!o.chunk_size)
+		o.chunk_size = EVR_DEFAULT_CHUNK_SIZE;
+	if (!o.max_conns)
+		o.max_conns = EVR_DEFAULT_MAX_SERVER_CONNS;
+	if (!o.max_memory)
+		o.max_memory = EVR_DEFAULT_MAX_MEMORY;
+	if (!o.poll_us)
+		o.poll_us = EVR_DEFAULT_POLL_US;
+	else if (o.poll_us < 0)
+		o.poll_us = EVR_POLL_NEVER;
+	*out = o;
+	return 0;
+}
+
 static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
 /* Local to the stream engine for now: the multicast engine has its own
@@ -109,44 +164,38 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 		   const struct evr_stream_opts *opts,
 		   const struct evr_stream_cbs *cbs, void *ud)
 {
-	struct evr_stream *st = opts->server ? evr__server_new(opts) :
-					       evr__client_new(opts);
+	struct evr_stream_opts o;
+	struct evr_stream *st;
+	int ret = evr_stream_opts_resolve(opts, &o);
 
+	if (ret)
+		return ret;
+	/* buffer_size as given: its 0 also lets RDMA's rings shrink with
+	 * conns (conn_sizes() in rdma.c), which a given size does not */
+	o.buffer_size = opts->buffer_size;
+	st = o.server ? evr__server_new(&o) : evr__client_new(&o);
 	if (!st)
 		return -ENOMEM;
 	st->state = EVR_STREAM_IDLE;
 	st->loop = loop;
-	st->o = *opts;
-	st->host = evr__strdup_or_null(opts->host);
-	st->bind_addr = evr__strdup_or_null(opts->bind_addr);
-	st->port = strdup(opts->port ? opts->port : EVR_DEFAULT_PORT);
-	if ((opts->host && !st->host) ||
-	    (opts->bind_addr && !st->bind_addr) || !st->port) {
+	st->o = o;
+	st->host = evr__strdup_or_null(o.host);
+	st->bind_addr = evr__strdup_or_null(o.bind_addr);
+	st->port = strdup(o.port);
+	if ((o.host && !st->host) || (o.bind_addr && !st->bind_addr) ||
+	    !st->port) {
 		evr_stream_free(st);
 		return -ENOMEM;
 	}
 	st->o.host = st->host;
 	st->o.bind_addr = st->bind_addr;
 	st->o.port = st->port;
-	if (!st->o.stall_ms)
-		st->o.stall_ms = EVR_DEFAULT_STALL_MS;
-	if (opts->conns > EVR_MAX_CONNS || opts->poll_us > EVR_MAX_POLL_US) {
-		evr_stream_free(st);
-		return -EINVAL;
-	}
 	st->cbs = *cbs;
 	st->ud = ud;
 	/* connection ids from 1: 0 is "no connection" (a failure before
 	 * one existed, a server's listener) */
 	st->next_id = 1;
-	/* Duration mode needs the plan negotiated, and its iteration mark
-	 * overwrites a data byte, which -T v would check. */
-	if (st->o.duration_ms && (st->o.server || st->o.no_negotiate ||
-				  st->o.verify)) {
-		evr_stream_free(st);
-		return -EINVAL;
-	}
-	ev_timer_init(&st->done_w, done_cb, 0, 0);
+	ev_timer_init(&st->done_w, evr__stream_done_cb, 0, 0);
 	ev_timer_init(&st->cancel_w, cancel_cb, 0, 0);
 	if (evr__plan_build(&st->plan, &st->o)) {
 		evr_stream_free(st);
@@ -154,94 +203,6 @@ int evr_stream_new(struct evr_stream **out, struct evr_loop *loop,
 	}
 	*out = st;
 	return 0;
-}
-
-/* done() goes out from the loop, never from inside a session, a
- * transport or an API call: after it the engine touches nothing of its
- * own, so the callback may free it. */
-static void done_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	struct evr_stream *st = evr__container_of(w, struct evr_stream,
-						  done_w);
-
-	ev_timer_stop(l, w);
-	if (st->cbs.done)
-		st->cbs.done(st->ud, st->fin_status, st->fin_f, st->in_child);
-}
-
-static void finish_now(struct evr_stream *st)
-{
-	evr__stream_set_state(st, EVR_STREAM_FINISHED);
-	ev_timer_stop(st->loop->ev, &st->cancel_w);
-	ev_timer_start(st->loop->ev, &st->done_w);
-}
-
-void evr__stream_finish(struct evr_stream *st, int status,
-			const struct evr_failure *f)
-{
-	if (evr__stream_ending(st))
-		return;
-	st->fin_status = status;
-	st->fin_f = NULL;
-	if (f) {
-		st->fin_fail = *f;
-		st->fin_f = &st->fin_fail;
-	}
-	evr__stream_set_state(st, EVR_STREAM_FINISHING);
-	/* Let the last closes complete (our DISCONNECT reaching the peer)
-	 * before the program exits; evr__stream_drained() finishes then. */
-	if (st->xp && st->xp->ops->lingering(st->xp))
-		return;
-	finish_now(st);
-}
-
-void evr__stream_drained(void *ud)
-{
-	struct evr_stream *st = ud;
-
-	if (st->state == EVR_STREAM_FINISHING)
-		finish_now(st);
-}
-
-void evr__stream_result_init(struct evr_result *r, const struct evr_sess *s,
-			     const struct evr_test *t, uint64_t elapsed_ns)
-{
-	*r = (struct evr_result){
-		.name = t->name,
-		.size = t->size,
-		.count = t->count,
-		.iters = t->iters,
-		.bytes = evr__test_bytes(t),
-		.elapsed_ns = elapsed_ns,
-		.conn_id = s->id,
-		.peer = s->conn ? s->conn->peer : "",
-		.lat = s->lat_valid ? &s->lat_res : NULL,
-		.lat_samples = s->lat_valid ? &s->lat : NULL,
-		.start_ns = s->t0,
-		.conn_mean_ns = elapsed_ns,
-		.iter_mean_ns = t->iters ? (double)elapsed_ns / t->iters : 0.0,
-	};
-}
-
-/* A transport without the op, or one that cannot tell, reports nothing. */
-void evr__stream_settings(struct evr_stream *st, unsigned conn_id,
-			  struct evr_conn *c)
-{
-	struct evr_conn_settings cs;
-	struct evr_info i;
-
-	if (!st->o.report_settings || !st->cbs.info || !c->ops->settings ||
-	    c->ops->settings(c, &cs))
-		return;
-	i = (struct evr_info){
-		.kind = EVR_INFO_SETTINGS,
-		.conn_id = conn_id,
-		.peer = cs.peer[0] ? cs.peer : c->peer,
-		.keepalive_on = cs.keepalive_on,
-		.keepalive_idle = cs.keepalive_idle_s,
-		.settings = &cs,
-	};
-	EVR__STREAM_EMIT(st, info, &i);
 }
 
 /* Whether host must be looked up before the engine's start: a name that
@@ -264,7 +225,7 @@ static void lookups_stop(struct evr_stream *st)
 	unsigned i;
 
 	for (i = 0; i < EVR__ARRAY_SIZE(st->lk); i++) {
-		evr__lookup_free(st->lk[i]);
+		evr_lookup_free(st->lk[i]);
 		st->lk[i] = NULL;
 	}
 }
@@ -306,7 +267,7 @@ static void looked_up(struct evr_stream *st, unsigned i, int err,
 	/* sa is the lookup's: read it before the lookup goes */
 	if (!err && evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
 		err = EAI_NONAME;
-	evr__lookup_free(st->lk[i]);
+	evr_lookup_free(st->lk[i]);
 	st->lk[i] = NULL;
 	if (err) {
 		lookups_stop(st);
@@ -353,10 +314,10 @@ static int lookups_start(struct evr_stream *st, struct evr_failure *f)
 	int ret = 0;
 
 	if (!st->o.server && needs_lookup(st, st->host))
-		ret = evr__lookup_start(&st->lk[0], st->loop, st->host, family,
+		ret = evr_lookup_start(&st->lk[0], st->loop, st->host, family,
 					host_cb, st);
 	if (!ret && needs_lookup(st, st->bind_addr))
-		ret = evr__lookup_start(&st->lk[1], st->loop, st->bind_addr,
+		ret = evr_lookup_start(&st->lk[1], st->loop, st->bind_addr,
 					family, bind_cb, st);
 	if (ret) {
 		lookups_stop(st);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Inside the stream engines.  stream.c holds the public API, the lifecycle
- * and the rule that done() and a cancel asked for from a callback run from
- * the loop, off the caller's stack; client.c and server.c are the two
- * engines.  Each engine keeps its own state in its own struct around
+ * Inside the stream engines, on three floors: stream.c holds the public
+ * API (and the rule that a cancel asked for from a callback runs from the
+ * loop, off the caller's stack); client.c and server.c are the two
+ * engines; lifecycle.c, below both, the lifecycle they call back into
+ * (the state, the finish, done() from the loop, a test's row, the
+ * settings report).  Each engine keeps its own state in its own struct around
  * struct evr_stream (evr__container_of, as the transports do around
  * struct evr_xport), so that neither can touch the other's by accident.
  */
@@ -112,7 +114,7 @@ struct evr_stream {
 	unsigned cb_depth;
 	/* RESOLVING: the lookups of o.host and o.bind_addr, and the
 	 * numeric addresses that replace the names in o once found */
-	struct evr__lookup *lk[2];
+	struct evr_lookup *lk[2];
 	char num[2][INET6_ADDRSTRLEN + IF_NAMESIZE + 1];
 };
 
@@ -121,6 +123,7 @@ struct evr_stream {
 struct evr_stream *evr__client_new(const struct evr_stream_opts *o);
 struct evr_stream *evr__server_new(const struct evr_stream_opts *o);
 
+/* lifecycle.c, below both engines: */
 void evr__stream_set_state(struct evr_stream *st, enum evr_stream_state to);
 
 /* Callbacks reach the host only while RUNNING (see above). */
@@ -155,6 +158,8 @@ void evr__stream_finish(struct evr_stream *st, int status,
 			const struct evr_failure *f);
 /* evr_xport_cbs.drained, for both engines. */
 void evr__stream_drained(void *ud);
+/* done_w's callback (evr_stream_new() arms it): done() from the loop. */
+void evr__stream_done_cb(struct ev_loop *l, ev_timer *w, int revents);
 
 /* The row of one finished test on session s. */
 void evr__stream_result_init(struct evr_result *r, const struct evr_sess *s,

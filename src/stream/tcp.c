@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../loop/loop.h"
@@ -40,6 +42,7 @@ struct tcp_xport {
 struct tcp_conn {
 	struct evr_conn base;
 	int recv_flags;
+	int stamps;             /* rx_stamps: SO_TIMESTAMPNS is on */
 	struct tcp_xport *x;
 	ev_io connect_w;
 };
@@ -125,6 +128,11 @@ static int tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		f->where = "setsockopt";
 		goto fail;
 	}
+	/* Receive timestamps for a client that asks for hold stamps
+	 * (wire.h), from its first byte on: Linux turns them on for the
+	 * host from a work queue, and what arrives before is not stamped
+	 * (best effort: the hold is then timed from the read) */
+	(void)evr__setsockopt_int(fd, SOL_SOCKET, SO_TIMESTAMPNS, 1);
 	if (bind(fd, (struct sockaddr *)&a.ss, a.len)) {
 		ret = -errno;
 		evr__bind_failed(f, ret, &a, NULL);
@@ -174,14 +182,63 @@ static ssize_t tcp_send(struct evr_conn *c, const void *buf, size_t len,
 	return n;
 }
 
+/* recv with the kernel's receive timestamp of the last bytes read (TCP
+ * gives the one of the last segment it copied from). */
+static ssize_t recv_stamped(struct tcp_conn *t, void *buf, size_t len)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(struct timespec))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.b,
+		.msg_controllen = sizeof(ctl.b),
+	};
+	struct cmsghdr *cm;
+	struct timespec ts;
+	ssize_t n = recvmsg(t->base.fd, &m, t->recv_flags);
+
+	if (n <= 0)
+		return n;
+	t->base.rx_rt_ns = 0;
+	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_TIMESTAMPNS ||
+		    cm->cmsg_len < CMSG_LEN(sizeof(ts)))
+			continue;
+		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+		if (ts.tv_sec > 0 && ts.tv_nsec >= 0 &&
+		    ts.tv_nsec < 1000000000)
+			t->base.rx_rt_ns = (uint64_t)ts.tv_sec * 1000000000u +
+					   (uint64_t)ts.tv_nsec;
+	}
+	return n;
+}
+
 static ssize_t tcp_recv(struct evr_conn *c, void *buf, size_t len)
 {
 	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
-	ssize_t n = recv(c->fd, buf, len, t->recv_flags);
+	ssize_t n = t->stamps ? recv_stamped(t, buf, len) :
+				recv(c->fd, buf, len, t->recv_flags);
 
 	if (n < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	return n;
+}
+
+/* The kernel stamps what arrives from now on (a software timestamp, at
+ * the receive path's entry: before this process runs). */
+static int tcp_rx_stamps(struct evr_conn *c)
+{
+	struct tcp_conn *t = evr__container_of(c, struct tcp_conn, base);
+	int ret = evr__setsockopt_int(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, 1);
+
+	if (!ret)
+		t->stamps = 1;
+	return ret;
 }
 
 static void tcp_shutdown(struct evr_conn *c)
@@ -251,6 +308,7 @@ static const struct evr_conn_ops tcp_ops = {
 	.shutdown = tcp_shutdown,
 	.close = tcp_close,
 	.settings = tcp_settings,
+	.rx_stamps = tcp_rx_stamps,
 };
 
 /* Wrap a (connecting or connected) non-blocking socket. */
@@ -318,6 +376,9 @@ static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
 	fd = tcp_socket(dst->family, f);
 	if (fd < 0)
 		return fd;
+	/* --split: stamped from the first byte (as the listener's) */
+	if (xp->o->lat_split)
+		(void)evr__setsockopt_int(fd, SOL_SOCKET, SO_TIMESTAMPNS, 1);
 	ret = set_options(xp->o, fd, &ka_on, &ka_idle);
 	if (ret) {
 		close(fd);

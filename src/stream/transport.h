@@ -41,6 +41,10 @@ struct evr_conn_ops {
 	 * now move bytes.  Much cheaper than a call that finds nothing: it
 	 * takes the completions (RDMA) and looks at nothing else. */
 	int (*ready)(struct evr_conn *c);
+	/* Optional (NULL: the transport cannot tell): from now on, each
+	 * recv sets rx_rt_ns to when the kernel received the last bytes it
+	 * returned.  0 or a negative errno. */
+	int (*rx_stamps)(struct evr_conn *c);
 };
 
 struct evr_conn {
@@ -65,6 +69,10 @@ struct evr_conn {
 	 * (the call that failed, e.g. "ibv_reg_mr"), not on the network:
 	 * the failure is then the setup phase's (a local error) */
 	const char *setup_where;
+	/* Set by recv once rx_stamps is on: the wall-clock time
+	 * (CLOCK_REALTIME, ns) the last bytes returned arrived; 0 when the
+	 * kernel gave none (bytes queued before the stamps were on) */
+	uint64_t rx_rt_ns;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */
@@ -136,5 +144,10 @@ struct evr_xport {
 typedef int evr__xport_new_fn(struct evr_xport **out,
 			      const struct evr_xport *base,
 			      struct evr_failure *f);
+
+/* The bytes a run of o locks over a transport that registers memory
+ * (evr_stream_memlock(), by the row): NULL in the row for one that locks
+ * nothing. */
+typedef uint64_t evr__xport_memlock_fn(const struct evr_stream_opts *o);
 
 #endif

@@ -72,6 +72,7 @@ void evr__plan_entry_encode(uint8_t *out, const struct evr_test *t)
 	evr__put32(out + 4, t->count);
 	evr__put32(out + 8, t->iters);
 	out[12] = t->kind;
+	out[13] = t->flags;
 }
 
 int evr__plan_entry_decode(const uint8_t *in, struct evr_test *t,
@@ -87,9 +88,12 @@ int evr__plan_entry_decode(const uint8_t *in, struct evr_test *t,
 	if (!count || count > EVR_MAX_COUNT || !iters || iters > EVR_MAX_COUNT)
 		return EVR_PLAN_E_COUNT;
 	evr__test_init(t, kind, size, count, iters);
-	/* Names come from the kind; counts are the client's. */
+	/* Names come from the kind; counts are the client's.  Flags this
+	 * end does not know are dropped: the reply's features say which it
+	 * takes. */
 	t->count = count;
 	t->iters = iters;
+	t->flags = in[13] & EVR_TEST_F_HOLD;
 	return EVR_PLAN_OK;
 }
 
@@ -99,6 +103,16 @@ void evr__plan_reply_encode(uint8_t *out, int status, uint32_t limit)
 	memcpy(out, reply_magic, 4);
 	evr__put32(out + 4, (uint32_t)status);
 	evr__put32(out + 8, limit);
+}
+
+void evr__plan_reply_set_features(uint8_t *out, uint32_t features)
+{
+	evr__put32(out + 12, features);
+}
+
+uint32_t evr__plan_reply_features(const uint8_t *in)
+{
+	return evr__get32(in + 12);
 }
 
 int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit)

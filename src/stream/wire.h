@@ -12,7 +12,8 @@
  *                     header: "EVPL", u16 version, u16 flags, u16 ntests,
  *                     u16 conn_index, u16 conn_total, u8 pattern send
  *                     counter, u8 pattern receive counter
- *                     entry: u32 size, u32 count, u32 iters, u8 kind, 0 0 0
+ *                     entry: u32 size, u32 count, u32 iters, u8 kind,
+ *                     u8 flags (EVR_TEST_F_*; 0 before them), 0 0
  *   server -> client  PLAN reply (16): accepted, or why not
  *
  * All integers are big-endian.
@@ -24,8 +25,26 @@
  * is otherwise unchecked without -T v, and -D excludes -T v).  The server
  * reads it on the first transfer of each iteration; after echoing an
  * iteration marked LAST, both sides end the test as if its count were
- * reached, and the next test begins with the usual sync.  Nothing else
+ * reached, and the next test begins with the usual sync.  A server that
+ * sets EVR_REPLY_F_END in its reply's features (bytes 12-15, zero from
+ * servers before it, and ignored by clients before it) also takes
+ * EVR_ITER_END in place of an iteration's mark: that transfer is no
+ * iteration, the server reads it, does not echo it, and ends the test
+ * there; such a client ends a test at the first iteration boundary past
+ * the duration and marks LAST only the plan's cap.  Nothing else
  * changes, and without -D the wire is version 1, byte for byte as before.
+ *
+ * Hold stamps (rstream --split, the daemon's latency probes): a client
+ * that wants a round trip told in its parts sets EVR_TEST_F_HOLD in an
+ * entry's byte 13 (zero before, and ignored by servers before it).  A
+ * server that sets EVR_REPLY_F_HOLD in its reply's features then writes,
+ * over the first EVR_HOLD_LEN bytes of the last echo transfer of every
+ * iteration of that test, how long it held the request: from the arrival
+ * of the request's last bytes (the kernel's receive timestamp where the
+ * transport has one) to that transfer's send, in nanoseconds, u64.  Only
+ * for tests of at least EVR_HOLD_LEN bytes and without verification (a
+ * verifying client checks every byte); a client of a server without the
+ * feature, or an old client, reads the echo as before.
  * A version-1 server rejects the plan (unsupported version); an upstream
  * server never sees it (the client gives up at its reply to HELLO).
  */
@@ -50,6 +69,13 @@
 
 #define EVR_ITER_MORE 0x4d          /* 'M': another iteration follows */
 #define EVR_ITER_LAST 0x4c          /* 'L': the test's last iteration */
+#define EVR_ITER_END 0x45           /* 'E': no iteration; the test ends
+				     * (EVR_REPLY_F_END servers only) */
+
+/* The plan reply's features (bytes 12-15): what the server takes. */
+#define EVR_REPLY_F_END 0x00000001u /* EVR_ITER_END in duration mode */
+#define EVR_REPLY_F_HOLD 0x00000002u /* hold stamps (EVR_TEST_F_HOLD) */
+#define EVR_HOLD_LEN 8
 
 /* The plan reply's status: 0, or why the server refused (the public
  * EVR_REJECTS list, with the wire's values).  BUDGET: the server's
@@ -93,6 +119,10 @@ void evr__plan_entry_encode(uint8_t *out, const struct evr_test *t);
 int evr__plan_entry_decode(const uint8_t *in, struct evr_test *t,
 			   uint32_t max_size);
 void evr__plan_reply_encode(uint8_t *out, int status, uint32_t limit);
+/* ... and the features this end takes (EVR_REPLY_F_*); 0 from a server
+ * before them. */
+void evr__plan_reply_set_features(uint8_t *out, uint32_t features);
+uint32_t evr__plan_reply_features(const uint8_t *in);
 /* Returns the status (>= 0), or -1 when this is not a plan reply. */
 int evr__plan_reply_decode(const uint8_t *in, uint32_t *limit);
 const char *evr__plan_status_str(int status);

@@ -10,7 +10,9 @@
 # on the client; --max-memory refuses a plan it cannot hold, with the
 # reason printed by the client (exit 4), and serves it again once memory
 # is free.  The hostile clients are tests/faultpeer ($FAULTPEER) bigplan:
-# they send and read back through a 1 MiB buffer of their own.
+# they send and read back through a 1 MiB buffer of their own.  And
+# evrdma-probed's responders, with an agent's budget: hostile clients are
+# refused, and their memory goes back to the system once they are gone.
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
@@ -201,6 +203,106 @@ run_cmd cliopt 10 "$R" -T s -s $H -p 9 --max-memory 1m
 assert_exit "--max-memory on a client: exit 1" 1 "$RC" "$T/cliopt.err"
 assert_lines "... one line saying it is a server option" 1 "$T/cliopt.err" \
 	"^rstream: --max-memory is a server option \(use it without -s\)$"
+
+# ------------------------------- 6. evrdma-probed's responders: an agent's
+# A responder's memory is its agent's (evrdma-probed.8, responders):
+# by default 32 MiB of buffers and 1024 connections, where rstream's
+# server has 1 GiB and 16384 (before: one client with -c 200 -S 1m took
+# the responder to 212 MB, -c 1000 to 1 GB, of which 745 MB stayed).
+# Two rounds, as the first one frees big blocks that raise glibc's mmap
+# threshold: 200 connections of 1 MiB messages, all at once, refused the
+# rstream protocol's way (the plan rejected for the budget: exit 4, the
+# reason printed, counted as dropped{reason="budget"}), the peak within
+# the budget plus 16 MiB, and the RSS back within 2 MiB of idle once
+# they are gone; then 20, and 48, of them served by a responder whose
+# budget (64 MiB) lets them in, its memory returned as well (before: the
+# second round's 48 MiB, or some of it, stayed in glibc's heap); then a
+# client is served as before.  Under valgrind and ASan the RSS figures
+# are theirs (their own allocator; ASan's quarantine holds what is
+# freed): the RSS assertions are skipped there (the functional ones run).
+if [ -n "${PROBED:-}" ] && [ -x "$PROBED" ] && command -v curl >/dev/null; then
+	RP=$(e2e_port)
+	RP2=$(e2e_port)
+	HP=$(e2e_port)
+	MC=10
+	[ "$E2E_VG" = 1 ] && MC=1
+	printf '{ "listen_address": "%s", "listen_port": %s, "responders": [
+  { "transport": "tcp", "port": %s, "bind": "%s", "stall_timeout_s": %s },
+  { "transport": "tcp", "port": %s, "bind": "%s", "stall_timeout_s": %s,
+    "max_memory": 67108864 } ] }\n' "$H" "$HP" "$RP" "$H" "$(tscale 10)" \
+		"$RP2" "$H" "$(tscale 10)" >"$T/resp.json"
+	rss_le() { # DESC A B
+		if [ "$E2E_VG" = 1 ] || [ "$E2E_SAN" = yes ]; then
+			skip "$1: under valgrind or ASan the footprint is theirs"
+		else
+			assert_le "$@"
+		fi
+	}
+	metric() { # SERIES: its value on /metrics, "" when absent
+		curl -s --max-time "$(tscale 2)" "http://$H:$HP/metrics" |
+			awk -v s="$1" 'index($0, s " ") == 1 { print $NF; exit }'
+	}
+	idle_wait() { # PORT: until the responder serves no connection (10 s)
+		local end=$(( $(now_ms) + $(tscale 10) * 1000 ))
+		while [ "$(metric "evrdma_responder_connections_active{responder=\"tcp:$H:$1\"}")" != 0 ] &&
+			[ "$(now_ms)" -lt "$end" ]; do
+			sleep 0.1
+		done
+		sleep 1 # the engine frees them from the loop; the trim comes 0.5 s later
+	}
+	bg_start probed 300 "$PROBED" -c "$T/resp.json"
+	if wait_listen "$RP" 10 probed && wait_listen "$RP2" 10 probed &&
+		wait_listen "$HP" 10 probed; then
+		DP=$(bg_child_pid probed)
+		sleep 0.5
+		idle=$(mem_kb "$DP" VmRSS)
+		say "responder: idle VmRSS $idle kB"
+		for k in 1 2; do
+			run_cmd "rhost$k" 120 "$R" -T s -s $H -p "$RP" -c 200 -S 1m \
+				-C "$MC" -I 1 --all-at-once
+			assert_exit "responder, round $k: 200 x 1 MiB at once, beyond its budget: refused (exit 4)" \
+				4 "$RC" "$T/rhost$k.out" "$T/rhost$k.err"
+			assert_match "... the client says why" \
+				"test plan rejected: the server's memory budget for connection buffers is taken" \
+				"$T/rhost$k.err"
+			hwm=$(mem_kb "$DP" VmHWM)
+			idle_wait "$RP"
+			after=$(mem_kb "$DP" VmRSS)
+			say "responder, round $k: VmHWM $hwm kB, VmRSS after $after kB (idle $idle kB)"
+			rss_le "responder, round $k: peak RSS within its 32 MiB budget + 16 MiB of idle" \
+				"$hwm" $((idle + 49152))
+			rss_le "responder, round $k: RSS back within 2 MiB of idle once they are gone" \
+				"$after" $((idle + 2048))
+		done
+		v=$(metric "evrdma_responder_dropped_total{responder=\"tcp:$H:$RP\",reason=\"budget\"}")
+		assert_le "responder: the refused plans counted, dropped_total{reason=\"budget\"} >= 2" \
+			2 "${v:-0}"
+		for k in 20 48; do
+			run_cmd "rbig$k" 120 "$R" -T s -s $H -p "$RP2" -c $k -S 1m \
+				-C "$MC" -I 1 --all-at-once
+			assert_exit "responder with max_memory 64 MiB: $k x 1 MiB at once served" \
+				0 "$RC" "$T/rbig$k.out" "$T/rbig$k.err"
+			hwm=$(mem_kb "$DP" VmHWM)
+			idle_wait "$RP2"
+			after=$(mem_kb "$DP" VmRSS)
+			say "responder (64 MiB), -c $k: VmHWM $hwm kB, VmRSS after $after kB (idle $idle kB)"
+			rss_le "responder (64 MiB), -c $k: peak RSS within its budget + 16 MiB of idle" \
+				"$hwm" $((idle + 65536 + 16384))
+			rss_le "responder (64 MiB), -c $k: RSS back within 2 MiB of idle" \
+				"$after" $((idle + 2048))
+		done
+		run_cmd rafter 60 "$R" -T s -s $H -p "$RP" -S 1000 -C 10 -I 1
+		assert_exit "responder: a client is served afterwards" 0 "$RC" \
+			"$T/rafter.out" "$T/rafter.err"
+		assert_match "... its row" '^custom +1000 +10 +1 ' "$T/rafter.out"
+	else
+		not_ok "evrdma-probed listens with its responders" "$(head -3 "$T/probed.err")"
+	fi
+	bg_stop probed
+	assert_exit "evrdma-probed: stops on SIGTERM" 0 "$RC" "$T/probed.err"
+else
+	skip "responders: PROBED (evrdma-probed) or curl missing"
+fi
 
 san_check
 e2e_done

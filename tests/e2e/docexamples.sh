@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# Every rstream and mckey example of README.md and the man pages
+# Every rstream and mckey example of README.md, doc/*.md and the man pages
 # (man/*.1, man/*.8), run as written.  Examples are the command lines in
-# README.md's fenced code blocks and in the man pages' .nf/.fi blocks whose
+# the Markdown files' fenced code blocks and in the man pages' .nf/.fi blocks whose
 # first word is rstream or mckey (build/ in front or not); a line that ends
 # in | or \ goes on with the next one, and a # comment is dropped.
 #
@@ -27,8 +27,8 @@
 #     -S all without -D or -T v gets -D 0.01, so the same tests, rows and
 #     plan are checked in about 3 s per default run and 30-55 s for
 #     -S all (as written: 12 s and 100 s);
-#   - an example that is the same command as an earlier one (README and
-#     man page) runs once; the second is reported as covered.
+#   - an example that is the same command as an earlier one (README, a
+#     doc/*.md or a man page) runs once; the second is reported as covered.
 #   With E2E_VALGRIND=1 (make check-valgrind) the -S all example is skipped,
 #   saying so: its gigabytes take memcheck far too long.
 # RDMA examples (rstream without -T s, -f gid; mckey without --udp) are
@@ -38,6 +38,9 @@
 # gets a sender (mckey --udp -s, same group and address) once it has
 # joined, a sender example a receiver; both exit 0 and the example's
 # output is sane (upstream's transcript, or JSON records).
+# README.md's evrdma-probed example runs too: its configuration (on two
+# free ports) passes --check-config, and the daemon started on it serves
+# the probe up, as the curl line's comment says.
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
@@ -545,6 +548,9 @@ wait_ns_group() { # GROUP
 # ------------------------------------------------------------- the run
 
 FILES=(README.md)
+for f in "$SRC"/doc/*.md; do
+	[ -e "$f" ] && FILES+=("doc/${f##*/}")
+done
 for f in "$SRC"/man/*.1 "$SRC"/man/*.8; do
 	[ -e "$f" ] && FILES+=("man/${f##*/}")
 done
@@ -556,15 +562,54 @@ while IFS=$'\t' read -r where cmd; do
 	*) mk_example "$where" "$cmd" </dev/null ;;
 	esac
 done <"$T/examples.tsv"
-# the extraction itself: a README or man page reshuffle that hid the
+# README.md's evrdma-probed example ("First steps"): its configuration
+# passes --check-config, and the daemon started on it serves what the
+# curl line's comment says.  Only the two ports change (free ones): a
+# port the sed misses stays as written, and the daemon's responder or
+# its HTTP server could then meet another program there.
+awk '/^## First steps/ { f = 1; next } /^## / { f = 0 }
+	f && /^```json$/ { j = 1; next } j && /^```$/ { exit } j' \
+	"$SRC/README.md" >"$T/probed.json"
+if [ ! -s "$T/probed.json" ]; then
+	not_ok "README.md, First steps: the evrdma-probed configuration is there"
+elif [ -z "${PROBED:-}" ] || [ ! -x "$PROBED" ]; then
+	not_ok "PROBED names the built evrdma-probed"
+elif ! command -v curl >/dev/null 2>&1; then
+	skip "README.md's evrdma-probed example: curl is not installed"
+else
+	HP=$(e2e_port)
+	RP=$(e2e_port)
+	sed -i -e "s/\"listen_port\": 9471/\"listen_port\": $HP/" \
+		-e "s/\"port\": 7481/\"port\": $RP/g" "$T/probed.json"
+	assert_eq "README.md's evrdma-probed example: its ports 9471 and 7481, each replaced" \
+		"3 0" "$(grep -c -E "\"(listen_)?port\": ($HP|$RP)," "$T/probed.json") $(grep -c -E '9471|7481' "$T/probed.json")"
+	run_cmd probed_check 10 "$PROBED" --check-config -c "$T/probed.json"
+	assert_exit "README.md's evrdma-probed example: --check-config" 0 "$RC" \
+		"$T/probed.json" "$T/probed_check.err"
+	assert_match "... one line, as its comment says: ok" '^evrdma-probed: .*: ok, ' "$T/probed_check.out"
+	bg_start probed 60 "$PROBED" -c "$T/probed.json"
+	want='evrdma_probe_up{probe="lo-tcp"} 1'
+	up=
+	end=$(( $(now_ms) + $(tscale 10) * 1000 ))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		up=$(curl -s --max-time "$(tscale 2)" "http://$H:$HP/metrics" |
+			grep '^evrdma_probe_up')
+		[ "$up" = "$want" ] && break
+		sleep 0.2
+	done
+	assert_eq "README.md's evrdma-probed example: the curl line's $want" "$want" "$up"
+	bg_stop probed
+	assert_exit "... and SIGTERM stops it" 0 "$RC" "$T/probed.err"
+fi
+# the extraction itself: a documentation or man page reshuffle that hid the
 # examples from it would otherwise pass with nothing run
 num=$(grep -c -- '-T s' "$T/examples.tsv")
-num_readme=$(grep -c '^README\.md:.*-T s' "$T/examples.tsv")
+num_docs=$(grep -c -E '^(README\.md|doc/[^:]*\.md):.*-T s' "$T/examples.tsv")
 num_man=$(grep -c '^man/rstream\.1:.*-T s' "$T/examples.tsv")
-if [ "$num_readme" -ge 5 ] && [ "$num_man" -ge 5 ]; then
-	ok "found $num rstream TCP examples ($num_readme in README.md, $num_man in rstream.1)"
+if [ "$num_docs" -ge 5 ] && [ "$num_man" -ge 5 ]; then
+	ok "found $num rstream TCP examples ($num_docs in README.md and doc/*.md, $num_man in rstream.1)"
 else
-	not_ok "found the rstream TCP examples" "README.md: $num_readme, rstream.1: $num_man"
+	not_ok "found the rstream TCP examples" "README.md and doc/*.md: $num_docs, rstream.1: $num_man"
 fi
 [ -n "$NS" ] && ip netns del "$NS" 2>/dev/null
 

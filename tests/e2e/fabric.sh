@@ -107,8 +107,10 @@ fab_agent_conf() { # I FILE PEERS INTERVAL TIMEOUT [RESPONDER] [MESH_BIND]
 	[ "${6:-1}" = 1 ] &&
 		resp="\"responders\": [ { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"$a\" } ],"
 	[ -n "${7:-}" ] && bind="\"bind\": \"$7\","
-	bw=$(printf '{ "name": "bw:h%s", "type": "rstream", "host": "%s", "port": 7471, "transport": "tcp", "kind": "bandwidth", "size": 16384, "count": 4, "interval_s": %s, "timeout_s": 5 }' \
-		"$nx" "$(fab_addr "$nx")" "$(awk -v x="$4" 'BEGIN { print 2 * x }')")
+	# a ring of bandwidth probes, each naming its peer (the rules pair
+	# them: EvrdmaLinkThroughputLow)
+	bw=$(printf '{ "name": "bw:h%s", "type": "rstream", "host": "%s", "port": 7471, "transport": "tcp", "kind": "bandwidth", "size": 16384, "count": 4, "interval_s": %s, "timeout_s": 5, "peer": "h%s" }' \
+		"$nx" "$(fab_addr "$nx")" "$(awk -v x="$4" 'BEGIN { print 2 * x }')" "$nx")
 	[ "${FAB_BW:-1}" = 0 ] && bw=
 	poll=
 	[ -n "${FAB_POLL_US:-}" ] && poll=", \"poll_us\": $FAB_POLL_US"
@@ -164,6 +166,7 @@ fab_promq_py() {
 #   alerts: one line an alert, "STATE NAME k=v ..." (the labels but
 #           alertname, severity, job, instance), sorted
 #   query EXPR: one line a sample, "k=v,... VALUE" (__name__ dropped)
+#   values EXPR...: one line, the first sample's value of each, or "-"
 #   targets: one line a target, "HOST HEALTH LAST_ERROR"
 #   ready: exit 0 when Prometheus says it is ready
 import json, sys, urllib.parse, urllib.request
@@ -190,13 +193,20 @@ try:
     elif sys.argv[1] == "targets":
         for t in get("/api/v1/targets")["data"]["activeTargets"]:
             print(t["labels"].get("host", "?"), t["health"], t.get("lastError", ""))
+    elif sys.argv[1] == "values":
+        # one line: the first sample's value of each EXPR, or "-"
+        vals = []
+        for q in sys.argv[2:]:
+            r = get("/api/v1/query", query=q)["data"]["result"]
+            vals.append(r[0]["value"][1] if r else "-")
+        print(" ".join(vals))
     elif sys.argv[1] == "query":
         for s in get("/api/v1/query", query=sys.argv[2])["data"]["result"]:
             m = s["metric"]
             print(",".join("%s=%s" % (k, m[k]) for k in sorted(m) if k != "__name__"),
                   s["value"][1])
     else:
-        sys.exit("promq: alerts | query EXPR | targets | ready")
+        sys.exit("promq: alerts | query EXPR | values EXPR... | targets | ready")
 except (OSError, ValueError, KeyError) as e:
     print("promq: %s" % e, file=sys.stderr)
     sys.exit(1)

@@ -70,11 +70,10 @@ assert_match "an error record" '^\{"type":"error",' "$T/b2.out"
 # ---- the real limits, as an unprivileged user
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --)
-	# nobody runs the programs (under valgrind: its wrappers, and
-	# writes its logs where the script reads them)
-	chmod o+x "$T"
-	[ -d "$T/vgbin" ] && chmod o+rx "$T/vgbin"
-	[ -d "$T/valgrind" ] && chmod 1777 "$T/valgrind"
+	# nobody runs copies of the programs (under valgrind, in wrappers of
+	# their own), which it can reach wherever the build tree is
+	e2e_user_bins RSTREAM || exit 99
+	R=$USER_RSTREAM
 	run_cmd n1 20 bash -c 'ulimit -l 64 && exec "$@"' _ "${NOBODY[@]}" "$R" --check
 	assert_exit "as nobody, ulimit -l 64: --check fails" 5 "$RC" "$T/n1.out" "$T/n1.err"
 	assert_match "memlock FAIL: the limit and the need" \
@@ -98,6 +97,7 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 		bg_wait srv 20
 		assert_exit "-T s --once server as nobody, ulimit -l 0" 0 "$RC" "$T/srv.err"
 	fi
+	R=$RSTREAM
 else
 	skip "setpriv and root are needed to run as another user"
 fi

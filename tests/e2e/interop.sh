@@ -162,6 +162,20 @@ if start_server mm_s "$P" "$U" -T s -p "$P"; then
 	assert_lines "mismatch: no row printed" 0 "$T/mm_c.out" "$E2E_ANY_ROW"
 	bg_kill mm_s # upstream's server spins on forever after this
 fi
+# rstream(1)'s own example, both ends ours: -S 1000 -C 100 -I 10
+# --no-negotiate against a default server whose stall timeout ends first:
+# the client sees the server close (or reset) mid-test, and still asks
+# whether both run the same test options (it said only "peer closed")
+P=$(e2e_port)
+if start_server mm3_s "$P" "$R" -T s -p "$P" --stall-timeout 1; then
+	run_cmd mm3_c 20 "$R" -T s -s $H -p "$P" -S 1000 -C 100 -I 10 --no-negotiate
+	assert_exit "mismatch, the server's timeout first: our client exits 4" 4 "$RC" "$T/mm3_c.err"
+	assert_le "mismatch, the server's timeout first: within it, give or take (ms)" \
+		"$ELAPSED_MS" "$(tscale 5000)"
+	assert_lines "mismatch, the server's timeout first: one line, with the hint" 1 "$T/mm3_c.err" \
+		'^rstream: .*test custom \(1 of 1\), .*(peer closed the connection|reset by peer).* \(do both sides run the same test options\?\)$'
+	bg_kill mm3_s
+fi
 # and the other way round: upstream's custom client, our plain server
 # (which has no way to learn upstream's options): the server drops the
 # connection in bounded time and serves on
@@ -214,9 +228,11 @@ warn_case json 1 -S 4096 -C 100 -I 10 -T v --json
 
 P=$(e2e_port)
 if start_server vn_s "$P" "$R" -T s -T a -p "$P" --stall-timeout 2; then
-	# the README's example, as it was: the warning, once
+	# a custom -T v client without --negotiate (an example the README
+	# once showed; doc/usage.md now shows it with --negotiate): the
+	# warning, once
 	run_cmd vn_readme 30 "$R" -T s -s $H -p "$P" -S 4096 -C 100 -I 10 -T v
-	assert_lines "README -T v example without --negotiate: stderr is the warning" 1 "$T/vn_readme.err"
+	assert_lines "-T v custom test without --negotiate: stderr is the warning" 1 "$T/vn_readme.err"
 	assert_match "... the warning" "$WARN_RE" "$T/vn_readme.err"
 	wait_match "$T/vn_s.err" 'connection dropped' 3
 	# with --negotiate: the server runs the client's plan, verified

@@ -562,15 +562,51 @@ else
 			run_cmd mvg 60 ip netns exec "$NS" "${VG[@]}" "$MCKEY" \
 				"${MC[@]}" --deadline 1 --json
 			assert_exit "valgrind: mckey --json receiver, deadline" \
-				146 "$RC" "$E2E_TMP/mvg.out" "$E2E_TMP/mvg.err"
+				194 "$RC" "$E2E_TMP/mvg.out" "$E2E_TMP/mvg.err"
 			assert_no_match "valgrind: mckey clean" '^==[0-9]+==' \
 				"$E2E_TMP/mvg.err"
 			jq_true "mckey deadline: timed out, 0 of 25" \
 				"$E2E_TMP/mvg.out" \
 				'(.[] | select(.type == "recv_stats") |
 				  .timed_out == true and .received == 0 and
-				  .expected == 25) and last.exit_status == 146 and
-				 last.return_status == -110'
+				  .expected == 25) and last.exit_status == 194 and
+				 last.return_status == -62'
+		fi
+		# the deadline: its error record is "system" with its errno
+		# (ETIME), and its status 194 is not a timed-out resolve or
+		# join's 146
+		run_cmd mdl 20 ip netns exec "$NS" "$MCKEY" "${MC[@]}" \
+			--settle 0.1 --deadline 0.3 --json
+		assert_exit "mckey --json deadline: exit 194" 194 "$RC" \
+			"$E2E_TMP/mdl.out" "$E2E_TMP/mdl.err"
+		jq_true "mckey --json deadline: error record with errno 62" \
+			"$E2E_TMP/mdl.out" \
+			'[.[] | select(.type == "error")] | length == 1 and
+			 (.[0] | .error == "system" and .err == -62 and
+			  .errno == 62 and (.message | startswith("mckey: deadline")))'
+		jq_true "mckey --json deadline: summary 194 (-62)" \
+			"$E2E_TMP/mdl.out" \
+			'last | .type == "summary" and .exit_status == 194 and
+			 .return_status == -62'
+		# SIGINT: an error record saying so, then the stats and summary
+		bg_start mint 30 ip netns exec "$NS" "$MCKEY" "${MC[@]}" \
+			--deadline 20 --json
+		if wait_match "$E2E_TMP/mint.out" '"phase":"transfer"' 10; then
+			bg_stop mint 10 INT
+			assert_exit "mckey --json SIGINT: exit 252" 252 "$RC" \
+				"$E2E_TMP/mint.out" "$E2E_TMP/mint.err"
+			jq_true "mckey --json SIGINT: error record, then summary" \
+				"$E2E_TMP/mint.out" \
+				'[.[] | select(.type == "error")] == [{"type": "error",
+				  "message": "interrupted by SIGINT",
+				  "exit_status": 252}] and
+				 (map(.type) | index("error")) < (map(.type) |
+				  index("recv_stats")) and
+				 last.type == "summary" and last.exit_status == 252 and
+				 last.return_status == -4'
+		else
+			not_ok "mckey --json SIGINT: the receiver reaches its transfer phase"
+			bg_kill mint
 		fi
 		# a bind address the namespace does not have: an error record
 		run_cmd mbad 20 ip netns exec "$NS" "$MCKEY" --udp --settle 0 \

@@ -164,6 +164,21 @@ if start_server dsrv2 "$P" "$R" -T s -T a -p "$P" --once; then
 		"$(grep -E -- "$E2E_ANY_ROW" "$T/dsrv2.out" | awk '{print $1, $4, $5}')"
 fi
 
+# ---- -D shorter than one iteration (200 MB of 1 MiB transfers, against
+# 10 ms): one iteration, not two (a LAST mark runs the iteration it
+# starts; our server takes the END mark instead)
+P=$(e2e_port)
+if start_server dsrv3 "$P" "$R" -T s -p "$P" --once; then
+	run_cmd dur3 60 "$R" -T s -s $H -p "$P" -S 1m -C 100 -D 0.01
+	assert_exit "-D 0.01, 1 MiB x 100: client" 0 "$RC" "$T/dur3.err"
+	assert_eq "-D 0.01, 1 MiB x 100: one iteration" "1" \
+		"$(grep -E '^custom ' "$T/dur3.out" | awk '{print $4}')"
+	bg_wait dsrv3 10
+	assert_exit "-D 0.01: server" 0 "$RC" "$T/dsrv3.err"
+	assert_eq "-D 0.01: the server counted one iteration" "1" \
+		"$(grep -E '^custom ' "$T/dsrv3.out" | awk '{print $4}')"
+fi
+
 # ---- -c 3 --percentiles: the aggregate row has its table row, the
 # distribution of all three connections' samples merged; --per-conn adds
 # each connection's, and the merged row agrees with them: samples summed,
@@ -238,8 +253,21 @@ if [ -x "$UPSTREAM" ]; then
 			'^rstream: (127\.0\.0\.1:[0-9]+: )?negotiation: -D/--duration with a server that does not negotiate \(an upstream rstream server\) is not supported$'
 		bg_kill up
 	fi
+	# -c 2: upstream's server serves one connection at a time; the
+	# second waited in its backlog for the stall timeout (10 s, exit 4)
+	# or was reset when it closed
+	P=$(e2e_port)
+	if start_server up "$P" "$UPSTREAM" -T s -p "$P"; then
+		run_cmd cup 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 100 -c 2
+		assert_exit "-c 2 against upstream: exit 6 (not supported)" 6 "$RC" \
+			"$T/cup.err"
+		assert_le "-c 2 against upstream: gives up at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
+		assert_lines "-c 2 against upstream: one line on stderr" 1 "$T/cup.err" \
+			'^rstream: connection [12] of 2: 127\.0\.0\.1:[0-9]+: negotiation: -c with a server that does not negotiate \(an upstream rstream server serves one connection at a time\) is not supported: leave out -c against such a server$'
+		bg_kill up
+	fi
 else
-	skip "-D against upstream: $UPSTREAM is not installed"
+	skip "-D and -c against upstream: $UPSTREAM is not installed"
 fi
 
 # ---- -c N --interval: one aggregate line per tick (not N anonymous

@@ -142,9 +142,9 @@ e2e_cleanup() {
 	fi
 	e2e_port_release
 	if [ -n "${E2E_KEEP:-}" ]; then
-		echo "# kept $E2E_TMP"
+		echo "# kept $E2E_TMP${E2E_USER_DIR:+ $E2E_USER_DIR}"
 	else
-		rm -rf "$E2E_TMP"
+		rm -rf "$E2E_TMP" ${E2E_USER_DIR:+"$E2E_USER_DIR"}
 	fi
 	exit "$st"
 }
@@ -848,3 +848,47 @@ if [ "$E2E_VG" = 1 ]; then
 	vg_mode_setup "$E2E_TMP" || exit 99
 	say "E2E_VALGRIND=1: rstream, mckey, evrdma-probed and embed run under valgrind memcheck; time scale x$E2E_TIME_SCALE"
 fi
+
+# ------------------------------------------------------ as another user
+
+# e2e_user_bins VAR...: copies of the programs $VAR names (RSTREAM, MCKEY,
+# PROBED: programs that load no library of the build tree) that another
+# user (nobody, by setpriv) can run wherever the build tree is: a clone
+# under a directory only root may enter (/root, a mktemp -d) is out of
+# that user's reach, and so is $E2E_TMP.  They go to E2E_USER_DIR, a
+# directory of the script's own under /tmp, mode 755, removed when the
+# script exits; USER_VAR (USER_RSTREAM, ...) names each copy.  With
+# E2E_VALGRIND=1 the copy is of the real program and USER_VAR a wrapper
+# beside it (vgmode.sh's), whose logs go to E2E_USER_DIR/valgrind, which
+# anyone may write and report_check reads.  (setpriv itself can start a
+# program in the build tree: it execs while it still holds root's
+# capabilities.  A wrapper's valgrind cannot, nor a shell run by su.
+# The normal build's runs use the copies too, the same way in each pass.)
+e2e_user_bins() { # VAR...
+	local var real name
+	if [ -z "${E2E_USER_DIR:-}" ]; then
+		E2E_USER_DIR=$(mktemp -d /tmp/e2e-user-"$E2E_NAME".XXXXXX) &&
+			chmod 755 "$E2E_USER_DIR" || return 1
+		if [ "$E2E_VG" = 1 ]; then
+			mkdir "$E2E_USER_DIR/valgrind" "$E2E_USER_DIR/real" &&
+				chmod 1777 "$E2E_USER_DIR/valgrind" &&
+				chmod 755 "$E2E_USER_DIR/real" || return 1
+		fi
+	fi
+	for var in "$@"; do
+		real=${!var}
+		name=VG_REAL_$var
+		real=${!name:-$real}
+		name=${real##*/}
+		if [ "$E2E_VG" = 1 ]; then
+			cp "$real" "$E2E_USER_DIR/real/$name" &&
+				chmod 755 "$E2E_USER_DIR/real/$name" &&
+				vg_mode_wrap "$E2E_USER_DIR/$name" "$E2E_USER_DIR/real/$name" \
+					"$E2E_USER_DIR/valgrind" || return 1
+		else
+			cp "$real" "$E2E_USER_DIR/$name" &&
+				chmod 755 "$E2E_USER_DIR/$name" || return 1
+		fi
+		printf -v "USER_$var" '%s' "$E2E_USER_DIR/$name"
+	done
+}

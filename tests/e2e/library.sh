@@ -123,12 +123,12 @@ if [ -n "$PC" ]; then
 		run_cmd run2 120 "$T/embed-static" -p "$P" -q -G 10000 -B 5000
 		assert_exit "the statically linked example passes" 0 "$RC" "$T/run2.out"
 	fi
-	# The documentation's own examples (README's "Embedding evrdma" and
-	# evrdma(3)'s EXAMPLE), as written: built against the install, run
+	# The documentation's own examples (doc/library.md's and evrdma(3)'s
+	# EXAMPLE), as written: built against the install, run
 	# against a server on 127.0.0.1:7471 (the default port they use),
 	# inside a network namespace of our own so that port is free.
-	awk '/^```c$/ { on = 1; next } /^```$/ { on = 0 } on' "$S/README.md" \
-		>"$T/readme-example.c"
+	awk '/^```c$/ { on = 1; next } /^```$/ { on = 0 } on' "$S/doc/library.md" \
+		>"$T/doc-example.c"
 	sed -n '/^\.SH EXAMPLE/,/^\.fi/p' "$S/man/evrdma.3" |
 		sed -n '/^\.nf/,/^\.fi/p' | sed -e '/^\.[a-z]/d' \
 		-e 's/\\e/\\/g' -e 's/\\-/-/g' >"$T/man-example.c"
@@ -140,7 +140,7 @@ if [ -n "$PC" ]; then
 		# real program (memcheck runs it in every other script)
 		bg_start docsrv 300 ip netns exec "$NSX" "${VG_REAL_RSTREAM:-$RSTREAM}" \
 			-T s -T a -b 127.0.0.1
-		for ex in readme man; do
+		for ex in doc man; do
 			# shellcheck disable=SC2086
 			$CC ${EVR_SAN_FLAGS:-} -Wall -Werror -o "$T/$ex-example" \
 				"$T/$ex-example.c" $CFL $LIBS -Wl,-rpath,"$LIBDIR" \
@@ -154,7 +154,15 @@ if [ -n "$PC" ]; then
 		done
 		assert_lines "the man page's example: done() with status 0" 1 \
 			"$T/man-run.out" '^done: 0$'
+		assert_empty "the doc's C example: nothing on stderr" "$T/doc-run.err"
 		bg_stop docsrv
+		# no server: the doc's example says why in its done()
+		if [ -x "$T/doc-example" ]; then
+			run_cmd doc-noserver 30 ip netns exec "$NSX" "$T/doc-example"
+			assert_lines "the doc's C example without a server: one line, the failure" 1 \
+				"$T/doc-noserver.err" '^host: 127\.0\.0\.1:7471: connect: Connection refused$'
+			assert_empty "... and no result" "$T/doc-noserver.out"
+		fi
 		ip netns del "$NSX" 2>/dev/null
 		trap e2e_cleanup EXIT
 	else

@@ -77,6 +77,33 @@ check_options() { # PROGRAM PAGE
 	fi
 }
 
+# check_synopsis PROGRAM PAGE: the SYNOPSIS shows every option --help
+# names, in one of its spellings (a --help line's -c, --connections are
+# one option); --help and --version aside, a page's own convention
+check_synopsis() {
+	local prog=$1 page=$2 line opts opt shown missing=""
+	sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$MAN/$page" |
+		sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' >"$T/syn.txt"
+	while IFS= read -r line; do
+		# the option column: up to the first run of two blanks
+		line=$(printf '%s\n' "$line" | sed -E 's/^[[:space:]]+//; s/(  |	).*//')
+		opts=$(printf '%s\n' "$line" | grep -o -E -- '(^|[[ 	,])--?[a-zA-Z][a-z-]*' |
+			sed -E 's/^[[ 	,]//')
+		[ -n "$opts" ] || continue
+		printf '%s\n' "$opts" | grep -q -x -E -- '--help|--version' && continue
+		shown=
+		for opt in $opts; do
+			grep -q -E -- "(^|[][ |])$(ere_quote "$opt")([][ |]|$)" "$T/syn.txt" && shown=1
+		done
+		[ -n "$shown" ] || missing="$missing $(echo $opts | tr ' ' '/')"
+	done < <("$prog" --help 2>&1 | grep -E -- '^[[:space:]]+--?[a-zA-Z]')
+	if [ -z "$missing" ]; then
+		ok "$page: its SYNOPSIS shows every option of --help"
+	else
+		not_ok "$page: its SYNOPSIS shows every option of --help" "missing:$missing"
+	fi
+}
+
 # The page installed names the configuration path the binary uses.
 gen=$EVR_BUILDDIR/man-gen/evrdma-probed.8
 conf=$("$PROBED" --help | sed -n 's/.*(default \(.*\.conf\)).*/\1/p')
@@ -91,5 +118,8 @@ fi
 check_options "$RSTREAM" rstream.1
 check_options "$MCKEY" mckey.1
 check_options "$PROBED" evrdma-probed.8
+check_synopsis "$RSTREAM" rstream.1
+check_synopsis "$MCKEY" mckey.1
+check_synopsis "$PROBED" evrdma-probed.8
 
 e2e_done

@@ -11,6 +11,11 @@
 #  - served by a listener that accepts and never answers (each run holds
 #    its connection until the stall watchdog, 1.5 s, longer than the 0.3 s
 #    between turns): at most 2 connections at once, and 2 reached.
+# And a mesh that probes a selection (issue 29): "group_by": "rack",
+# "across": 1, a file of 11 peers in 3 racks and this host's own line
+# (127.0.0.1, rack A): its rack's 3 and one of each other rack probed,
+# their series there, the 6 others' absent; the file changed (this host
+# moved to rack B), the selection follows.
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
@@ -166,5 +171,101 @@ else
 fi
 bg_kill db
 bg_kill hold
+
+# ------------------------------------------------- a selection by rack
+# 127.0.0.1 is this host's (its own line); 127.0.0.2x/3x/4x are not
+SEL="a1:127.0.0.21:A a2:127.0.0.22:A a3:127.0.0.23:A b1:127.0.0.31:B b2:127.0.0.32:B b3:127.0.0.33:B b4:127.0.0.34:B c1:127.0.0.41:C c2:127.0.0.42:C c3:127.0.0.43:C c4:127.0.0.44:C"
+write_sel() { # THIS-HOST'S-RACK
+	{
+		echo "me 127.0.0.1 rack=$1"
+		for s in $SEL; do
+			IFS=: read -r n a r <<<"$s"
+			echo "$n $a rack=$r"
+		done
+	} >"$T/sel.tmp"
+	mv "$T/sel.tmp" "$T/sel.txt"
+}
+probed_of() { # FILE: the peers with a series of any kind, sorted
+	grep -oE '[{,]peer="[^"]*"' "$1" | sed 's/.*peer="//; s/"$//' |
+		sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+ran_of() { # FILE: the peers that ran
+	awk '/^evrdma_probe_runs_total\{probe="mesh:/ && $NF > 0 { n++ } END { print n + 0 }' "$1"
+}
+of_rack() { echo "$2" | tr ' ' '\n' | grep "^$1" | tr '\n' ' ' | sed 's/ $//'; }
+# wait (bounded) until the mesh probes N peers, each run once
+wait_sel() { # NAME N
+	local i
+	for i in $(seq 1 "$(tscale 40)"); do
+		scrape "$1"
+		[ "$(val "$T/$1.txt" evrdma_mesh_peers)" = "$2" ] &&
+			[ "$(ran_of "$T/$1.txt")" = "$2" ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+resp=
+for s in $SEL; do
+	IFS=: read -r _ a _ <<<"$s"
+	resp="$resp${resp:+, }{ \"transport\": \"tcp\", \"port\": $MP, \"bind\": \"$a\" }"
+done
+write_sel A
+cat >"$T/c.json" <<EOF
+{ "listen_address": "$H", "listen_port": $HP, "responders": [ $resp ],
+  "mesh": { "peers_file": "$T/sel.txt", "group_by": "rack", "across": 1,
+            "transport": "tcp", "port": $MP, "size": 64, "iters": 2,
+            "interval_s": 0.5, "timeout_s": 2 } }
+EOF
+run_cmd ccc 10 "$PROBED" --check-config -c "$T/c.json"
+assert_exit "--check-config takes \"group_by\" and \"across\"" 0 "$RC" "$T/ccc.err"
+assert_match "... and says what it selects" \
+	'a mesh of 5 peers \(1 of this host\), selected of 11 by "rack" \(3 groups\)' "$T/ccc.out"
+bg_start dc 60 "$PROBED" -c "$T/c.json"
+if wait_listen "$HP" 5 dc; then
+	wait_sel c1 5 || not_ok "the selected mesh probes 5 peers, each run"
+	got=$(probed_of "$T/c1.txt")
+	say "this host in rack A probes: $got"
+	assert_eq "5 peers with series: its rack's 3, one of B, one of C" 5 \
+		"$(echo "$got" | wc -w)"
+	assert_eq "... all of rack A" "a1 a2 a3" "$(of_rack a "$got")"
+	assert_eq "... one of rack B" 1 "$(of_rack b "$got" | wc -w)"
+	assert_eq "... one of rack C" 1 "$(of_rack c "$got" | wc -w)"
+	assert_eq "evrdma_mesh_peers_selected 5" 5 "$(val "$T/c1.txt" evrdma_mesh_peers_selected)"
+	assert_eq "evrdma_mesh_peers_listed 11" 11 "$(val "$T/c1.txt" evrdma_mesh_peers_listed)"
+	assert_eq "no selected peer failed" 0 \
+		"$(grep -E '^evrdma_probe_failures_total\{probe="mesh:' "$T/c1.txt" | awk '{ s += $NF } END { print s + 0 }')"
+	# the peer of rack B it chose: 3 runs at least before the change
+	kb=$(of_rack b "$got")
+	kseries="evrdma_probe_runs_total{probe=\"mesh:$kb\",peer=\"$kb\",rack=\"B\"}"
+	for _ in $(seq 1 "$(tscale 20)"); do
+		scrape c1
+		[ "$(val "$T/c1.txt" "$kseries")" -ge 3 ] 2>/dev/null && break
+		sleep 0.25
+	done
+	# this host moves to rack B: its 4, one of A, one of C
+	write_sel B
+	wait_sel c2 6 || not_ok "the file changed: the mesh probes 6 peers, each run"
+	got2=$(probed_of "$T/c2.txt")
+	say "this host in rack B probes: $got2"
+	assert_eq "re-selected: 6 peers with series" 6 "$(echo "$got2" | wc -w)"
+	assert_eq "... all of rack B" "b1 b2 b3 b4" "$(of_rack b "$got2")"
+	assert_eq "... one of rack A, one of rack C" "1 1" \
+		"$(of_rack a "$got2" | wc -w) $(of_rack c "$got2" | wc -w)"
+	assert_eq "evrdma_mesh_peers_selected 6" 6 "$(val "$T/c2.txt" evrdma_mesh_peers_selected)"
+	# the peer of rack B chosen from rack A is still probed: its probe
+	# kept, its runs counted on (started again, it would have 1 or 2)
+	r1=$(val "$T/c1.txt" "$kseries")
+	r2=$(val "$T/c2.txt" "$kseries")
+	say "$kb: runs $r1 before the change, $r2 after"
+	assert_le "$kb ran 3 times before the change" 3 "${r1:-0}"
+	assert_le "... selected before and after, it keeps its counters" \
+		"${r1:-999}" "${r2:-0}"
+	bg_stop dc 5
+	assert_exit "SIGTERM exits 0" 0 "$RC" "$T/dc.err"
+else
+	not_ok "the daemon with a selected mesh listens"
+	dump "$T/dc.err"
+fi
+bg_kill dc
 
 e2e_done

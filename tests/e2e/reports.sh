@@ -31,7 +31,7 @@ report_check() { # SCRATCH SAN VG WHAT
 			not_ok "valgrind memcheck report ${f##*/}: $(grep -m1 -vE '^==[0-9]+== *$' "$f")"
 			head -n 40 "$f" | sed 's/^/#   | /'
 		done < <(vg_mode_reports)
-		[ "$found" = 0 ] && ok "no memcheck report from any $what ($(find "$VG_MODE_DIR" -name '*.log' | wc -l) processes)"
+		[ "$found" = 0 ] && ok "no memcheck report from any $what ($(vg_mode_logs | wc -l) processes)"
 	fi
 	[ "$san" = yes ] || return 0
 	found=0

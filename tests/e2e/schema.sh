@@ -71,7 +71,7 @@ if start_server srv "$P" "$R" -T s -T a -b $H -p "$P" -k 5 --settings --json \
 		--interval 0.1 --percentiles --settings -k 5 --json
 	assert_exit "client: -D --percentiles --settings --interval -k" 0 "$RC" "$T/c1.err"
 	run_cmd c2 30 "$R" -T s -T a -s $H -p "$P" -S 1000 -C 10 -I 20 -c 3 \
-		--per-conn --percentiles --interval 0.1 --json
+		--per-conn --percentiles --split --interval 0.1 --json
 	assert_exit "client: -c 3 --per-conn --percentiles" 0 "$RC" "$T/c2.err"
 	# a client that dies mid-test: the server's conn_failed
 	bg_start dies 30 "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 100000000 --json

@@ -107,7 +107,7 @@ if [ -n "${MCKEY:-}" ] && [ "$(id -u)" = 0 ] && ip netns add "evrvg$$" 2>/dev/nu
 	assert_exit "mckey UDP receiver under valgrind" 0 "$RC" "$T/mr.out" "$T/mr.err"
 	vg_clean "mckey UDP receiver" "$T/mr.err"
 	run_cmd mdl 120 "${NS[@]}" "${VG[@]}" "$MCKEY" --udp -m 239.9.9.9 -b 10.79.0.1 --settle 0.2 --deadline 1
-	assert_exit "mckey UDP receiver, deadline, under valgrind" 146 "$RC" "$T/mdl.err"
+	assert_exit "mckey UDP receiver, deadline, under valgrind" 194 "$RC" "$T/mdl.err"
 	vg_clean "mckey deadline" "$T/mdl.err"
 	ip netns del "evrvg$$"
 else

@@ -15,6 +15,11 @@
 # vg_mode_reports lists every non-empty log: each is a failure.  An error
 # also makes the program exit 86 (--error-exitcode), which no test expects.
 # The programs' own stdout and stderr are untouched.
+#
+# vg_mode_wrap WRAPPER REAL LOGDIR writes one such wrapper; a log
+# directory other than DIR/valgrind (lib.sh's e2e_user_bins: one that
+# another user may write) is added to VG_MODE_DIRS, which vg_mode_logs
+# and vg_mode_reports read.
 
 # shellcheck disable=SC2054 # the commas are valgrind's
 VG_MODE_OPTS=(--quiet --leak-check=full
@@ -25,29 +30,50 @@ VG_MODE_OPTS=(--quiet --leak-check=full
 vg_mode_setup() { # DIR
 	local dir=$1 var real w
 	VG_MODE_DIR=$dir/valgrind
+	VG_MODE_DIRS=("$VG_MODE_DIR")
 	mkdir -p "$VG_MODE_DIR" "$dir/vgbin" || return 1
 	for var in RSTREAM MCKEY PROBED EMBED; do
 		real=${!var:-}
 		[ -n "$real" ] && [ -x "$real" ] || continue
 		w=$dir/vgbin/${real##*/}
-		{
-			echo '#!/bin/sh'
-			printf 'exec valgrind'
-			printf ' %q' "${VG_MODE_OPTS[@]}" \
-				"--log-file=$VG_MODE_DIR/${real##*/}.%p.log" "$real"
-			echo ' "$@"'
-		} >"$w" && chmod 755 "$w" || return 1
+		vg_mode_wrap "$w" "$real" "$VG_MODE_DIR" || return 1
 		printf -v "$var" '%s' "$w"
 		printf -v "VG_REAL_$var" '%s' "$real"
 		export "${var?}" "VG_REAL_$var"
 	done
 }
 
+vg_mode_wrap() { # WRAPPER REAL LOGDIR
+	local d
+	{
+		echo '#!/bin/sh'
+		printf 'exec valgrind'
+		printf ' %q' "${VG_MODE_OPTS[@]}" \
+			"--log-file=$3/${2##*/}.%p.log" "$2"
+		echo ' "$@"'
+	} >"$1" && chmod 755 "$1" || return 1
+	for d in "${VG_MODE_DIRS[@]}"; do
+		[ "$d" = "$3" ] && return 0
+	done
+	VG_MODE_DIRS+=("$3")
+}
+
+# Every log, one a line.
+vg_mode_logs() {
+	local d f
+	for d in "${VG_MODE_DIRS[@]}"; do
+		for f in "$d"/*.log; do
+			[ -f "$f" ] && echo "$f"
+		done
+	done
+	return 0
+}
+
 # The non-empty logs, one a line.
 vg_mode_reports() {
 	local f
-	for f in "$VG_MODE_DIR"/*.log; do
+	while IFS= read -r f; do
 		[ -s "$f" ] && echo "$f"
-	done
+	done < <(vg_mode_logs)
 	return 0
 }

@@ -34,9 +34,12 @@ static void check_accepted(const struct fuzz_argv *a,
 	FUZZ_CHECK(o->port_space == RDMA_PS_UDP ||
 		   o->port_space == RDMA_PS_IPOIB);
 	FUZZ_CHECK(o->settle_ms <= 3600000);
-	FUZZ_CHECK(o->deadline_ms >= 10 && o->deadline_ms <= 86400000);
+	/* 0: the engine's default, evr_mcast_opts_resolve()'s to fill */
+	FUZZ_CHECK(o->deadline_ms == 0 ||
+		   (o->deadline_ms >= 10 && o->deadline_ms <= 86400000));
 	FUZZ_CHECK(o->rate == 0 || (o->rate > 0 && o->rate <= 1e7));
-	FUZZ_CHECK(o->udp_port >= 1);
+	FUZZ_CHECK(o->window % 64 == 0);
+	FUZZ_CHECK(o->max_senders <= EVR_MC_MAX_MAX_SENDERS);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

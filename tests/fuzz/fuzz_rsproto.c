@@ -8,7 +8,7 @@
  *    re-encodes to the same 40 bytes but the reserved 4..6;
  *  - then, from byte 40 on, steps of one action byte and one 32-bit
  *    immediate (plus 16 bytes of target SGE when the action says the SGL
- *    message carried one), handled as rdma.c's recv_wc() does, with the
+ *    message carried one), handled as rdma_dev.c's recv_wc() does, with the
  *    local side sending, completing, consuming and advertising in
  *    between.  The accounting must keep every offset and length inside
  *    the rings whatever the peer says.

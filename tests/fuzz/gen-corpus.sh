@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # (Re)writes the seeds of the fuzz corpora, tests/fuzz/corpus/TARGET/seed-*:
-# command lines from the README and the man pages (arguments separated by
+# command lines from the documentation (README.md, doc/usage.md) and the man pages (arguments separated by
 # NUL bytes, argv[0] left out) and binary messages made by the project's
 # own encoders (gen_corpus.c).  Other files there (regress-*: inputs that
 # found bugs) are left alone.
@@ -33,7 +33,7 @@ seed() {
 	done
 }
 
-# rstream: README and rstream.1, then the edges of every value
+# rstream: doc/usage.md and rstream.1, then the edges of every value
 seed server            rstream_opts -T s
 seed server-json       rstream_opts -T s --json --settings
 seed server-async      rstream_opts -T s -T a
@@ -70,7 +70,7 @@ seed no-host-check     rstream_opts -s h --no-host-check
 seed poll-usec         rstream_opts -s h -T a --poll-usec 1000
 seed all-at-once       rstream_opts -s h -c 100 --all-at-once
 
-# mckey: README and mckey.1
+# mckey: doc/usage.md and mckey.1
 seed recv              mckey_opts -m 239.1.1.1 -b 198.18.0.2
 seed send              mckey_opts -m 239.1.1.1 -b 198.18.0.1 -s
 seed stats             mckey_opts -m 239.1.1.1 -b 198.18.0.2 -c 8 --stats

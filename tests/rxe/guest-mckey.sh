@@ -126,9 +126,9 @@ waited=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%d", b-a}')
 # receiver stopped (issue 14); got + lost + not received = 100
 fig=$(sed -n 's/.*: \([0-9]*\) of 100, lost \([0-9]*\),.*, not received before stop \([0-9]*\),.*/\1 \2 \3/p' "$T/r.out" | head -1)
 set -- $fig
-if [ "$rrc" = 146 ] && has "$T/r.out" "deadline: receives not complete on 1 of 1 QPs" &&
+if [ "$rrc" = 194 ] && has "$T/r.out" "deadline: receives not complete on 1 of 1 QPs" &&
 	[ $# = 3 ] && [ "$3" -gt 0 ] && [ $(($1 + $2 + $3)) = 100 ] && [ "$waited" -le 10 ]; then
-	ok "sender killed early: receiver got $1, lost $2, $3 not received before it stopped; exits 146"
+	ok "sender killed early: receiver got $1, lost $2, $3 not received before it stopped; exits 194"
 else
 	ko "sender killed early" "rc $rrc, figures '${fig}', waited ${waited}s"
 fi

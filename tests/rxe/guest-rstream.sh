@@ -138,6 +138,31 @@ else
 	ko "-D 2 --percentiles over RDMA" "rc $crc/$src, ${el}s, samples '${smp:-}'"
 fi
 rm -f "$T"/*.out
+# --split over RDMA: each round trip in parts from the server's hold
+# stamps; no local part (RDMA has no kernel receive timestamps)
+server $R -b $A2 --once -T a
+timeout "$TO" $R -s $A2 -b $A1 -S 64 -C 1 -I 200 -T a --split >"$T/c.out" 2>&1
+crc=$?; reap "$sp" 20; src=$?
+net=$(awk '$1 == "custom" && $2 == "net" { print $3 }' "$T/c.out")
+peer=$(awk '$1 == "peer" { print $2 }' "$T/c.out")
+loc=$(awk '$1 == "local" { print $2 }' "$T/c.out")
+hold=$(awk '$1 == "peer" { print $4 }' "$T/c.out")
+[ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$net" = 200 ] && [ "$peer" = 200 ] &&
+	[ "$loc" = 0 ] && ! grep -q '^ *reject' "$T/c.out" &&
+	ok "--split over RDMA: 200 round trips in parts (net, server hold p50 ${hold} us), no local part" ||
+	ko "--split over RDMA" "rc $crc/$src, net ${net:-none}, peer ${peer:-none}, local ${loc:-none}"
+rm -f "$T"/*.out
+# -D shorter than one iteration (20 MB of 1 MiB transfers against 10 ms):
+# one iteration, counted by both ends (a LAST mark ran two)
+server $R -b $A2 --once -T a
+timeout "$TO" $R -s $A2 -b $A1 -S 1m -C 10 -D 0.01 -T a >"$T/c.out" 2>&1
+crc=$?; reap "$sp" 20; src=$?
+ci=$(awk '$1 == "custom" { print $4 }' "$T/c.out")
+si=$(awk '$1 == "custom" { print $4 }' "$T/s.out")
+[ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$ci" = 1 ] && [ "$si" = 1 ] &&
+	ok "-D 0.01 over RDMA, 1 MiB x 10: one iteration, both ends" ||
+	ko "-D shorter than an iteration over RDMA" "rc $crc/$src, iterations ${ci:-none}/${si:-none}"
+rm -f "$T"/*.out
 server $U -b $A2 -S 4096 -C 10 -T a
 timeout 30 $R -s $A2 -S 4096 -C 10 -D 2 -T a >"$T/c.out" 2>&1; crc=$?
 kill "$sp" 2>/dev/null; reap "$sp" 5 >/dev/null 2>&1
@@ -146,6 +171,16 @@ kill "$sp" 2>/dev/null; reap "$sp" 5 >/dev/null 2>&1
 	has "$T/c.out" 'does not negotiate' &&
 	ok "-D against an upstream server over RDMA: one line, exit 6" ||
 	ko "-D against upstream" "rc $crc"
+rm -f "$T"/*.out
+# -c 2: upstream's server serves one connection at a time (the second
+# was reset, exit 4 with "recv: Connection reset by peer")
+server $U -b $A2 -S 4096 -C 10 -T a
+timeout 30 $R -s $A2 -S 4096 -C 10 -c 2 -T a >"$T/c.out" 2>&1; crc=$?
+kill "$sp" 2>/dev/null; reap "$sp" 5 >/dev/null 2>&1
+[ "$crc" = 6 ] && [ "$(grep -vc '^name ' "$T/c.out")" = 1 ] &&
+	has "$T/c.out" 'serves one connection at a time' &&
+	ok "-c 2 against an upstream server over RDMA: one line, exit 6" ||
+	ko "-c 2 against upstream" "rc $crc"
 
 # ---- --settings over RDMA: each side reports its connection's rings,
 # inline size, queue depths and both sides' credits; against upstream's
@@ -229,7 +264,7 @@ for i in $(seq "$(tsc 3000)"); do
 	n=$(fd_count "$sp"); [ "${n:-0}" -gt "$sfd" ] && sfd=$n
 	n=$(rss_kib "$sp"); [ "${n:-0}" -gt "$srss" ] && srss=$n
 	# connected ones only: a listing may show, besides, a QP in RESET
-	# under this pid for a moment (README, Many connections)
+	# under this pid for a moment (doc/benchmarks.md, Many RDMA connections)
 	n=$(rdma resource show qp 2>/dev/null | grep -E "pid $rp( |$)" | grep -c "state RTS")
 	[ "$n" -gt "$qps" ] && qps=$n
 	sleep 0.1

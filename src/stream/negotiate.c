@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The session machine's negotiation (session.h's HELLO_SEND to
+ * REPLY_SEND): the client's HELLO and plan, the server's ACK, its check
+ * of the plan against its limits and its reply (with the features it
+ * takes: END marks, --split's hold stamps), and the server's fallback
+ * when the first bytes are an upstream client's sync.  Part of the pure
+ * machine: session.c hands it these states and lends it its steps
+ * (negotiate.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "negotiate.h"
+#include "session.h"
+
+static void encode_plan(struct evr_sess *s)
+{
+	struct evr_plan_hdr h = {
+		.version = s->dur_mode ? EVR_WIRE_VERSION_DURATION :
+					 EVR_WIRE_VERSION,
+		.flags = (s->verify ? EVR_PLAN_F_VERIFY : 0) |
+			 (s->dur_mode ? EVR_PLAN_F_DURATION : 0),
+		.ntests = (uint16_t)s->plan.ntests,
+		.conn_index = (uint16_t)s->conn_index,
+		.conn_total = (uint16_t)s->conn_total,
+		.pat_send = s->spat.next,
+		.pat_recv = s->rpat.next,
+	};
+	unsigned i;
+
+	evr__plan_hdr_encode(s->ctl, &h);
+	for (i = 0; i < s->plan.ntests; i++) {
+		struct evr_test *t = &s->plan.tests[i];
+
+		if (s->split_on && !s->verify && t->size >= EVR_HOLD_LEN)
+			t->flags |= EVR_TEST_F_HOLD;
+	}
+	for (i = 0; i < s->plan.ntests; i++)
+		evr__plan_entry_encode(s->ctl + EVR_PLAN_HDR_LEN +
+				       i * EVR_PLAN_ENTRY_LEN,
+				       &s->plan.tests[i]);
+	evr__sess_op(s, EVR_SS_PLAN_SEND, 1, s->ctl,
+		     EVR_PLAN_HDR_LEN + s->plan.ntests * EVR_PLAN_ENTRY_LEN);
+}
+
+static void reply(struct evr_sess *s, int status)
+{
+	uint32_t limit = EVR_MAX_XFER_SIZE;
+
+	s->reply_status = status;
+	/* what the budget has left for one more buffer */
+	if (status == EVR_PLAN_E_BUDGET && s->budget) {
+		size_t used = s->budget->used - s->charged;
+		size_t left = used < s->budget->max ?
+			      s->budget->max - used : 0;
+
+		limit = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+	}
+	evr__plan_reply_encode(s->ctl, status, limit);
+	if (status == EVR_PLAN_OK)
+		evr__plan_reply_set_features(s->ctl, EVR_REPLY_F_END |
+						      EVR_REPLY_F_HOLD);
+	evr__sess_op(s, EVR_SS_REPLY_SEND, 1, s->ctl, EVR_PLAN_REPLY_LEN);
+}
+
+/* Server: the client's plan entries have arrived. */
+static void plan_received(struct evr_sess *s)
+{
+	struct evr_plan_hdr h;
+	struct evr_conn_plan np;
+	unsigned i;
+	int st;
+
+	evr__plan_hdr_decode(s->ctl, &h); /* checked in PLAN_HDR_RECV */
+	memset(&np, 0, sizeof(np));
+	np.opt = EVR_OPT_MIXED;
+	np.ntests = h.ntests;
+	for (i = 0; i < h.ntests; i++) {
+		st = evr__plan_entry_decode(s->ctl + EVR_PLAN_HDR_LEN +
+					    i * EVR_PLAN_ENTRY_LEN,
+					    &np.tests[i], EVR_MAX_XFER_SIZE);
+		if (st) {
+			reply(s, st);
+			return;
+		}
+	}
+	/* Any size is served through a buffer of at most our chunk: what
+	 * the plan can cost us is ours to bound, not the peer's. */
+	st = evr__sess_ensure_buf(s, evr__sess_xfer_buf(s,
+					evr__conn_plan_max_size(&np)));
+	if (st) {
+		reply(s, st == -ENOBUFS ? EVR_PLAN_E_BUDGET :
+					  EVR_PLAN_E_NOMEM);
+		return;
+	}
+	s->plan = np;
+	/* The server follows the client's plan, verification included; the
+	 * client's send counter is where our receive counter starts. */
+	s->verify = !!(h.flags & EVR_PLAN_F_VERIFY);
+	s->dur_mode = !!(h.flags & EVR_PLAN_F_DURATION);
+	if (s->verify) {
+		s->rpat.next = h.pat_send;
+		s->spat.next = h.pat_recv;
+	}
+	s->conn_index = h.conn_index;
+	s->conn_total = h.conn_total;
+	for (i = 0; i < np.ntests; i++)
+		if (np.tests[i].flags & EVR_TEST_F_HOLD)
+			break;
+	/* the request's arrival, from the kernel's clock where it has one */
+	if (i < np.ntests && s->conn && s->conn->ops->rx_stamps)
+		(void)s->conn->ops->rx_stamps(s->conn);
+	reply(s, EVR_PLAN_OK);
+}
+
+static enum evr_sess_want decided(struct evr_sess *s)
+{
+	if (s->owner && s->owner->decided && s->owner->decided(s))
+		return EVR_WANT_DETACH;
+	return EVR_WANT_READ; /* go on */
+}
+
+/* Server: the first 16 bytes of a connection were not a HELLO, so this is
+ * an upstream client (or ours in verify mode) and they were the sync of
+ * the first test.  A verifying client is known by its pattern, and where
+ * its counter stands: the exchange is symmetric, so our send counter
+ * starts there too (this is what keeps -T f and reconnections right). */
+static enum evr_sess_want first_sync(struct evr_sess *s)
+{
+	uint8_t first;
+
+	s->ti = 0;
+	s->iter = 0;
+	s->xfer = 0;
+	evr__sess_set_state(s, EVR_SS_SYNC_RECV);
+	if (evr__pattern_detect(s->ctl, EVR_SYNC_LEN, &first)) {
+		s->verify = 1;
+		s->rpat.next = first;
+		s->spat.next = first;
+	}
+	memcpy(s->buf, s->ctl, EVR_SYNC_LEN);
+	if (evr__sess_check_pattern(s, s->buf, EVR_SYNC_LEN))
+		return EVR_WANT_NONE;
+	evr__sess_sync_send(s);
+	return decided(s);
+}
+
+/* Client: the parts' samples, once the server says it stamps. */
+static int split_alloc(struct evr_sess *s)
+{
+	if (s->split)
+		return 0;
+	s->split = malloc(sizeof(*s->split));
+	if (!s->split)
+		return -ENOMEM;
+	evr__split_init(s->split);
+	return 0;
+}
+
+/* A step of the negotiation (the states before the first test's sync)
+ * has moved all its bytes: decide what comes next (session.c's op_done()
+ * hands these states here). */
+enum evr_sess_want evr__sess_negotiate_done(struct evr_sess *s)
+{
+	struct evr_plan_hdr h;
+	int st;
+
+	switch (s->state) {
+	case EVR_SS_HELLO_SEND:
+		evr__sess_op(s, EVR_SS_HELLO_RECV, 0, s->ctl, EVR_SYNC_LEN);
+		break;
+	case EVR_SS_HELLO_RECV:
+		if (evr__is_busy(s->ctl))
+			return evr__sess_fail(s, -EVR_E_REJECTED,
+					      EVR_PLAN_E_CONNS, "server busy");
+		if (evr__is_ack(s->ctl)) {
+			encode_plan(s);
+		} else if (s->dur_mode) {
+			/* An upstream server cannot learn where a test
+			 * ends: give up before any data moves. */
+			return evr__sess_fail(s, -EVR_E_NOTSUP,
+					      EVR_NOTSUP_DURATION, NULL);
+		} else if (s->side_by_side > 1) {
+			/* ... nor serve more than one connection at a time:
+			 * the others would wait in its backlog until it
+			 * closes it (a reset, or the stall timeout) */
+			return evr__sess_fail(s, -EVR_E_NOTSUP,
+					      EVR_NOTSUP_CONNS, NULL);
+		} else {
+			/* An upstream server: that exchange was the first
+			 * test's sync. */
+			evr__sess_set_state(s, EVR_SS_SYNC_RECV);
+			return evr__sess_start_data(s);
+		}
+		break;
+	case EVR_SS_PLAN_SEND:
+		evr__sess_op(s, EVR_SS_REPLY_RECV, 0, s->ctl,
+			     EVR_PLAN_REPLY_LEN);
+		break;
+	case EVR_SS_REPLY_RECV:
+		st = evr__plan_reply_decode(s->ctl, NULL);
+		if (st < 0)
+			return evr__sess_fail(s, -EVR_E_PROTO, 0, "plan reply");
+		if (st)
+			return evr__sess_fail(s, -EVR_E_REJECTED, st, "plan");
+		s->negotiated = 1;
+		s->end_ok = !!(evr__plan_reply_features(s->ctl) &
+			       EVR_REPLY_F_END);
+		s->hold_ok = s->split_on &&
+			     (evr__plan_reply_features(s->ctl) &
+			      EVR_REPLY_F_HOLD);
+		if (s->hold_ok && split_alloc(s))
+			return evr__sess_fail(s, -ENOMEM, 0, "malloc");
+		if (s->hold_ok && s->conn->ops->rx_stamps)
+			(void)s->conn->ops->rx_stamps(s->conn);
+		evr__sess_begin_test(s);
+		break;
+	case EVR_SS_FIRST_RECV:
+		if (evr__is_hello(s->ctl)) {
+			memcpy(s->ctl, evr__ack_msg, EVR_SYNC_LEN);
+			evr__sess_op(s, EVR_SS_ACK_SEND, 1, s->ctl,
+				     EVR_SYNC_LEN);
+			break;
+		}
+		return first_sync(s);
+	case EVR_SS_ACK_SEND:
+		evr__sess_op(s, EVR_SS_PLAN_HDR_RECV, 0, s->ctl,
+			     EVR_PLAN_HDR_LEN);
+		break;
+	case EVR_SS_PLAN_HDR_RECV:
+		st = evr__plan_hdr_decode(s->ctl, &h);
+		if (st < 0)
+			return evr__sess_fail(s, -EVR_E_PROTO, 0,
+					      "plan header");
+		if (st) {
+			reply(s, st);
+			break;
+		}
+		evr__sess_op(s, EVR_SS_PLAN_RECV, 0, s->ctl + EVR_PLAN_HDR_LEN,
+			     (size_t)h.ntests * EVR_PLAN_ENTRY_LEN);
+		break;
+	case EVR_SS_PLAN_RECV:
+		plan_received(s);
+		break;
+	case EVR_SS_REPLY_SEND:
+		if (s->reply_status)
+			return evr__sess_fail(s, -EVR_E_REJECTED,
+					      s->reply_status, "plan");
+		s->negotiated = 1;
+		s->ti = 0;
+		evr__sess_begin_test(s);
+		return decided(s);
+	default:
+		return evr__sess_fail(s, -EVR_E_PROTO, 0, "state");
+	}
+	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
+}

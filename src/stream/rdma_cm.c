@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The RDMA transport (rdma_int.h): the engine side.  The upcalls queued
+ * for the engine (connected, accepted, wake, drained), setting a
+ * connection up (buffers, cells, QP, evr__rdma_memlock()'s sizes), the
+ * RDMA CM event channel (connect, accept, disconnect), and the transport
+ * ops (listen, open, connect, free).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evrdma/hostcheck.h"
+#include "../loop/channel.h"
+#include "rdma_int.h"
+
+#define DEFAULT_INLINE 64
+#define MIN_BUF 4096
+#define RESOLVE_MS 2000
+#define RESOLVE_RETRIES 3
+#define LISTEN_BACKLOG 1024
+#define PDATA_MAX 256
+
+/* ---- deferred upcalls ---- */
+
+void evr__rdma_defer_kick(struct rdma_xport *x)
+{
+	if (!ev_is_active(&x->defer_w)) {
+		ev_timer_set(&x->defer_w, 0., 0.);
+		ev_timer_start(x->base.loop->ev, &x->defer_w);
+	}
+}
+
+void evr__rdma_pend_add(struct rconn *rc, unsigned what)
+{
+	struct rdma_xport *x = rc->x;
+
+	if (!rc->pend) {
+		rc->pend_next = NULL;
+		if (x->pend_tail)
+			x->pend_tail->pend_next = rc;
+		else
+			x->pend_head = rc;
+		x->pend_tail = rc;
+	}
+	rc->pend |= what;
+	evr__rdma_defer_kick(x);
+}
+
+void evr__rdma_pend_remove(struct rconn *rc)
+{
+	struct rdma_xport *x = rc->x;
+	struct rconn **pp, *prev = NULL;
+
+	if (!rc->pend)
+		return;
+	for (pp = &x->pend_head; *pp; prev = *pp, pp = &(*pp)->pend_next) {
+		if (*pp == rc) {
+			*pp = rc->pend_next;
+			if (x->pend_tail == rc)
+				x->pend_tail = prev;
+			break;
+		}
+	}
+	rc->pend = 0;
+	rc->pend_next = NULL;
+}
+
+void evr__rdma_wake(struct rconn *rc)
+{
+	if (evr__rdma_has(rc, EVR_RC_F_OWNED))
+		evr__rdma_pend_add(rc, PEND_WAKE);
+}
+
+/* The queued upcalls, in order; each entry is off the queue before its
+ * upcall, which may queue more (or close rc). */
+void evr__rdma_run_pend(struct rdma_xport *x)
+{
+	struct rconn *rc;
+
+	while ((rc = x->pend_head)) {
+		unsigned p = rc->pend;
+
+		x->pend_head = rc->pend_next;
+		if (!x->pend_head)
+			x->pend_tail = NULL;
+		rc->pend = 0;
+		rc->pend_next = NULL;
+		/* each upcall may close rc: touch nothing of it after */
+		if (p & PEND_ACCEPTED) {
+			rc->facts |= EVR_RC_F_OWNED;
+			x->base.cbs->accepted(x->base.ud, &rc->base,
+					      rdma_get_peer_addr(rc->id));
+		} else if (p & PEND_CONNECTED) {
+			x->base.cbs->connected(x->base.ud, &rc->base,
+					       rc->conn_err);
+		} else if ((p & (PEND_WAKE | PEND_POLLED)) &&
+			   evr__rdma_has(rc, EVR_RC_F_OWNED)) {
+			if (rc->base.wake)
+				rc->base.wake(&rc->base);
+		} else if (p & PEND_POLLED) {
+			evr__rdma_closing_polled(rc); /* may destroy rc */
+		}
+	}
+	if (x->drain_pend && !x->nlinger) {
+		x->drain_pend = 0;
+		if (x->base.cbs->drained)
+			x->base.cbs->drained(x->base.ud);
+	}
+}
+
+static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	evr__rdma_run_pend(evr__container_of(w, struct rdma_xport, defer_w));
+}
+
+/* ---- setting a connection up ---- */
+
+static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
+{
+	struct rconn *rc = calloc(1, sizeof(*rc));
+	const struct evr_stream_opts *o = x->base.o;
+
+	if (!rc)
+		return NULL;
+	rc->base.ops = &evr__rdma_conn_ops;
+	rc->base.fd = -1;
+	rc->base.can_skip = 1;
+	if (o->keepalive) {
+		/* what rgetsockopt reads back on an rsocket */
+		rc->base.ka_on = 1;
+		rc->base.ka_idle = o->keepalive;
+	}
+	rc->x = x;
+	rc->id_no = x->next_no++;
+	rc->inline_req = inline_size < 0 ? DEFAULT_INLINE : inline_size;
+	ev_init(&rc->close_w, evr__rdma_close_cb);
+	ev_init(&rc->ka_w, evr__rdma_ka_cb);
+	rc->next = x->conns;
+	if (x->conns)
+		x->conns->prev = rc;
+	x->conns = rc;
+	x->nconns++;
+	return rc;
+}
+
+static void *page_alloc(size_t size)
+{
+	void *p;
+
+	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), size))
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+static uint8_t *cell_get(struct rdma_xport *x)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
+	uint8_t *c, **pages_;
+
+	if (!x->cell_free) {
+		c = page_alloc(pg);
+		if (!c)
+			return NULL;
+		pages_ = realloc(x->cell_pages,
+				 (x->ncell_pages + 1) * sizeof(*pages_));
+		if (!pages_) {
+			free(c);
+			return NULL;
+		}
+		x->cell_pages = pages_;
+		x->cell_pages[x->ncell_pages++] = c;
+		for (i = 0; i + CELL_SIZE <= pg; i += CELL_SIZE) {
+			memcpy(c + i, &x->cell_free, sizeof(x->cell_free));
+			x->cell_free = c + i;
+		}
+	}
+	c = x->cell_free;
+	memcpy(&x->cell_free, c, sizeof(x->cell_free));
+	memset(c, 0, CELL_SIZE);
+	return c;
+}
+
+void evr__rdma_cell_put(struct rdma_xport *x, uint8_t *c)
+{
+	if (!c)
+		return;
+	memcpy(c, &x->cell_free, sizeof(x->cell_free));
+	x->cell_free = c;
+}
+
+/* Pages, as the kernel pins them. */
+static uint64_t pages(uint64_t bytes)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	return (bytes + pg - 1) / pg * pg;
+}
+
+/*
+ * A connection's sizes among n of the engine (evr__rs_scale): its queue
+ * depths, and its rings (twice -B, as rsockets and Linux double
+ * SO_SNDBUF) unless -B fixed them.
+ */
+static void conn_sizes(const struct evr_stream_opts *o, unsigned n,
+		       uint32_t *ring, uint32_t *sq, uint32_t *rq)
+{
+	uint64_t bs = o->buffer_size > 0 ? (uint64_t)o->buffer_size :
+		      EVR_DEFAULT_BUFFER_SIZE;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	*ring = bs * 2 < MIN_BUF ? MIN_BUF : (uint32_t)(bs * 2);
+	if (o->buffer_size <= 0)
+		*ring = (uint32_t)(evr__rs_scale(*ring, EVR_RS_RING_MIN, n) /
+				   pg * pg);
+	*sq = evr__rs_scale(RS_SQ_SIZE, EVR_RS_QP_MIN, n);
+	*rq = evr__rs_scale(RS_RQ_SIZE, EVR_RS_QP_MIN, n);
+}
+
+/*
+ * What create_ep() locks per connection: the rings, its cell (a share of
+ * a page),
+ * and the CQ and QP rings a hardware provider allocates in user memory
+ * and pins (64-byte CQEs, send WQEs of 64 bytes plus the inline data,
+ * 64-byte receive WQEs: about, not the provider's exact layout).  The
+ * device may cap the queue depths lower; the figure stays the upper
+ * bound.
+ */
+uint64_t evr__rdma_memlock(const struct evr_stream_opts *o)
+{
+	uint64_t inl = o->inline_size > 0 ? (uint64_t)o->inline_size :
+		       DEFAULT_INLINE;
+	unsigned n = o->server || !o->conns ? 1 : o->conns;
+	uint32_t buf, sq, rq0;
+	uint64_t rq, one;
+
+	conn_sizes(o, n, &buf, &sq, &rq0);
+	rq = rq0 + RQ_EXTRA;
+	/* the cell's page is charged to each registration on it */
+	one = pages(2 * (uint64_t)buf) + pages(CELL_USED) +
+	      pages((sq + rq) * 64) + pages(sq * (64 + inl) + rq * 64);
+	return one * n;
+}
+
+/* The peer's private data, once per connection. */
+static void save_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
+{
+	rc->peer = *cd;
+	rc->swap_sge = !(cd->flags & EVR_RS_FLAG_NET) !=
+		       !evr__rs_host_big_endian();
+	evr__rs_tx_init(&rc->tx, rc->sq_size - EVR_RS_CTRL_SIZE,
+			rc->sbuf_size, cd);
+	evr__rs_rx_init(&rc->rx, rc->rbuf_size, (uint16_t)rc->rq_size,
+			cd->target_sgl.length, rc->rmsg, rc->rq_post + 1);
+}
+
+/*
+ * rs_create_ep's equivalent: a completion channel and one CQ for both
+ * queues, an RC QP through librdmacm (so that it makes every state
+ * transition), the three buffers, and every receive posted before the
+ * peer can send.
+ */
+static int create_ep(struct rconn *rc, const char **what)
+{
+	const struct evr_stream_opts *o = rc->x->base.o;
+	struct rdma_cm_id *id = rc->id;
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr qa;
+	uint32_t maxwr = EVR_RS_QP_MAX;
+	size_t soff;
+	int ret;
+
+	/* iWARP has no write with immediate: rsockets then speaks another
+	 * dialect (RS_OPT_MSG_SEND), which we do not */
+	*what = "iWARP device";
+	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		return -EPROTONOSUPPORT;
+	/* a client knows how many it opens; a server counts what it holds */
+	conn_sizes(o, o->server || o->conns <= 1 ? rc->x->nconns :
+		   (unsigned)o->conns, &rc->sbuf_size, &rc->sq_size,
+		   &rc->rq_size);
+	rc->rbuf_size = rc->sbuf_size;
+	if (!ibv_query_device(id->verbs, &da) && da.max_qp_wr > 0)
+		maxwr = (uint32_t)da.max_qp_wr;
+	if (rc->sq_size > maxwr)
+		rc->sq_size = maxwr;
+	if (rc->rq_size + RQ_EXTRA > maxwr)
+		rc->rq_size = maxwr - RQ_EXTRA;
+	rc->rq_post = rc->rq_size + RQ_EXTRA;
+
+	ret = evr__rdma_cq_reserve(rc, rc->sq_size + rc->rq_post, what);
+	if (ret)
+		return ret;
+	*what = "memory";
+	ret = evr__rdma_slot_get(rc);
+	if (ret)
+		return ret;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_context = rc;
+	qa.send_cq = rc->rcq->cq;
+	qa.recv_cq = rc->rcq->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.sq_sig_all = 1;
+	qa.cap.max_send_wr = rc->sq_size;
+	qa.cap.max_recv_wr = rc->rq_post;
+	qa.cap.max_send_sge = 2;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = (uint32_t)rc->inline_req;
+	*what = "rdma_create_qp";
+	if (rdma_create_qp(id, NULL, &qa))
+		return -errno ? -errno : -EINVAL;
+	/* the provider may give more than asked */
+	rc->max_inline = qa.cap.max_inline_data;
+
+	*what = "memory";
+	/* both rings in one run of pages (the receive ring on a cache
+	 * line, whatever -B made the send ring) */
+	soff = ((size_t)rc->sbuf_size + 63) & ~(size_t)63;
+	rc->sbuf = page_alloc(soff + rc->rbuf_size);
+	rc->tsgl = cell_get(rc->x);
+	rc->rmsg = calloc(rc->rq_post + 1, sizeof(*rc->rmsg));
+	if (!rc->sbuf || !rc->tsgl || !rc->rmsg)
+		return -ENOMEM;
+	rc->rbuf = rc->sbuf + soff;
+	*what = "ibv_reg_mr";
+	rc->smr = ibv_reg_mr(id->pd, rc->sbuf, rc->sbuf_size,
+			     IBV_ACCESS_LOCAL_WRITE);
+	rc->tmr = ibv_reg_mr(id->pd, rc->tsgl, CELL_USED,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	rc->rmr = ibv_reg_mr(id->pd, rc->rbuf, rc->rbuf_size,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!rc->smr || !rc->tmr || !rc->rmr)
+		return -errno ? -errno : -ENOMEM;
+	*what = "ibv_post_recv";
+	ret = evr__rdma_post_recvs(rc, rc->rq_post);
+	if (ret)
+		return ret;
+	return 0;
+}
+
+static void our_conn_data(struct rconn *rc, uint8_t *out)
+{
+	struct evr_rs_conn_data cd;
+
+	evr__rs_conn_data_init(&cd, (uint16_t)rc->rq_size,
+			       (uintptr_t)rc->tsgl, rc->tmr->rkey,
+			       (uintptr_t)rc->rbuf, rc->rmr->rkey,
+			       rc->rbuf_size);
+	evr__rs_conn_data_encode(out, &cd);
+}
+
+static void established(struct rconn *rc)
+{
+	const struct evr_stream_opts *o = rc->x->base.o;
+
+	evr__rdma_set_state(rc, EVR_RC_OPEN);
+	if (o->keepalive) {
+		ev_timer_set(&rc->ka_w, o->keepalive, o->keepalive);
+		ev_timer_start(rc->x->base.loop->ev, &rc->ka_w);
+	}
+	/* the first CQ processing after ESTABLISHED: our second half goes
+	 * to the peer's entry 1 (and whatever came early is taken in) */
+	evr__rdma_process(rc);
+}
+
+/* Client: a connect attempt failed; the owner closes the connection. */
+static void connect_failed(struct rconn *rc, int err)
+{
+	evr__rdma_close_step(rc, EVR_RC_E_CONN_FAIL, err);
+}
+
+static int resolve_route(struct rconn *rc)
+{
+	if (rc->route_len) {
+		/* -T r gave a path: set it, which resolves the route */
+		if (!rdma_set_option(rc->id, RDMA_OPTION_IB,
+				     RDMA_OPTION_IB_PATH, rc->route,
+				     (socklen_t)rc->route_len))
+			return 0;
+	}
+	return rdma_resolve_route(rc->id, RESOLVE_MS) ? -errno : 0;
+}
+
+static int do_connect(struct rconn *rc)
+{
+	uint8_t pd[EVR_RS_AFIB_HDR_LEN + EVR_RS_CONN_DATA_LEN];
+	struct rdma_conn_param p;
+	const char *what;
+	size_t off = 0;
+	int ret;
+
+	ret = create_ep(rc, &what);
+	if (ret) {
+		evr__rdma_trace_err(rc, what, ret);
+		rc->base.setup_where = what;
+		return ret;
+	}
+	memset(pd, 0, sizeof(pd));
+	/* AF_IB: the kernel adds no CMA header, so rsockets leaves room for
+	 * one (zeros here) and the listener skips it */
+	if (rc->dst.ss_family == AF_IB)
+		off = EVR_RS_AFIB_HDR_LEN;
+	our_conn_data(rc, pd + off);
+	memset(&p, 0, sizeof(p));
+	p.private_data = pd;
+	p.private_data_len = (uint8_t)(off + EVR_RS_CONN_DATA_LEN);
+	p.flow_control = 1;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;   /* RNR: retry for ever, as upstream */
+	if (rdma_connect(rc->id, &p))
+		return -errno;
+	evr__rdma_set_state(rc, EVR_RC_CONNECTING);
+	return 0;
+}
+
+/* ---- the CM event channel ---- */
+
+static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
+{
+	size_t off = x->listen_afib ? EVR_RS_AFIB_HDR_LEN : 0;
+	struct evr_rs_conn_data cd;
+	struct rdma_conn_param p;
+	uint8_t pd[EVR_RS_CONN_DATA_LEN];
+	struct rconn *rc;
+	const char *what = "private data";
+	int ret;
+
+	ret = e->param.conn.private_data_len < off ? -EMSGSIZE :
+	      evr__rs_conn_data_decode((const uint8_t *)
+				       e->param.conn.private_data + off,
+				       e->param.conn.private_data_len - off,
+				       &cd);
+	if (ret || !x->lid) {
+		/* not an rsocket of our version: refused, as upstream */
+		rdma_reject(e->id, NULL, 0);
+		rdma_destroy_id(e->id);
+		return;
+	}
+	/* the inline size is invisible on the wire: the default */
+	rc = rconn_new(x, -1);
+	if (!rc) {
+		rdma_reject(e->id, NULL, 0);
+		rdma_destroy_id(e->id);
+		return;
+	}
+	rc->id = e->id;
+	rc->id->context = rc;
+	evr__sockaddr_str(rdma_get_peer_addr(rc->id), rc->base.peer,
+			  sizeof(rc->base.peer));
+	ret = create_ep(rc, &what);
+	if (ret)
+		goto fail;
+	save_peer(rc, &cd);
+	our_conn_data(rc, pd);
+	/* echo the REQ's parameters; replace only the private data */
+	p = e->param.conn;
+	p.private_data = pd;
+	p.private_data_len = sizeof(pd);
+	what = "rdma_accept";
+	if (rdma_accept(rc->id, &p)) {
+		ret = -errno;
+		goto fail;
+	}
+	evr__rdma_set_state(rc, EVR_RC_ACCEPTING);
+	x->starved = 0;
+	/* the peer may write before ESTABLISHED: take it in meanwhile */
+	evr__rdma_own_watch(rc);
+	return;
+fail:
+	evr__rdma_trace_err(rc, what, ret);
+	rdma_reject(rc->id, NULL, 0);
+	/* Out of fds (the completion channel) or memory: the request is
+	 * gone (rejected), so nothing spins; say so once per episode. */
+	if (!x->starved && x->base.cbs->refused) {
+		x->starved = 1;
+		x->base.cbs->refused(x->base.ud, ret,
+				     rdma_get_peer_addr(rc->id));
+	}
+	evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
+}
+
+static void on_established(struct rconn *rc, struct rdma_cm_event *e)
+{
+	struct evr_rs_conn_data cd;
+	int ret;
+
+	if (rc->state == EVR_RC_ACCEPTING) {
+		established(rc);
+		evr__rdma_pend_add(rc, PEND_ACCEPTED);
+		return;
+	}
+	if (rc->state != EVR_RC_CONNECTING)
+		return;
+	ret = evr__rs_conn_data_decode(e->param.conn.private_data,
+				       e->param.conn.private_data_len, &cd);
+	if (ret) {
+		/* upstream: ENOTSUP; the close sends the DREQ */
+		connect_failed(rc, ret == -EPROTONOSUPPORT ? -ENOTSUP : ret);
+		return;
+	}
+	save_peer(rc, &cd);
+	established(rc);
+	evr__rdma_pend_add(rc, PEND_CONNECTED);
+}
+
+static void on_disconnected(struct rconn *rc)
+{
+	rc->facts |= EVR_RC_F_CM_DISC;
+	/* ends a connect attempt with ECONNRESET */
+	evr__rdma_close_step(rc, EVR_RC_E_CM_DISC, -ECONNRESET);
+}
+
+static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
+{
+	struct rconn *rc;
+	int ret;
+
+	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		on_request(x, e);
+		return;
+	}
+	rc = e->id ? e->id->context : NULL;
+	if (!rc || (void *)rc == (void *)x)
+		return; /* the listener's own events */
+	switch (e->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rc->state != EVR_RC_RESOLVE_ADDR)
+			break;
+		rc->retries = 0;
+		evr__rdma_set_state(rc, EVR_RC_RESOLVE_ROUTE);
+		ret = resolve_route(rc);
+		if (ret)
+			connect_failed(rc, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (rc->state != EVR_RC_RESOLVE_ROUTE)
+			break;
+		ret = do_connect(rc);
+		if (ret)
+			connect_failed(rc, ret);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		if (rc->state != EVR_RC_RESOLVE_ADDR &&
+		    rc->state != EVR_RC_RESOLVE_ROUTE)
+			break;
+		if (e->status == -ETIMEDOUT && rc->retries++ < RESOLVE_RETRIES) {
+			ret = rc->state == EVR_RC_RESOLVE_ADDR ?
+			      (rdma_resolve_addr(rc->id, NULL,
+						 (struct sockaddr *)&rc->dst,
+						 RESOLVE_MS) ? -errno : 0) :
+			      resolve_route(rc);
+			if (!ret)
+				break;
+		}
+		connect_failed(rc, e->status < 0 ? e->status : -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(rc, e);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (rc->state == EVR_RC_CONNECTING)
+			connect_failed(rc, -ECONNREFUSED);
+		else if (rc->state == EVR_RC_ACCEPTING)
+			evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (rc->state == EVR_RC_CONNECTING)
+			connect_failed(rc, e->status < 0 ? e->status :
+					   -ETIMEDOUT);
+		else if (rc->state == EVR_RC_ACCEPTING)
+			evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		on_disconnected(rc);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (rc->state == EVR_RC_OPEN)
+			evr__rdma_set_err(rc, -ENODEV, "device removal");
+		else if (evr__rc_setting_up(rc->state))
+			connect_failed(rc, -ENODEV);
+		break;
+	default: /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
+		break;
+	}
+}
+
+/* Drain the CM channel; each event is copied and acked before it is
+ * handled, so that destroying its id never waits for an ack. */
+void evr__rdma_cm_drain(struct rdma_xport *x)
+{
+	struct rdma_cm_event *ev;
+
+	while (x->ch && !rdma_get_cm_event(x->ch, &ev)) {
+		struct rdma_cm_event e = *ev;
+		uint8_t pd[PDATA_MAX];
+
+		if ((e.event == RDMA_CM_EVENT_CONNECT_REQUEST ||
+		     e.event == RDMA_CM_EVENT_ESTABLISHED) &&
+		    e.param.conn.private_data) {
+			size_t n = e.param.conn.private_data_len;
+
+			if (n > sizeof(pd))
+				n = sizeof(pd);
+			memcpy(pd, e.param.conn.private_data, n);
+			e.param.conn.private_data = pd;
+			e.param.conn.private_data_len = (uint8_t)n;
+		}
+		rdma_ack_cm_event(ev);
+		cm_event(x, &e);
+	}
+}
+
+static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	evr__rdma_cm_drain(evr__container_of(w, struct rdma_xport, cm_w));
+}
+
+/* ---- the engine side ---- */
+
+/* AF_IB (-f gid) needs native InfiniBand addressing: an IB port.  RoCE
+ * (rxe among them) and iWARP ports have none, and the kernel would only
+ * say "No such device" once resolution fails. */
+static int have_ib_port(void)
+{
+	struct ibv_device **l;
+	int i, n = 0, found = 0;
+
+	l = ibv_get_device_list(&n);
+	for (i = 0; l && i < n && !found; i++) {
+		struct ibv_context *ctx = ibv_open_device(l[i]);
+		struct ibv_device_attr da;
+		struct ibv_port_attr pa;
+		uint8_t p;
+
+		if (!ctx)
+			continue;
+		if (!ibv_query_device(ctx, &da))
+			for (p = 1; p <= da.phys_port_cnt && !found; p++)
+				found = !ibv_query_port(ctx, p, &pa) &&
+					pa.link_layer ==
+						IBV_LINK_LAYER_INFINIBAND;
+		ibv_close_device(ctx);
+	}
+	if (l)
+		ibv_free_device_list(l);
+	return found;
+}
+
+static int check_family(int family, struct evr_failure *f)
+{
+	if (family != AF_IB || have_ib_port())
+		return 0;
+	f->err = -EVR_E_NOTSUP;
+	f->detail = EVR_NOTSUP_AF_IB;
+	f->where = NULL;
+	return f->err;
+}
+
+static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
+		    int *ka_idle)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct evr_addr a;
+	int one = 1, ret;
+
+	ret = evr__resolve(xp->o, xp->o->bind_addr, xp->o->port, 1, &a, f);
+	if (ret)
+		return ret;
+	if (check_family(a.family, f))
+		return f->err;
+	if (rdma_create_id(x->ch, &x->lid, x, RDMA_PS_TCP)) {
+		f->where = "rdma_create_id";
+		goto fail;
+	}
+	/* SO_REUSEADDR, as rstream sets it on its listener */
+	if (rdma_set_option(x->lid, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
+			    &one, sizeof(one))) {
+		f->where = "rdma_set_option REUSEADDR";
+		goto fail;
+	}
+	if (rdma_bind_addr(x->lid, (struct sockaddr *)&a.ss)) {
+		evr__bind_failed(f, errno ? -errno : -EINVAL, &a, NULL);
+		if (a.family == AF_IB)
+			f->where = "rdma_bind_addr (AF_IB)";
+		goto fail;
+	}
+	x->listen_afib = a.family == AF_IB;
+	/* upstream listens with a backlog of 1; we serve many */
+	if (rdma_listen(x->lid, LISTEN_BACKLOG)) {
+		f->where = "listen";
+		goto fail;
+	}
+	if (xp->o->keepalive) {
+		*ka_on = 1;
+		*ka_idle = xp->o->keepalive;
+	}
+	return 0;
+fail:
+	f->err = errno ? -errno : -EINVAL;
+	if (x->lid) {
+		rdma_destroy_id(x->lid);
+		x->lid = NULL;
+	}
+	return f->err;
+}
+
+static void x_stop_listen(struct evr_xport *xp)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+
+	if (x->lid) {
+		rdma_destroy_id(x->lid);
+		x->lid = NULL;
+	}
+}
+
+static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
+		  int inline_size, struct evr_conn **out,
+		  struct evr_failure *f)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct rconn *rc;
+
+	if (check_family(dst->family, f))
+		return f->err;
+	rc = rconn_new(x, inline_size);
+	if (!rc) {
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
+	if (rdma_create_id(x->ch, &rc->id, rc, RDMA_PS_TCP)) {
+		f->err = -errno;
+		f->where = "rdma_create_id";
+		evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
+		return f->err;
+	}
+	rc->facts |= EVR_RC_F_OWNED;
+	*out = &rc->base;
+	return 0;
+}
+
+static int x_connect(struct evr_xport *xp, struct evr_conn *c,
+		     const struct evr_addr *dst, const struct evr_addr *src,
+		     struct evr_failure *f, int *err)
+{
+	struct rconn *rc = evr__container_of(c, struct rconn, base);
+
+	memcpy(&rc->dst, &dst->ss, sizeof(rc->dst));
+	if (dst->route_len && dst->route_len <= sizeof(rc->route)) {
+		memcpy(rc->route, dst->route, dst->route_len);
+		rc->route_len = dst->route_len;
+	}
+	evr__sockaddr_str((const struct sockaddr *)&dst->ss, c->peer,
+			  sizeof(c->peer));
+	if (src && src->valid &&
+	    rdma_bind_addr(rc->id, (struct sockaddr *)&src->ss)) {
+		evr__bind_failed(f, -errno, src, dst);
+		return f->err;
+	}
+	evr__rdma_set_state(rc, EVR_RC_RESOLVE_ADDR);
+	if (rdma_resolve_addr(rc->id, NULL, (struct sockaddr *)&rc->dst,
+			      RESOLVE_MS)) {
+		*err = -errno;
+		return EVR_XP_FAILED_NOW;
+	}
+	return EVR_XP_CONNECTING;
+}
+
+static unsigned x_lingering(struct evr_xport *xp)
+{
+	return evr__container_of(xp, struct rdma_xport, base)->nlinger;
+}
+
+static void x_free(struct evr_xport *xp)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct ev_loop *l = xp->loop->ev;
+
+	while (x->conns)
+		evr__rdma_close_step(x->conns, EVR_RC_E_ABORT, 0);
+	/* the last connection's teardown freed its CQ and channel */
+	while (x->devs) {
+		if (x->devs->cqs)
+			/* the last frees the device */
+			evr__rdma_cq_free(x->devs->cqs);
+		else
+			evr__rdma_dev_free(x->devs);
+	}
+	free(x->slots);
+	while (x->ncell_pages)
+		free(x->cell_pages[--x->ncell_pages]);
+	free(x->cell_pages);
+	x_stop_listen(xp);
+	ev_timer_stop(l, &x->defer_w);
+	if (x->ch) {
+		ev_io_stop(l, &x->cm_w);
+		rdma_destroy_event_channel(x->ch);
+	}
+	free(x);
+}
+
+static const struct evr_xport_ops rdma_xport_ops = {
+	.listen = x_listen,
+	.stop_listen = x_stop_listen,
+	.open = x_open,
+	.connect = x_connect,
+	.lingering = x_lingering,
+	.free = x_free,
+};
+
+int evr__rdma_xport_new(struct evr_xport **out, const struct evr_xport *base,
+			struct evr_failure *f)
+{
+	struct rdma_xport *x = calloc(1, sizeof(*x));
+	int ret;
+
+	if (!x) {
+		f->err = -ENOMEM;
+		f->where = "malloc";
+		return f->err;
+	}
+	x->base = *base;
+	x->base.ops = &rdma_xport_ops;
+	ret = evr__cm_channel_open(&x->ch);
+	if (ret) {
+		f->err = ret == -ENODEV ? -EVR_E_NODEV : ret;
+		f->where = "rdma_create_event_channel";
+		free(x);
+		return f->err;
+	}
+	ev_io_init(&x->cm_w, cm_cb, x->ch->fd, EV_READ);
+	ev_io_start(base->loop->ev, &x->cm_w);
+	ev_init(&x->defer_w, defer_cb);
+	*out = &x->base;
+	return 0;
+}
