@@ -418,8 +418,9 @@ static int load_line(struct loader *ld, const struct ifaddrs *ifs,
 		free(labels);
 		return 0; /* counted: refused as too many at the end */
 	}
-	if (!(l->n & (l->n - 1))) { /* 0, 1, 2, 4, ...: double it */
-		e = realloc(l->e, (l->n ? 2 * l->n : 16) * sizeof(*e));
+	/* n is 0 or a power of two: the array is full, double it */
+	if (!(l->n & (l->n - 1))) {
+		e = realloc(l->e, (l->n ? 2 * l->n : 1) * sizeof(*e));
 		if (!e) {
 			free(name);
 			free(addr);
