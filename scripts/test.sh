@@ -7,8 +7,8 @@
 #      guest suite (tests/rxe/check-rxe.sh);
 #   2. the ASan+UBSan build (./build-asan, configure --enable-sanitizers):
 #      make check again, where any sanitizer report fails its test, and
-#      the Soft-RoCE suite's rstream, faults and mckey scripts with those
-#      binaries (time bounds scaled, the default run skipped loudly;
+#      the Soft-RoCE suite's rstream, faults, mckey and nicfail scripts
+#      with those binaries (time bounds scaled, the default run skipped loudly;
 #      EVR_CI_RXE_ASAN=0: not run; the daemon's and --check's scripts run
 #      in pass 1, their code under ASan in make check);
 #   3. the end-to-end scripts again in ./build with every rstream, mckey,
@@ -122,7 +122,7 @@ make -j2 check ${EVR_CI_TESTS:+TESTS="$EVR_CI_TESTS"} || status=1
 add "== ASan+UBSan build (./build-asan): make check, $(( $(now) - t0 )) s"
 tally "ASan+UBSan build" tests/*.trs tests/e2e/*.trs
 if [ "${EVR_CI_RXE_ASAN:-1}" = 1 ]; then
-	rxe "ASan+UBSan build" "$top/build-asan" '{rstream,faults,mckey}'
+	rxe "ASan+UBSan build" "$top/build-asan" '{rstream,faults,mckey,nicfail}'
 else
 	add "  check-rxe with the ASan build: not run (EVR_CI_RXE_ASAN=0)"
 fi

@@ -455,10 +455,11 @@ START_TEST(test_reason_lists)
 	static const char *const pr[] = {
 		"refused", "timeout", "stall", "eof", "reset", "unreachable",
 		"resolve", "verify", "rejected", "nodev", "join", "error",
+		"devgone", "portdown",
 	};
 	static const char *const rr[] = {
 		"conns", "budget", "fds", "rejected", "stall", "eof", "reset",
-		"verify", "protocol", "error",
+		"verify", "protocol", "error", "devgone", "portdown",
 	};
 	static const int codes[] = {
 #define CODE(code, name, text) EVR_E_##code,
@@ -481,7 +482,8 @@ START_TEST(test_reason_lists)
 				 r != R_JOIN);
 		ck_assert_int_eq(probe_reason_applies(PROBE_MCKEY, r),
 				 r == R_TIMEOUT || r == R_RESOLVE ||
-				 r == R_JOIN || r == R_NODEV || r == R_ERROR);
+				 r == R_JOIN || r == R_NODEV || r == R_ERROR ||
+				 r == R_DEVGONE || r == R_PORTDOWN);
 	}
 	memset(&f, 0, sizeof(f));
 	f.phase = EVR_PH_RECV;
@@ -499,6 +501,16 @@ START_TEST(test_reason_lists)
 	ck_assert_int_eq(probe_stream_reason(&f), R_UNREACHABLE);
 	f.err = -ECONNABORTED;
 	ck_assert_int_eq(probe_stream_reason(&f), R_RESET);
+	/* the host's RDMA device: gone under the run, its port down, or
+	 * absent when a run binds to its address (a setup failure, still
+	 * the device's) */
+	f.err = -EVR_E_DEVGONE;
+	ck_assert_int_eq(probe_stream_reason(&f), R_DEVGONE);
+	f.err = -EVR_E_PORTDOWN;
+	ck_assert_int_eq(probe_stream_reason(&f), R_PORTDOWN);
+	f.phase = EVR_PH_SETUP;
+	f.err = -ENODEV;
+	ck_assert_int_eq(probe_stream_reason(&f), R_NODEV);
 }
 END_TEST
 

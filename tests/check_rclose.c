@@ -27,6 +27,9 @@ struct mock {
 	int slot;            /* a control slot is free for our DISCONNECT */
 	int post_fails;      /* ibv_post_send fails */
 	int flush_disc;      /* rdma_disconnect flushes our DISCONNECT */
+	unsigned posted;     /* work requests posted, not yet completed */
+	unsigned flushed;    /* ... that came back flushed */
+	unsigned lost;       /* ... destroyed with the QP, never completed */
 	/* what the actions did */
 	unsigned processes, disconnects, wakes, notifies, dreqs, watches;
 	unsigned timer;      /* the last timer started: an EVR_RC_A_TIMER_* */
@@ -45,6 +48,8 @@ static const char *const ev_names[] = {
 	[EVR_RC_E_TIMER] = "timer",
 	[EVR_RC_E_CONN_FAIL] = "conn_fail",
 	[EVR_RC_E_ABORT] = "abort",
+	[EVR_RC_E_PORT_DOWN] = "port_down",
+	[EVR_RC_E_DEV_GONE] = "dev_gone",
 };
 
 static const struct {
@@ -63,9 +68,10 @@ static const struct {
 	{ EVR_RC_A_NOTIFY, "notify" },
 	{ EVR_RC_A_DREQ, "dreq" },
 	{ EVR_RC_A_TEARDOWN, "teardown" },
+	{ EVR_RC_A_FLUSH, "flush" },
 };
 
-#define ALL_ACTS ((EVR_RC_A_TEARDOWN << 1) - 1)
+#define ALL_ACTS ((EVR_RC_A_FLUSH << 1) - 1)
 
 static void logf_(struct mock *m, const char *s)
 {
@@ -131,6 +137,11 @@ static void step(struct mock *m, enum evr_rc_event ev)
 	ck_assert_uint_lt(m->depth, 4);
 	if (n.acts & EVR_RC_A_PROCESS)
 		mock_process(m);
+	if (n.acts & (EVR_RC_A_FLUSH | EVR_RC_A_DISCONNECT)) {
+		/* the QP in error: every work request comes back flushed */
+		m->flushed += m->posted;
+		m->posted = 0;
+	}
 	if (n.acts & EVR_RC_A_DISCONNECT) {
 		m->disconnects++;
 		if (m->flush_disc && m->disc == EVR_RC_DISC_POSTED)
@@ -150,6 +161,8 @@ static void step(struct mock *m, enum evr_rc_event ev)
 	if (n.acts & EVR_RC_A_DREQ)
 		m->dreqs++;
 	if (n.acts & EVR_RC_A_TEARDOWN) {
+		/* a QP destroyed with work requests outstanding loses them */
+		m->lost += m->posted;
 		m->freed = 1;
 		m->timer = 0;
 	}
@@ -623,6 +636,94 @@ START_TEST(test_error_while_closing)
 }
 END_TEST
 
+/* The port went down under an open connection with work requests in
+ * flight: they come back flushed through the error state (the QP is
+ * never destroyed or reset with them outstanding), the owner is told,
+ * and its close then disconnects as after any error. */
+START_TEST(test_port_down_flushes)
+{
+	struct mock m;
+
+	open_conn(&m);
+	m.posted = 12;
+	step(&m, EVR_RC_E_PORT_DOWN);
+	ck_log(&m, "port_down:OPEN/NONE[wake,flush]");
+	ck_assert_uint_eq(m.flushed, 12);
+	ck_assert_uint_eq(m.wakes, 1);
+	m.facts |= EVR_RC_F_ERR; /* the transport's sticky error */
+	mock_close(&m);
+	step(&m, EVR_RC_E_CM_DISC);
+	ck_assert(m.freed);
+	ck_assert_uint_eq(m.lost, 0);
+}
+END_TEST
+
+/* ... and while connecting: the owner hears its connect failed; while
+ * closing: the close goes straight on to disconnect. */
+START_TEST(test_port_down_elsewhere)
+{
+	struct mock m;
+
+	mock_init(&m, EVR_RC_CONNECTING, EVR_RC_F_OWNED);
+	step(&m, EVR_RC_E_PORT_DOWN);
+	ck_log(&m, "port_down:FAILED/NONE[conn_failed,notify,flush]");
+	open_conn(&m);
+	mock_close(&m);
+	m.posted = 3;
+	m.log[0] = '\0';
+	step(&m, EVR_RC_E_PORT_DOWN);
+	ck_log(&m, "port_down:DISCONNECTING/POSTED[disconnect,timer_disc,"
+	       "flush]");
+	ck_assert_uint_eq(m.flushed, 3);
+}
+END_TEST
+
+/* The device is going: an owner is told, and its close tears down at
+ * once, with no DREQ and no wait for the CM (its id is gone with the
+ * device, and the device waits for us to let go). */
+START_TEST(test_dev_gone_owned)
+{
+	struct mock m;
+
+	open_conn(&m);
+	step(&m, EVR_RC_E_DEV_GONE);
+	ck_log(&m, "dev_gone:OPEN/NONE[wake]");
+	m.facts |= EVR_RC_F_DEV_GONE | EVR_RC_F_ERR;
+	m.log[0] = '\0';
+	mock_close(&m);
+	ck_log(&m, "shut:OPEN/NOT_OWED[] close:CLOSED/NOT_OWED[teardown]");
+	ck_assert_uint_eq(m.dreqs, 0);
+	ck_assert_uint_eq(m.disconnects, 0);
+	ck_assert_uint_eq(m.timer, 0);
+}
+END_TEST
+
+/* ... and what nobody owns goes at once: a lingering close, a server's
+ * connection not yet accepted; a connect in progress fails to its
+ * owner. */
+START_TEST(test_dev_gone_unowned)
+{
+	struct mock m;
+
+	open_conn(&m);
+	mock_close(&m);
+	m.facts |= EVR_RC_F_DEV_GONE;
+	m.log[0] = '\0';
+	step(&m, EVR_RC_E_DEV_GONE);
+	ck_log(&m, "dev_gone:CLOSED/POSTED[teardown]");
+	ck_assert_uint_eq(m.dreqs, 0);
+
+	mock_init(&m, EVR_RC_ACCEPTING, EVR_RC_F_DEV_GONE);
+	step(&m, EVR_RC_E_DEV_GONE);
+	ck_log(&m, "dev_gone:CLOSED/NONE[teardown]");
+
+	mock_init(&m, EVR_RC_RESOLVE_ROUTE, EVR_RC_F_OWNED | EVR_RC_F_DEV_GONE);
+	step(&m, EVR_RC_E_DEV_GONE);
+	ck_log(&m, "dev_gone:FAILED/NONE[conn_failed,notify]");
+	ck_assert_uint_eq(m.notifies, 1);
+}
+END_TEST
+
 /* An error while the peer closes first: no more waiting for its DREQ. */
 START_TEST(test_error_while_peer_closing)
 {
@@ -768,7 +869,7 @@ START_TEST(test_invariants)
 	for (st = 0; st < EVR_RC__COUNT; st++)
 	for (d = 0; d < EVR_RC_DISC__COUNT; d++)
 	for (ev = 0; ev < EVR_RC_E__COUNT; ev++)
-	for (f = 0; f < (EVR_RC_F_ERR << 1); f++) {
+	for (f = 0; f < (EVR_RC_F_DEV_GONE << 1); f++) {
 		struct evr_rc_next n = evr__rc_close_next(st, d, ev, f);
 
 		/* nothing happens to what is gone */
@@ -787,8 +888,15 @@ START_TEST(test_invariants)
 				  !evr__rc_disconnected(st));
 		if ((n.acts & EVR_RC_A_TEARDOWN) &&
 		    evr__rc_established(st) && !evr__rc_disconnected(st) &&
-		    !(n.acts & EVR_RC_A_DISCONNECT))
+		    !(n.acts & EVR_RC_A_DISCONNECT) &&
+		    !(f & EVR_RC_F_DEV_GONE))
 			ck_assert(n.acts & EVR_RC_A_DREQ);
+		/* a device going: nothing is said to the peer */
+		if (f & EVR_RC_F_DEV_GONE)
+			ck_assert(!(n.acts & EVR_RC_A_DREQ));
+		/* ... and what the owner does not hold goes at once */
+		if (ev == EVR_RC_E_DEV_GONE && !(f & EVR_RC_F_OWNED))
+			ck_assert_uint_eq(n.state, EVR_RC_CLOSED);
 		/* rdma_disconnect once: only on the way out of OPEN or a
 		 * closing state */
 		if (n.acts & EVR_RC_A_DISCONNECT) {
@@ -873,6 +981,13 @@ static Suite *rclose_suite(void)
 	tcase_add_test(tc, test_error_before_close);
 	tcase_add_test(tc, test_error_while_closing);
 	tcase_add_test(tc, test_error_while_peer_closing);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("device");
+	tcase_add_test(tc, test_port_down_flushes);
+	tcase_add_test(tc, test_port_down_elsewhere);
+	tcase_add_test(tc, test_dev_gone_owned);
+	tcase_add_test(tc, test_dev_gone_unowned);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("setup");

@@ -24,7 +24,9 @@ extern "C" {
 	X(EXTRA, "extra", "peer sent more data than the test plan holds") \
 	X(CANCELLED, "cancelled", "interrupted") \
 	X(PROTO, "proto", "malformed negotiation message") \
-	X(NOTSUP, "notsup", "not supported")
+	X(NOTSUP, "notsup", "not supported") \
+	X(DEVGONE, "devgone", "the RDMA device went away") \
+	X(PORTDOWN, "portdown", "the RDMA port went down")
 
 enum {
 	EVR_E_BASE = 100000,

@@ -124,6 +124,41 @@ struct evr_lookup_stats {
 };
 void evr_loop_lookup_stats(struct evr_loop *l, struct evr_lookup_stats *st);
 
+/*
+ * The RDMA devices this loop's engines have used, as the loop's device
+ * registry last saw them: every open device's asynchronous events are
+ * read from the loop, each port's state kept, a device that goes away
+ * released by every engine on it (and remembered as GONE), and one that
+ * comes back noticed (man 3 evr_loop_devices).  The strings are the
+ * library's own names, valid as long as the program runs.
+ */
+#define EVR_DEV_PORTS_MAX 4
+#define EVR_DEV_EVENTS_MAX 16
+struct evr_dev_info {
+	char name[64];              /* "rxe0" */
+	char netdev[64];            /* "veth0", or "" (InfiniBand) */
+	const char *state;          /* "ACTIVE", "PORT_DOWN" (a port down,
+				     * or without a GID yet), "GONE" */
+	int in_use;                 /* an engine holds it now */
+	unsigned nports;
+	struct {
+		const char *state;  /* "DOWN", "NO_GID", "ACTIVE" */
+		int gids;           /* usable GIDs at the last read */
+	} ports[EVR_DEV_PORTS_MAX];
+	unsigned nevents;           /* the kinds below, always all */
+	struct {
+		const char *kind;   /* "port_err", "port_active",
+				     * "gid_change", "device_fatal",
+				     * "port_other", "async_error",
+				     * "removal", "return" */
+		uint64_t count;
+	} events[EVR_DEV_EVENTS_MAX];
+};
+/* Fill out[0 .. max) with the loop's devices, in the order they were
+ * first seen; returns how many there are (possibly more than max). */
+unsigned evr_loop_devices(struct evr_loop *l, struct evr_dev_info *out,
+			  unsigned max);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t evr_now_ns(void);
 

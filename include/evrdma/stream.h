@@ -221,6 +221,11 @@ struct evr_failure {
 				     * (0 before one exists) */
 	/* client with opts.conns > 1: which connection failed (1..N) */
 	unsigned conn_index, conn_total;
+	/* RDMA: the device and port the connection ran on ("" and 0 when
+	 * it had none yet); for -EVR_E_DEVGONE, detail is 1 when the device
+	 * reported a fatal error rather than its removal */
+	char device[64];
+	unsigned port;
 };
 
 /* Round-trip latency distribution of one test on one connection: one

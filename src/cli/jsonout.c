@@ -372,6 +372,11 @@ json_t *jo_failure(const char *type, const struct evr_failure *f,
 		set_u64(o, "xfers_total", f->xfers_total);
 	}
 	set_u64(o, "bytes_done", f->bytes_done);
+	if (f->device[0]) {
+		set_str(o, "device", f->device);
+		if (f->port)
+			set_int(o, "port", f->port);
+	}
 	if (exit_status >= 0)
 		set_int(o, "exit_status", exit_status);
 	return o;

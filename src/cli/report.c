@@ -165,6 +165,8 @@ static const struct {
 	{ EVR_E_NODEV, RSTREAM_EXIT_NODEV },
 	{ EVR_E_NOTSUP, RSTREAM_EXIT_NOTSUP },
 	{ EVR_E_CANCELLED, RSTREAM_EXIT_INTERRUPTED },
+	{ EVR_E_DEVGONE, RSTREAM_EXIT_DEVICE },
+	{ EVR_E_PORTDOWN, RSTREAM_EXIT_DEVICE },
 };
 
 int rstream_exit_status(const struct evr_failure *f)

@@ -27,6 +27,8 @@ enum {
 	RSTREAM_EXIT_TEST = 4,
 	RSTREAM_EXIT_LOCAL = 5,
 	RSTREAM_EXIT_NOTSUP = 6,
+	RSTREAM_EXIT_DEVICE = 7,  /* the RDMA device went away or its port
+				   * went down */
 	RSTREAM_EXIT_INTERRUPTED = 130,
 	RSTREAM_EXIT_NODEV = 255,
 };

@@ -503,6 +503,64 @@ static void probe_subject(struct subject *s, const struct probe *p)
 	s->p = p;
 }
 
+/* The host's RDMA devices, as the loop's registry last saw them: a
+ * state set per device, an up gauge per port, the events by kind. */
+static const char *const dev_states[] = { "ACTIVE", "PORT_DOWN", "GONE" };
+
+static void dev_label(FILE *f, const char *name, const struct evr_dev_info *d)
+{
+	fprintf(f, "%s{device=\"", name);
+	metrics_escape(f, d->name);
+	fputc('"', f);
+}
+
+static void render_devices(FILE *f, struct evr_loop *l)
+{
+	struct evr_dev_info *devs;
+	unsigned n, i, k;
+
+	n = evr_loop_devices(l, NULL, 0);
+	if (!n)
+		return;
+	devs = calloc(n, sizeof(*devs));
+	if (!devs)
+		return;
+	n = evr_loop_devices(l, devs, n);
+	family(f, "evrdma_rdma_device_state", "gauge",
+	       "The RDMA device's state as last seen, 1 for its state: "
+	       "ACTIVE, PORT_DOWN (a port down or without a GID), GONE "
+	       "(removed or failed, until it is back)");
+	for (i = 0; i < n; i++)
+		for (k = 0; k < sizeof(dev_states) / sizeof(dev_states[0]); k++) {
+			dev_label(f, "evrdma_rdma_device_state", &devs[i]);
+			fputs(",netdev=\"", f);
+			metrics_escape(f, devs[i].netdev);
+			fprintf(f, "\",state=\"%s\"} %d\n", dev_states[k],
+				!strcmp(devs[i].state, dev_states[k]));
+		}
+	family(f, "evrdma_rdma_port_up", "gauge",
+	       "1 when the RDMA port is active with a GID, as last seen");
+	for (i = 0; i < n; i++)
+		for (k = 0; k < devs[i].nports; k++) {
+			dev_label(f, "evrdma_rdma_port_up", &devs[i]);
+			fprintf(f, ",port=\"%u\"} %d\n", k + 1,
+				strcmp(devs[i].state, "GONE") &&
+				!strcmp(devs[i].ports[k].state, "ACTIVE"));
+		}
+	family(f, "evrdma_rdma_device_events_total", "counter",
+	       "The RDMA device's events by kind: its asynchronous events "
+	       "(port_err, port_active, gid_change, device_fatal, "
+	       "port_other, async_error), its removals and returns");
+	for (i = 0; i < n; i++)
+		for (k = 0; k < devs[i].nevents; k++) {
+			dev_label(f, "evrdma_rdma_device_events_total",
+				  &devs[i]);
+			fprintf(f, ",kind=\"%s\"} %llu\n", devs[i].events[k].kind,
+				(unsigned long long)devs[i].events[k].count);
+		}
+	free(devs);
+}
+
 int metrics_render(char **buf, size_t *len, const struct metrics_src *src,
 		   const struct metrics_daemon *d)
 {
@@ -546,6 +604,8 @@ int metrics_render(char **buf, size_t *len, const struct metrics_src *src,
 		rs[i].st = &src->responders[i]->st;
 	}
 	render_rows(f, ROWS(daemon_rows), &self, 1);
+	if (d->loop)
+		render_devices(f, d->loop);
 	render_rows(f, ROWS(probe_rows), ps, np);
 	render_rows(f, ROWS(resp_rows), rs, src->nresponders);
 	render_rows(f, ROWS(mesh_rows), &self, src->mesh ? 1 : 0);

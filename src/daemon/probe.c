@@ -64,7 +64,7 @@ enum probe_reason probe_stream_reason(const struct evr_failure *f)
 	/* A failure before any packet left (socket, bind to an address the
 	 * host lacks) is this host's, not the network's: rstream's exit 5. */
 	if (f->phase == EVR_PH_SETUP && f->err != -EVR_E_RESOLVE &&
-	    f->err != -EVR_E_NODEV)
+	    f->err != -EVR_E_NODEV && f->err != -ENODEV)
 		return R_ERROR;
 	return reason_by_code(reason_codes, R_MAX, f->err, R_ERROR);
 }
@@ -371,6 +371,8 @@ static void mc_failure(void *ud, const struct evr_mc_failure *f)
 	evr_mc_failure_str(f, p->why, sizeof(p->why));
 	if (f->code == -EVR_E_NODEV)
 		p->pend_nodev = 1;
+	if (f->code == -EVR_E_DEVGONE || f->code == -EVR_E_PORTDOWN)
+		p->pend_dev = f->code;
 	/* the bind address is not this host's (a bind: EADDRNOTAVAIL; a
 	 * join on the interface of that address: ENODEV): its own
 	 * configuration, not the group's or the fabric's (it never joins,
@@ -417,7 +419,10 @@ static void mc_done(void *ud, int status, unsigned n,
 	if (!status && !p->timed_out) {
 		run_over(p, 1);
 	} else {
-		if (p->timed_out || late || status == -ETIMEDOUT)
+		if (p->pend_dev)
+			p->reason = p->pend_dev == -EVR_E_DEVGONE ?
+				    R_DEVGONE : R_PORTDOWN;
+		else if (p->timed_out || late || status == -ETIMEDOUT)
 			p->reason = R_TIMEOUT;
 		else if (p->pend_nodev)
 			p->reason = R_NODEV;
@@ -471,6 +476,7 @@ static void start_mckey(struct probe *p)
 	p->pend_join_s = -1;
 	p->pend_nodev = 0;
 	p->pend_local = 0;
+	p->pend_dev = 0;
 	ret = evr_mcast_new(&p->mc, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->mc = NULL;

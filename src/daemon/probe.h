@@ -37,11 +37,16 @@
 	X(RESOLVE, "resolve", T_RS | T_MC, (EVR_E_RESOLVE)) \
 	X(VERIFY, "verify", T_RS, (EVR_E_VERIFY)) \
 	X(REJECTED, "rejected", T_RS, (EVR_E_REJECTED)) \
-	X(NODEV, "nodev", T_RS | T_MC, (EVR_E_NODEV)) \
+	/* no RDMA device (at all, or for the bind address) */ \
+	X(NODEV, "nodev", T_RS | T_MC, (EVR_E_NODEV, ENODEV)) \
 	/* mckey: a QP did not join */ \
 	X(JOIN, "join", T_MC, (0)) \
 	/* anything else (extra, proto, notsup, cancelled, ...) */ \
-	X(ERROR, "error", T_RS | T_MC, (0))
+	X(ERROR, "error", T_RS | T_MC, (0)) \
+	/* this host's RDMA device went away, or its port went down, \
+	 * during the run: the host's RNIC, not the network */ \
+	X(DEVGONE, "devgone", T_RS | T_MC, (EVR_E_DEVGONE)) \
+	X(PORTDOWN, "portdown", T_RS | T_MC, (EVR_E_PORTDOWN))
 
 enum probe_reason {
 #define PROBE__R_ENUM(e, name, types, codes) R_##e,
@@ -131,6 +136,7 @@ struct probe {
 	char why[256];              /* its failure text */
 	/* what the run in flight has reported so far */
 	int pend_have, pend_have_lat, pend_nodev;
+	int pend_dev;       /* mckey: -EVR_E_DEVGONE or -EVR_E_PORTDOWN */
 	int pend_local;     /* mckey: a bind to an address this host lacks */
 	uint64_t pend_elapsed_ns, pend_bytes;
 	uint32_t pend_iters;

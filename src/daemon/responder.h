@@ -36,7 +36,10 @@
 	X(VERIFY, "verify", (EVR_E_VERIFY)) \
 	/* malformed negotiation, more data than planned */ \
 	X(PROTO, "protocol", (EVR_E_PROTO, EVR_E_EXTRA)) \
-	X(ERROR, "error", (0))
+	X(ERROR, "error", (0)) \
+	/* this host's RDMA device went away, or its port went down */ \
+	X(DEVGONE, "devgone", (EVR_E_DEVGONE)) \
+	X(PORTDOWN, "portdown", (EVR_E_PORTDOWN))
 
 enum resp_reason {
 #define RESP__R_ENUM(e, name, codes) RR_##e,

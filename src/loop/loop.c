@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "device.h"
 #include "loop.h"
 #include "resolve.h"
 
@@ -38,6 +39,7 @@ void evr_loop_free(struct evr_loop *l)
 	if (!l)
 		return;
 	evr__lookups_fini(l);
+	evr__devreg_free(l);
 	if (l->owned)
 		ev_loop_destroy(l->ev);
 	free(l);

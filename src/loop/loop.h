@@ -34,6 +34,8 @@ struct evr_loop {
 	uint64_t offered_ns;    /* when a shared poll last offered the CPU */
 	unsigned long lost_cpu; /* shared polls that found the CPU wanted */
 	struct evr__lookups *lookups; /* names (resolve.c), at first use */
+	struct evr__devreg *devreg;   /* RDMA devices (device.c), at first
+				       * use */
 };
 
 /* Call an embedder's callback, if it is set, counted in depth: an engine

@@ -44,6 +44,10 @@ enum evr_mc_ev {
 	EVR_MCE_DEADLINE,
 	EVR_MCE_CANCEL,
 	EVR_MCE_STEP_TIMEOUT, /* resolving or joining took too long */
+	EVR_MCE_LOST,         /* the QP's device went away or its port went
+			       * down (arg: the status); the transport has
+			       * recorded the failure and let go of the
+			       * group */
 };
 
 struct evr_mcast;

@@ -313,6 +313,9 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 	case EVR_MCE_CANCEL:
 		finish_node(n, n->failed ? EVR_MC_FAILED : EVR_MC_DONE);
 		return;
+	case EVR_MCE_LOST:
+		node_failed(n, arg);
+		return;
 	case EVR_MCE_STEP_TIMEOUT:
 		if (n->state == EVR_MC_RESOLVING)
 			EVR__MC_FAIL(m, .qp = n->index, .status = -ETIMEDOUT,

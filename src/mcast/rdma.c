@@ -20,6 +20,7 @@
 
 #include "evrdma/hostcheck.h"
 #include "../loop/channel.h"
+#include "../loop/device.h"
 #include "mc.h"
 
 #define GRH_LEN 40
@@ -50,6 +51,8 @@ struct rnode {
 	unsigned cq_unacked;
 	ev_io cq_w;
 	struct evr_mc_node *n;
+	/* the QP's hold on its device in the loop's registry */
+	struct evr__dev_user user;
 };
 
 static struct reng *eng(struct evr_mcast *m)
@@ -348,6 +351,81 @@ static int setup_slots(struct evr_mc_node *n, struct rnode *r)
 	return 0;
 }
 
+static void r_node_fini(struct evr_mc_node *n);
+
+/* The node's device went away (port 0) or its port went down: one line
+ * naming them; on a removal everything the node holds goes at once (the
+ * device waits for it), the group with it; on a port down its QP goes to
+ * error, the work requests flushed.  Then the engine ends the node. */
+static void node_lost(struct evr_mc_node *n, const char *dev, unsigned port,
+		      int fatal)
+{
+	struct evr_mcast *m = n->mc;
+	struct rnode *r = rn(n);
+	int status = port ? -ENETDOWN : -ENODEV;
+	struct ibv_qp_attr a;
+	char d[160];
+
+	if (n->state == EVR_MC_DONE || n->state == EVR_MC_FAILED) {
+		if (!port)
+			r_node_fini(n);
+		return;
+	}
+	if (port)
+		snprintf(d, sizeof(d), "mckey: %s port %u went down", dev,
+			 port);
+	else
+		snprintf(d, sizeof(d), fatal ? "mckey: %s failed (a fatal "
+			 "device error)" : "mckey: %s was removed", dev);
+	EVR__MC_FAIL(m, .qp = n->index, .status = status,
+		     .code = port ? -EVR_E_PORTDOWN : -EVR_E_DEVGONE, .msg = d);
+	if (!port) {
+		/* The kernel left the group with its id, but the QP is still
+		 * attached to it here: leaving detaches it (its own failure
+		 * says nothing new), or destroying the QP fails with EBUSY
+		 * and the QP, its CQ and channel stay, and hold the device. */
+		if (n->joined && r && r->id)
+			rdma_leave_multicast(r->id,
+					     (struct sockaddr *)&eng(m)->dst);
+		n->joined = 0;
+		r_node_fini(n);
+		evr__devreg_kick(m->loop);
+	} else if (r && r->id && r->id->qp) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_ERR;
+		ibv_modify_qp(r->id->qp, &a, IBV_QP_STATE);
+	}
+	evr__mc_node_event(n, EVR_MCE_LOST, status);
+}
+
+/* The registry's word about the node's device. */
+static void dev_note(struct evr__dev_user *u, enum evr__dev_note note,
+		     unsigned port)
+{
+	struct rnode *r = evr__container_of(u, struct rnode, user);
+	const struct evr__dev *d = evr__dev_of(u);
+	char name[EVR__DEV_NAME_MAX];
+
+	if (note == EVR__DEV_N_PORT_UP ||
+	    (note == EVR__DEV_N_PORT_DOWN && port != r->id->port_num))
+		return;
+	/* the node may let go of its device (and r) inside */
+	snprintf(name, sizeof(name), "%s", d ? d->name : "?");
+	node_lost(r->n, name, note == EVR__DEV_N_GONE ? 0 : port,
+		  d && d->fatal);
+}
+
+/* A completion failed: is its port down?  (rxe fails work requests as
+ * soon as the link goes, before the loop has read the port's event.) */
+static int port_lost(struct evr_mc_node *n)
+{
+	struct rnode *r = rn(n);
+
+	return r && r->user.dev && r->id &&
+	       evr__dev_refresh_wait(&r->user, r->id->port_num, 20) !=
+	       EVR__PORT_ACTIVE;
+}
+
 static int r_setup(struct evr_mc_node *n)
 {
 	struct evr_mcast *m = n->mc;
@@ -356,6 +434,12 @@ static int r_setup(struct evr_mc_node *n)
 
 	if (setup_check_mtu(n, r))
 		return -1;
+	r->user.note = dev_note;
+	if (evr__dev_attach(m->loop, r->id->verbs, &r->user)) {
+		EVR__MC_FAIL(m, .qp = n->index, .status = -ENOMEM,
+			     .msg = "mckey: unable to watch the device");
+		return -1;
+	}
 	r->pd = ibv_alloc_pd(r->id->verbs);
 	if (!r->pd) {
 		EVR__MC_FAIL(m, .qp = n->index, .status = -ENOMEM,
@@ -408,6 +492,9 @@ static int r_send(struct evr_mc_node *n, uint32_t seq)
 	struct ibv_send_wr wr, *bad;
 	uint32_t slot;
 	int ret;
+
+	if (!r)
+		return -EIO; /* its device went away */
 
 	if (!r->nfree)
 		return -EAGAIN;
@@ -462,6 +549,7 @@ static void r_node_fini(struct evr_mc_node *n)
 
 	if (!r)
 		return;
+	evr__dev_detach(&r->user);
 	ev_io_stop(n->mc->loop->ev, &r->cq_w);
 	if (r->ah)
 		ibv_destroy_ah(r->ah);
@@ -492,6 +580,9 @@ static void handle_wc(struct evr_mc_node *n, const struct ibv_wc *wc)
 	char d[160];
 
 	if (wc->status != IBV_WC_SUCCESS) {
+		/* the port's failure says it (port_lost told the node) */
+		if (port_lost(n) || n->state == EVR_MC_FAILED)
+			return;
 		snprintf(d, sizeof(d), "mckey: %s completion error on QP %u: %s",
 			 (wc->opcode & IBV_WC_RECV) ? "receive" : "send",
 			 n->index, ibv_wc_status_str(wc->status));
@@ -617,6 +708,15 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 		case RDMA_CM_EVENT_ADDR_CHANGE:
 			evr__mc_cm_event(m, n->index, rdma_event_str(type),
 					 status, 0);
+			break;
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			/* every node of the device hears it from the
+			 * registry (this one among them) */
+			if (rn(n) && rn(n)->user.dev)
+				evr__dev_gone(&rn(n)->user);
+			else if (rn(n) && rn(n)->id && rn(n)->id->verbs)
+				node_lost(n, ibv_get_device_name(
+					  rn(n)->id->verbs->device), 0, 0);
 			break;
 		default:
 			break;

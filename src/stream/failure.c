@@ -94,6 +94,17 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 		snprintf(b, n, "malformed %s message",
 			 f->where ? f->where : "negotiation");
 		return;
+	case EVR_E_DEVGONE:
+		if (!f->device[0])
+			break;
+		snprintf(b, n, f->detail ? "%s failed (a fatal device error)" :
+			 "%s was removed", f->device);
+		return;
+	case EVR_E_PORTDOWN:
+		if (!f->device[0])
+			break;
+		snprintf(b, n, "%s port %u went down", f->device, f->port);
+		return;
 	case EVR_E_NOTSUP:
 		snprintf(b, n, "%s is not supported",
 			 (unsigned)f->detail < EVR__ARRAY_SIZE(notsup) ?

@@ -54,11 +54,12 @@ static int posted(enum evr_rc_disc d)
 	return d == EVR_RC_DISC_POSTED || d == EVR_RC_DISC_DONE;
 }
 
-/* The peer, the CM or an error ended the connection. */
+/* The peer, the CM, an error or the device's going ended the
+ * connection. */
 static int ended(unsigned facts)
 {
 	return !!(facts & (EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC |
-			   EVR_RC_F_ERR));
+			   EVR_RC_F_ERR | EVR_RC_F_DEV_GONE));
 }
 
 /* The peer's DISCONNECT came first and we owe it none: an rsocket peer
@@ -74,10 +75,13 @@ static int peer_closing_first(enum evr_rc_disc d, unsigned facts)
 	       !(facts & (EVR_RC_F_CM_DISC | EVR_RC_F_ERR));
 }
 
-static struct evr_rc_next teardown(struct evr_rc_next n)
+static struct evr_rc_next teardown(struct evr_rc_next n,
+					 unsigned facts)
 {
-	/* established and not yet disconnected: say so to the peer */
-	if (n.state == EVR_RC_OPEN || evr__rc_closing(n.state))
+	/* established and not yet disconnected: say so to the peer, unless
+	 * the device is going (its CM id is gone already) */
+	if ((n.state == EVR_RC_OPEN || evr__rc_closing(n.state)) &&
+	    !(facts & EVR_RC_F_DEV_GONE))
 		n.acts |= EVR_RC_A_DREQ;
 	n.state = EVR_RC_CLOSED;
 	n.acts |= EVR_RC_A_TEARDOWN;
@@ -105,7 +109,7 @@ static struct evr_rc_next conn_fail(struct evr_rc_next n, unsigned facts)
 {
 	n.acts |= EVR_RC_A_CONN_FAILED;
 	if (!(facts & EVR_RC_F_OWNED))
-		return teardown(n);
+		return teardown(n, facts);
 	n.state = EVR_RC_FAILED;
 	n.acts |= EVR_RC_A_NOTIFY;
 	return n;
@@ -116,7 +120,9 @@ static struct evr_rc_next conn_fail(struct evr_rc_next n, unsigned facts)
 static struct evr_rc_next on_close(struct evr_rc_next n, unsigned facts)
 {
 	if (n.state != EVR_RC_OPEN)
-		return teardown(n); /* never established: nothing to say */
+		return teardown(n, facts); /* never established: nothing to say */
+	if (facts & EVR_RC_F_DEV_GONE)
+		return teardown(n, facts); /* nothing can be said */
 	if (peer_closing_first(n.disc, facts)) {
 		n.state = EVR_RC_PEER_CLOSING;
 		n.acts |= EVR_RC_A_TIMER_GRACE | EVR_RC_A_WATCH;
@@ -180,7 +186,7 @@ struct evr_rc_next evr__rc_close_next(enum evr_rc_state st,
 			n.acts = EVR_RC_A_TIMEOUT;
 			return disconnect(n, facts);
 		}
-		return teardown(n); /* DISCONNECTING: the CM said nothing */
+		return teardown(n, facts); /* DISCONNECTING: the CM said nothing */
 	case EVR_RC_E_CM_DISC:
 		switch (st) {
 		case EVR_RC_OPEN:
@@ -188,7 +194,7 @@ struct evr_rc_next evr__rc_close_next(enum evr_rc_state st,
 			break;
 		case EVR_RC_ACCEPTING: /* the engine never saw it */
 		case EVR_RC_DISCONNECTING:
-			return teardown(n);
+			return teardown(n, facts);
 		case EVR_RC_CLOSING:
 		case EVR_RC_PEER_CLOSING:
 			return disconnect(n, facts);
@@ -203,7 +209,28 @@ struct evr_rc_next evr__rc_close_next(enum evr_rc_state st,
 			return conn_fail(n, facts);
 		break;
 	case EVR_RC_E_ABORT:
-		return teardown(n);
+		return teardown(n, facts);
+	case EVR_RC_E_PORT_DOWN:
+		/* the work requests come back flushed, then the owner (who
+		 * is told) closes it, or the close goes on to disconnect */
+		n.acts = EVR_RC_A_FLUSH;
+		if (st == EVR_RC_OPEN)
+			n.acts |= EVR_RC_A_WAKE;
+		else if (evr__rc_setting_up(st))
+			return conn_fail(n, facts);
+		else if (evr__rc_closing(st))
+			return disconnect(n, facts);
+		break;
+	case EVR_RC_E_DEV_GONE:
+		/* everything goes at once, unless the owner holds it: then
+		 * it is told, and its close tears it down */
+		if (st == EVR_RC_OPEN && (facts & EVR_RC_F_OWNED))
+			n.acts = EVR_RC_A_WAKE;
+		else if (evr__rc_setting_up(st) && st != EVR_RC_ACCEPTING)
+			return conn_fail(n, facts);
+		else if (st != EVR_RC_FAILED || !(facts & EVR_RC_F_OWNED))
+			return teardown(n, facts);
+		break;
 	default:
 		break;
 	}

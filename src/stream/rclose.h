@@ -73,6 +73,8 @@ enum evr_rc_event {
 	EVR_RC_E_CONN_FAIL,   /* a connect (or accept) attempt failed */
 	EVR_RC_E_ABORT,       /* destroy now: a setup undone, or the engine
 			       * is being freed */
+	EVR_RC_E_PORT_DOWN,   /* its device's port went down */
+	EVR_RC_E_DEV_GONE,    /* its device is going away (removal, fatal) */
 	EVR_RC_E__COUNT
 };
 
@@ -89,6 +91,10 @@ enum {
 	EVR_RC_F_UNSENT = 1 << 6,    /* bytes gathered for the peer (the
 				      * cork) wait for credits: our
 				      * DISCONNECT goes after them */
+	EVR_RC_F_DEV_GONE = 1 << 7,  /* its device is going away: the kernel
+				      * has destroyed its CM id, nothing
+				      * more can be said to the peer, and
+				      * the device waits for us to let go */
 };
 
 /* Actions, carried out by the caller in this order. */
@@ -108,6 +114,10 @@ enum {
 	EVR_RC_A_DREQ = 1 << 10,       /* rdma_disconnect before destroying:
 					* established, never disconnected */
 	EVR_RC_A_TEARDOWN = 1 << 11,   /* destroy: the last action */
+	EVR_RC_A_FLUSH = 1 << 12,      /* QP to error, and take the work
+					* requests it flushes (a port went
+					* down: never reset in place, which
+					* would lose them uncompleted) */
 };
 
 struct evr_rc_next {

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #define RESOLVE_RETRIES 3
 #define LISTEN_BACKLOG 1024
 #define PDATA_MAX 256
+#define RELISTEN_S 1.0     /* a lost listener tries again this often */
 
 /* ---- deferred upcalls ---- */
 
@@ -258,6 +260,18 @@ static void save_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
 			cd->target_sgl.length, rc->rmsg, rc->rq_post + 1);
 }
 
+/* The connection's device and port, for a failure to name them. */
+static void name_device(struct rconn *rc)
+{
+	const char *name;
+
+	if (rc->base.dev[0] || !rc->id || !rc->id->verbs)
+		return;
+	name = ibv_get_device_name(rc->id->verbs->device);
+	snprintf(rc->base.dev, sizeof(rc->base.dev), "%s", name ? name : "?");
+	rc->base.port = rc->id->port_num;
+}
+
 /*
  * rs_create_ep's equivalent: a completion channel and one CQ for both
  * queues, an RC QP through librdmacm (so that it makes every state
@@ -279,6 +293,7 @@ static int create_ep(struct rconn *rc, const char **what)
 	*what = "iWARP device";
 	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
 		return -EPROTONOSUPPORT;
+	name_device(rc);
 	/* a client knows how many it opens; a server counts what it holds */
 	conn_sizes(o, o->server || o->conns <= 1 ? rc->x->nconns :
 		   (unsigned)o->conns, &rc->sbuf_size, &rc->sq_size,
@@ -515,6 +530,97 @@ static void on_disconnected(struct rconn *rc)
 	evr__rdma_close_step(rc, EVR_RC_E_CM_DISC, -ECONNRESET);
 }
 
+/* ---- a device or a port lost ---- */
+
+/* rc's device went away (port 0) or its port went down: the facts, the
+ * owner's error (the device's reason wins over a work request's EIO),
+ * and the close machine decides the rest: flush, tell, tear down. */
+static void conn_lost(struct rconn *rc, unsigned port, int fatal)
+{
+	int err = port ? -EVR_E_PORTDOWN : -EVR_E_DEVGONE;
+
+	name_device(rc);
+	if (!port) {
+		rc->facts |= EVR_RC_F_DEV_GONE;
+		rc->base.dev_fatal = fatal;
+	}
+	if (rc->err == -EIO)
+		rc->err = err;
+	if (rc->state == EVR_RC_OPEN)
+		evr__rdma_set_err(rc, err, port ? "port down" : "device gone");
+	evr__rdma_close_step(rc, port ? EVR_RC_E_PORT_DOWN : EVR_RC_E_DEV_GONE,
+			     err);
+}
+
+static void relisten_arm(struct rdma_xport *x);
+
+/* Our bound listener's device went away: the CM id goes (the device
+ * waits for it), and we listen again once the device is back. */
+static void listener_lost(struct rdma_xport *x)
+{
+	struct evr_loop *l = x->base.loop;
+
+	if (!x->lid)
+		return;
+	evr__trace(l, "rdma: the listener's device went away: listening "
+		   "again once it is back");
+	rdma_destroy_id(x->lid);
+	x->lid = NULL;
+	x->listen_lost = 1;
+	evr__devreg_kick(l);
+	relisten_arm(x);
+}
+
+/* Every connection (and the listener) on verbs: the device went away
+ * (port 0), or port went down. */
+static void dev_lost(struct rdma_xport *x, struct ibv_context *verbs,
+		     unsigned port, int fatal)
+{
+	struct rconn *rc, *next;
+
+	for (rc = x->conns; rc; rc = next) {
+		next = rc->next;
+		if (!rc->id || rc->id->verbs != verbs ||
+		    (port && rc->id->port_num != port))
+			continue;
+		conn_lost(rc, port, fatal);
+	}
+	if (!port && x->lid && x->lid->verbs == verbs)
+		listener_lost(x);
+}
+
+/* The registry's word about one of our devices. */
+void evr__rdma_dev_note(struct evr__dev_user *u, enum evr__dev_note n,
+			unsigned port)
+{
+	struct rdev *d = evr__container_of(u, struct rdev, user);
+	const struct evr__dev *dev = evr__dev_of(u);
+
+	if (n == EVR__DEV_N_GONE)
+		dev_lost(d->x, d->verbs, 0, dev && dev->fatal);
+	else if (n == EVR__DEV_N_PORT_DOWN)
+		dev_lost(d->x, d->verbs, port, 0);
+}
+
+/* RDMA_CM_EVENT_DEVICE_REMOVAL on rc's id: the registry tells every
+ * user of the device (our own connections on it among them, through
+ * evr__rdma_dev_note); a connection that has no CQ on it yet (none of
+ * ours has) is told here. */
+static void dev_removed(struct rdma_xport *x, struct rconn *rc)
+{
+	struct rdev *d;
+
+	for (d = x->devs; d; d = d->next)
+		if (rc->id && d->verbs == rc->id->verbs)
+			break;
+	if (d) {
+		evr__dev_gone(&d->user);
+	} else {
+		dev_lost(x, rc->id ? rc->id->verbs : NULL, 0, 0);
+		evr__devreg_kick(x->base.loop);
+	}
+}
+
 static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 {
 	struct rconn *rc;
@@ -522,6 +628,11 @@ static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 
 	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		on_request(x, e);
+		return;
+	}
+	if (e->event == RDMA_CM_EVENT_DEVICE_REMOVAL && e->id &&
+	    e->id == x->lid) {
+		listener_lost(x);
 		return;
 	}
 	rc = e->id ? e->id->context : NULL;
@@ -581,10 +692,7 @@ static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 		on_disconnected(rc);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (rc->state == EVR_RC_OPEN)
-			evr__rdma_set_err(rc, -ENODEV, "device removal");
-		else if (evr__rc_setting_up(rc->state))
-			connect_failed(rc, -ENODEV);
+		dev_removed(x, rc);
 		break;
 	default: /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
 		break;
@@ -663,58 +771,123 @@ static int check_family(int family, struct evr_failure *f)
 	return f->err;
 }
 
+/* A listener on ss: 0, or a negative errno with the call that failed in
+ * *where (the id is gone then). */
+static int listen_on(struct rdma_xport *x, const struct sockaddr_storage *ss,
+		     const char **where)
+{
+	int one = 1, ret;
+
+	*where = "rdma_create_id";
+	if (rdma_create_id(x->ch, &x->lid, x, RDMA_PS_TCP))
+		return errno ? -errno : -EINVAL;
+	/* SO_REUSEADDR, as rstream sets it on its listener */
+	*where = "rdma_set_option REUSEADDR";
+	if (rdma_set_option(x->lid, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
+			    &one, sizeof(one)))
+		goto fail;
+	*where = "rdma_bind_addr";
+	if (rdma_bind_addr(x->lid, (struct sockaddr *)ss))
+		goto fail;
+	/* upstream listens with a backlog of 1; we serve many */
+	*where = "listen";
+	if (rdma_listen(x->lid, LISTEN_BACKLOG))
+		goto fail;
+	return 0;
+fail:
+	ret = errno ? -errno : -EINVAL;
+	rdma_destroy_id(x->lid);
+	x->lid = NULL;
+	return ret;
+}
+
+static void relisten(struct rdma_xport *x)
+{
+	struct evr_loop *l = x->base.loop;
+	const char *where;
+	int ret;
+
+	if (!x->listen_lost || x->lid)
+		return;
+	ret = listen_on(x, &x->listen_ss, &where);
+	if (ret) {
+		evr__trace(l, "rdma: listening again: %s: %s", where,
+			   strerror(-ret));
+		return;
+	}
+	evr__trace(l, "rdma: listening again");
+	x->listen_lost = 0;
+	ev_timer_stop(l->ev, &x->relisten_w);
+	evr__devreg_wait(l, &x->relisten, 0);
+}
+
+static void relisten_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	relisten(evr__container_of(w, struct rdma_xport, relisten_w));
+}
+
+/* The registry saw a device come back: try at once. */
+static void relisten_back(struct evr__dev_watch *w, const char *name)
+{
+	relisten(evr__container_of(w, struct rdma_xport, relisten));
+}
+
+/* Listen again when the device is back: the registry's rescan says so,
+ * and a timer tries once a second meanwhile (an address may come back
+ * after its device). */
+static void relisten_arm(struct rdma_xport *x)
+{
+	struct evr_loop *l = x->base.loop;
+
+	if (!x->relisten.back) {
+		x->relisten.back = relisten_back;
+		evr__devreg_watch(l, &x->relisten);
+	}
+	evr__devreg_wait(l, &x->relisten, 1);
+	ev_timer_again(l->ev, &x->relisten_w);
+}
+
 static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 		    int *ka_idle)
 {
 	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
 	struct evr_addr a;
-	int one = 1, ret;
+	int ret;
 
 	ret = evr__resolve(xp->o, xp->o->bind_addr, xp->o->port, 1, &a, f);
 	if (ret)
 		return ret;
 	if (check_family(a.family, f))
 		return f->err;
-	if (rdma_create_id(x->ch, &x->lid, x, RDMA_PS_TCP)) {
-		f->where = "rdma_create_id";
-		goto fail;
+	ret = listen_on(x, &a.ss, &f->where);
+	if (ret) {
+		f->err = ret;
+		if (!strcmp(f->where, "rdma_bind_addr")) {
+			evr__bind_failed(f, ret, &a, NULL);
+			if (a.family == AF_IB)
+				f->where = "rdma_bind_addr (AF_IB)";
+		}
+		return f->err;
 	}
-	/* SO_REUSEADDR, as rstream sets it on its listener */
-	if (rdma_set_option(x->lid, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
-			    &one, sizeof(one))) {
-		f->where = "rdma_set_option REUSEADDR";
-		goto fail;
-	}
-	if (rdma_bind_addr(x->lid, (struct sockaddr *)&a.ss)) {
-		evr__bind_failed(f, errno ? -errno : -EINVAL, &a, NULL);
-		if (a.family == AF_IB)
-			f->where = "rdma_bind_addr (AF_IB)";
-		goto fail;
-	}
+	memcpy(&x->listen_ss, &a.ss, sizeof(x->listen_ss));
 	x->listen_afib = a.family == AF_IB;
-	/* upstream listens with a backlog of 1; we serve many */
-	if (rdma_listen(x->lid, LISTEN_BACKLOG)) {
-		f->where = "listen";
-		goto fail;
-	}
 	if (xp->o->keepalive) {
 		*ka_on = 1;
 		*ka_idle = xp->o->keepalive;
 	}
 	return 0;
-fail:
-	f->err = errno ? -errno : -EINVAL;
-	if (x->lid) {
-		rdma_destroy_id(x->lid);
-		x->lid = NULL;
-	}
-	return f->err;
 }
 
 static void x_stop_listen(struct evr_xport *xp)
 {
 	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+	struct evr_loop *l = xp->loop;
 
+	x->listen_lost = 0;
+	ev_timer_stop(l->ev, &x->relisten_w);
+	if (x->relisten.back)
+		evr__devreg_unwatch(l, &x->relisten);
+	x->relisten.back = NULL;
 	if (x->lid) {
 		rdma_destroy_id(x->lid);
 		x->lid = NULL;
@@ -839,6 +1012,7 @@ int evr__rdma_xport_new(struct evr_xport **out, const struct evr_xport *base,
 	ev_io_init(&x->cm_w, cm_cb, x->ch->fd, EV_READ);
 	ev_io_start(base->loop->ev, &x->cm_w);
 	ev_init(&x->defer_w, defer_cb);
+	ev_timer_init(&x->relisten_w, relisten_cb, RELISTEN_S, RELISTEN_S);
 	*out = &x->base;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../loop/device.h"
 #include "rdma_int.h"
 
 #define CLOSE_WAIT_MS 2000        /* our DISCONNECT's completion */
@@ -346,6 +347,25 @@ static void flush_cork(struct rconn *rc)
 	}
 }
 
+/* How long a failed work request waits for its port to be seen down
+ * (measured: the window is under a millisecond; 1 run in 6 met it). */
+#define PORT_WAIT_MS 20
+
+/* The sticky error as the owner hears it: a work request that failed
+ * (-EIO) because its port went down is the port's failure.  rxe fails
+ * them as soon as the link goes, before the loop has read the port's
+ * event: the registry is asked now (it may tell this connection, and
+ * others, from inside this call). */
+static int owner_err(struct rconn *rc)
+{
+	if (rc->err == -EIO && rc->rcq && rc->id &&
+	    evr__dev_refresh_wait(&rc->rcq->dev->user, rc->id->port_num,
+				  PORT_WAIT_MS) != EVR__PORT_ACTIVE &&
+	    rc->err == -EIO)
+		rc->err = -EVR_E_PORTDOWN;
+	return rc->err;
+}
+
 static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 		      int more)
 {
@@ -357,7 +377,7 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 
 	for (;;) {
 		if (rc->err)
-			return rc->err;
+			return owner_err(rc);
 		if (evr__rdma_shut(rc) ||
 		    evr__rdma_has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC))
 			return -ECONNRESET;
@@ -373,7 +393,7 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 			evr__rdma_process(rc);
 		}
 		if (rc->err)
-			return rc->err;
+			return owner_err(rc);
 		/* upstream's rsend: chunks of 2048 doubling to 64k, each
 		 * its own write while it may go now */
 		evr__rs_tx_begin(&rc->tx);
@@ -385,7 +405,7 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 			sent += xfer;
 		}
 		if (rc->err)
-			return sent ? (ssize_t)sent : rc->err;
+			return sent ? (ssize_t)sent : owner_err(rc);
 		/* the rest gathers in the staging ring (the cork) */
 		if (sent < len &&
 		    (xfer = evr__rs_tx_cork(&rc->tx, len - sent, &off, &len1))) {
@@ -396,7 +416,7 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 		if (sent)
 			return (ssize_t)sent;
 		if (rc->err)
-			return rc->err;
+			return owner_err(rc);
 		if (!wait_more(rc, &deadline))
 			return -EAGAIN;
 	}
@@ -437,7 +457,7 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 			EVR_RC_F_CM_DISC))
 			return 0;
 		if (rc->err)
-			return rc->err;
+			return owner_err(rc);
 		if (rc->state != EVR_RC_OPEN)
 			return evr__rdma_shut(rc) ? 0 : -EAGAIN;
 		if (!wait_more(rc, &deadline))
@@ -494,6 +514,20 @@ void evr__rdma_close_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 static void teardown(struct rconn *rc, int dreq);
 
+/* The QP to error: every work request outstanding comes back flushed
+ * (and is taken here), rather than lost with a reset or a destroy. */
+static void flush(struct rconn *rc)
+{
+	struct ibv_qp_attr a;
+
+	if (!rc->id || !rc->id->qp)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	if (!ibv_modify_qp(rc->id->qp, &a, IBV_QP_STATE))
+		evr__rdma_poll_cq(rc);
+}
+
 /*
  * The one close path: events record their facts and call this, which
  * asks the machine (rclose.c) where the connection goes, traces the move
@@ -520,6 +554,8 @@ void evr__rdma_close_step(struct rconn *rc, enum evr_rc_event ev, int err)
 	 * while the CQ is processed), which only ever moves rc->disc. */
 	if (n.acts & EVR_RC_A_PROCESS)
 		evr__rdma_process(rc);
+	if (n.acts & EVR_RC_A_FLUSH)
+		flush(rc);
 	if (n.acts & EVR_RC_A_DISCONNECT) {
 		/* QP to error and DREQ (or DREP) */
 		ev_timer_stop(l, &rc->ka_w);

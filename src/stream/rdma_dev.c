@@ -334,6 +334,13 @@ static struct rdev *dev_get(struct rdma_xport *x, struct ibv_context *verbs,
 	}
 	d->x = x;
 	d->verbs = verbs;
+	d->user.note = evr__rdma_dev_note;
+	*err = evr__dev_attach(x->base.loop, verbs, &d->user);
+	if (*err) {
+		ibv_destroy_comp_channel(d->cch);
+		free(d);
+		return NULL;
+	}
 	d->max_cqe = !ibv_query_device(verbs, &da) && da.max_cqe > 0 ?
 		     da.max_cqe : 4096;
 	ev_io_init(&d->w, dev_cb, d->cch->fd, EV_READ);
@@ -352,6 +359,7 @@ void evr__rdma_dev_free(struct rdev *d)
 	*pp = d->next;
 	ev_io_stop(d->x->base.loop->ev, &d->w);
 	ibv_destroy_comp_channel(d->cch);
+	evr__dev_detach(&d->user);
 	free(d);
 }
 

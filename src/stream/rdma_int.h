@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "../loop/device.h"
 #include "../loop/loop.h"
 #include "rclose.h"
 #include "rdma.h"
@@ -122,11 +123,14 @@ struct rcq {
 					* it, or that the transport holds */
 };
 
-/* One device's completion channel (an fd in the loop) and its CQs. */
+/* One device's completion channel (an fd in the loop) and its CQs; the
+ * transport's hold on the device in the loop's registry (user: told when
+ * a port goes down or the device goes away). */
 struct rdev {
 	struct rdev *next;
 	struct rdma_xport *x;
 	struct ibv_context *verbs;
+	struct evr__dev_user user;
 	struct ibv_comp_channel *cch;
 	ev_io w;
 	struct rcq *cqs;
@@ -197,6 +201,12 @@ struct rdma_xport {
 	ev_io cm_w;
 	struct rdma_cm_id *lid;        /* listener */
 	int listen_afib;
+	/* a listener bound to an address whose device went away: listening
+	 * again once the device is back (relisten_w retries meanwhile) */
+	struct sockaddr_storage listen_ss;
+	int listen_lost;
+	struct evr__dev_watch relisten;
+	ev_timer relisten_w;
 	struct rconn *conns;
 	struct rconn *pend_head, *pend_tail;
 	unsigned nlinger;
@@ -300,5 +310,7 @@ void evr__rdma_wake(struct rconn *rc);
 void evr__rdma_run_pend(struct rdma_xport *x);
 void evr__rdma_cell_put(struct rdma_xport *x, uint8_t *c);
 void evr__rdma_cm_drain(struct rdma_xport *x);
+void evr__rdma_dev_note(struct evr__dev_user *u, enum evr__dev_note n,
+			unsigned port);
 
 #endif

@@ -73,6 +73,13 @@ struct evr_conn {
 	 * (CLOCK_REALTIME, ns) the last bytes returned arrived; 0 when the
 	 * kernel gave none (bytes queued before the stamps were on) */
 	uint64_t rx_rt_ns;
+	/* Set by an RDMA transport once the connection has its device: the
+	 * device's name and the port, for a failure to name them */
+	char dev[64];
+	unsigned port;
+	/* -EVR_E_DEVGONE: the device reported a fatal error (1), not its
+	 * removal (0) */
+	int dev_fatal;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */

@@ -490,7 +490,7 @@ num_ge "runs after 1.6 s at 0.5 s intervals (4 on a quiet host)" "$r1" 2
 num_gt "runs_total grows between scrapes" "$r2" "$r1"
 fails=$(grep -E '^evrdma_probe_failures_total\{probe="lo",' "$T/m2.txt" | awk '{ s += $NF } END { print s + 0 }')
 assert_eq "no failures against a live server" 0 "$fails"
-assert_eq "one failures_total series per reason" 11 \
+assert_eq "one failures_total series per reason" 13 \
 	"$(grep -c '^evrdma_probe_failures_total{probe="lo",' "$T/m2.txt")"
 assert_eq "probe up" 1 "$(val "$T/m2.txt" 'evrdma_probe_up{probe="lo"}')"
 check_hist "histogram" "$T/m2.txt" lo
@@ -976,7 +976,7 @@ if wait_listen "$HP6" 5 rd && wait_listen "$RP" 5 rd; then
 	assert_eq "responder: served = finished + active (none dropped)" "$served" $((fin + act))
 	assert_eq "responder: nothing dropped" 0 \
 		"$(grep -E "^evrdma_responder_dropped_total\{$RL," "$T/rs2.txt" | awk '{ s += $NF } END { print s + 0 }')"
-	assert_eq "responder: one dropped_total series per reason" 10 \
+	assert_eq "responder: one dropped_total series per reason" 12 \
 		"$(grep -c "^evrdma_responder_dropped_total{$RL," "$T/rs2.txt")"
 	assert_eq "a responder whose port is taken: not listening" 0 \
 		"$(val "$T/rs2.txt" "evrdma_responder_listening{$RL2}")"
@@ -1160,9 +1160,9 @@ if wait_listen "$HP7" 5 md; then
 	assert_eq "mesh: ... the other too" 1 "$(val "$T/ms1.txt" "evrdma_probe_up{$L3}")"
 	assert_eq "mesh: this host's own address is skipped" 0 "$(grep -c 'peer="me"' "$T/ms1.txt")"
 	# the series budget evrdma-probed(8) and doc/fabric.md size a
-	# Prometheus by ("The cost of a mesh"): 64 a peer that ran, 38 the
+	# Prometheus by ("The cost of a mesh"): 66 a peer that ran, 38 the
 	# agent's own (no probe or responder label)
-	assert_eq "mesh: series budget: 64 a probed peer (h2, h3)" "64 64" \
+	assert_eq "mesh: series budget: 66 a probed peer (h2, h3)" "66 66" \
 		"$(grep -c -E '^[a-z_]+\{.*peer="h2"' "$T/ms1.txt") $(grep -c -E '^[a-z_]+\{.*peer="h3"' "$T/ms1.txt")"
 	assert_eq "mesh: series budget: 38 of the agent's own" 38 \
 		"$(grep -E '^[a-z_]+' "$T/ms1.txt" | grep -c -v -E 'probe="|responder="')"

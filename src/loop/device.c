@@ -1,0 +1,819 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The device registry (device.h): RDMA device and port state, one owner
+ * per loop. */
+#include "config.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "channel.h"
+#include "device.h"
+
+/* A port that is not active is asked again this often (a lost
+ * PORT_ACTIVE must not leave it down for good), and so is the device
+ * list while anyone waits for a device to come back or while a device
+ * nobody uses is remembered. */
+#define QUERY_S 1.0
+#define RESCAN_S 1.0
+/* The device list's size the rescan looks at (names beyond it are not
+ * seen: no host has this many RDMA devices). */
+#define LIST_MAX 64
+/* GID table entries read at once (ibv_query_gid_table wants room for
+ * every valid one, of every port). */
+#define GID_MAX 256
+
+struct evr__devreg {
+	struct evr_loop *loop;
+	struct evr__dev *devs;
+	struct evr__dev_watch *watches;
+	unsigned waiting;          /* watches waiting for a return */
+	ev_timer rescan_w;         /* unreferenced: never keeps the loop */
+	int rescan_on;
+	ev_timer kick_w;           /* a rescan now, from the loop */
+	evr__dev_list_fn lister;
+};
+
+static const char *const dev_state_names[] = EVR__STATE_NAMES(EVR__DEV_STATES);
+static const char *const port_state_names[] =
+	EVR__STATE_NAMES(EVR__PORT_STATES);
+#define EK_NAME(k, name) name,
+static const char *const event_names[] = { EVR__DEV_EVENT_KINDS(EK_NAME) };
+#undef EK_NAME
+
+const char *evr__dev_state_name(enum evr__dev_state s)
+{
+	return EVR__NAME_AT(dev_state_names, s);
+}
+
+const char *evr__port_state_name(enum evr__port_state s)
+{
+	return EVR__NAME_AT(port_state_names, s);
+}
+
+const char *evr__dev_event_name(enum evr__dev_event_kind k)
+{
+	return EVR__NAME_AT(event_names, k);
+}
+
+/* ---- the verbs calls ---- */
+
+static int v_get_event(void *ctx, struct ibv_async_event *ev)
+{
+	if (ibv_get_async_event(ctx, ev))
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN :
+		       -(errno ? errno : EIO);
+	return 0;
+}
+
+static void v_ack_event(struct ibv_async_event *ev)
+{
+	ibv_ack_async_event(ev);
+}
+
+static int v_port_active(void *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, port, &pa))
+		return -(errno ? errno : EIO);
+	return pa.state == IBV_PORT_ACTIVE;
+}
+
+static int v_gid_count(void *ctx, uint8_t port)
+{
+	struct ibv_gid_entry *e = calloc(GID_MAX, sizeof(*e));
+	struct ibv_port_attr pa;
+	ssize_t n, i;
+	int count = 0, len;
+
+	if (!e)
+		return -ENOMEM;
+	n = ibv_query_gid_table(ctx, e, GID_MAX, 0);
+	for (i = 0; i < n; i++)
+		count += e[i].port_num == port;
+	free(e);
+	if (n >= 0)
+		return count;
+	/* more valid entries than GID_MAX (or no table query): entry by
+	 * entry, up to the port's table length, bounded */
+	if (ibv_query_port(ctx, port, &pa))
+		return -(errno ? errno : EIO);
+	len = pa.gid_tbl_len > 0 && pa.gid_tbl_len < 4096 ? pa.gid_tbl_len :
+	      4096;
+	for (i = 0; i < len; i++) {
+		struct ibv_gid_entry one;
+
+		count += !ibv_query_gid_ex(ctx, port, (uint32_t)i, &one, 0);
+	}
+	return count;
+}
+
+const struct evr__dev_ops evr__dev_verbs_ops = {
+	.get_event = v_get_event,
+	.ack_event = v_ack_event,
+	.port_active = v_port_active,
+	.gid_count = v_gid_count,
+};
+
+/* The netdev behind a device's first port, from its GID table (RoCE and
+ * iWARP; "" for InfiniBand, which has none). */
+static void netdev_of(struct ibv_context *ctx, char *out, size_t len)
+{
+	struct ibv_gid_entry e;
+	char name[IF_NAMESIZE];
+
+	out[0] = '\0';
+	if (!ibv_query_gid_ex(ctx, 1, 0, &e, 0) && e.ndev_ifindex &&
+	    if_indextoname(e.ndev_ifindex, name))
+		snprintf(out, len, "%s", name);
+}
+
+/* ---- the registry ---- */
+
+static void rescan_cb(struct ev_loop *l, ev_timer *w, int revents);
+static void kick_cb(struct ev_loop *l, ev_timer *w, int revents);
+
+static struct evr__devreg *reg_get(struct evr_loop *l)
+{
+	struct evr__devreg *r = l->devreg;
+
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->loop = l;
+	ev_timer_init(&r->rescan_w, rescan_cb, RESCAN_S, RESCAN_S);
+	ev_timer_init(&r->kick_w, kick_cb, 0., 0.);
+	l->devreg = r;
+	return r;
+}
+
+struct evr__dev *evr__devreg_first(struct evr_loop *l)
+{
+	return l->devreg ? l->devreg->devs : NULL;
+}
+
+void evr__devreg_set_lister(struct evr_loop *l, evr__dev_list_fn fn)
+{
+	struct evr__devreg *r = reg_get(l);
+
+	if (r)
+		r->lister = fn;
+}
+
+/* A device nobody uses now, not gone: librdmacm may hold a context of
+ * it, which only a re-read of its list lets go of once it is gone. */
+static int idle(const struct evr__dev *d)
+{
+	return !d->nusers && d->state != EVR__DEV_GONE;
+}
+
+/* The rescan runs while someone waits for a device to come back or a
+ * device nobody uses is remembered; it never keeps the loop running by
+ * itself (ev_unref). */
+static void rescan_update(struct evr__devreg *r)
+{
+	struct ev_loop *ev = r->loop->ev;
+	const struct evr__dev *d;
+	int want = r->waiting > 0;
+
+	for (d = r->devs; d && !want; d = d->next)
+		want = idle(d);
+	if (want == r->rescan_on)
+		return;
+	r->rescan_on = want;
+	if (want) {
+		ev_timer_again(ev, &r->rescan_w);
+		ev_unref(ev);
+	} else {
+		ev_ref(ev);
+		ev_timer_stop(ev, &r->rescan_w);
+	}
+}
+
+static void trace_dev(struct evr__dev *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void trace_dev(struct evr__dev *d, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	if (!evr__tracing(d->reg->loop))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	evr__trace(d->reg->loop, "dev %s: %s", d->name, what);
+}
+
+/* The device's state follows from its ports, unless it is gone. */
+static void dev_settle(struct evr__dev *d)
+{
+	enum evr__dev_state s = EVR__DEV_ACTIVE;
+	unsigned p;
+
+	if (d->state == EVR__DEV_GONE)
+		return;
+	for (p = 0; p < d->nports; p++)
+		if (d->ports[p].state != EVR__PORT_ACTIVE)
+			s = EVR__DEV_PORT_DOWN;
+	if (s == d->state)
+		return;
+	trace_dev(d, "%s -> %s", evr__dev_state_name(d->state),
+		  evr__dev_state_name(s));
+	d->state = s;
+}
+
+/* Tell every user; a user may detach itself (or, told GONE, must)
+ * inside its call. */
+static void notify(struct evr__dev *d, enum evr__dev_note n, unsigned port)
+{
+	struct evr__dev_user *u, *next;
+
+	d->notifying++;
+	for (u = d->users; u; u = next) {
+		next = u->next;
+		u->note(u, n, port);
+	}
+	d->notifying--;
+}
+
+/* A port not active is asked again, once a second, until it is. */
+static void query_update(struct evr__dev *d)
+{
+	struct ev_loop *ev = d->reg->loop->ev;
+
+	if (d->ctx && d->state == EVR__DEV_PORT_DOWN) {
+		if (!ev_is_active(&d->query_w))
+			ev_timer_again(ev, &d->query_w);
+	} else {
+		ev_timer_stop(ev, &d->query_w);
+	}
+}
+
+static void port_set(struct evr__dev *d, unsigned port,
+		     enum evr__port_state s)
+{
+	struct evr__dev_port *p = &d->ports[port - 1];
+	enum evr__port_state was = p->state;
+
+	if (was == s)
+		return;
+	trace_dev(d, "port %u %s -> %s (%d GIDs)", port,
+		  evr__port_state_name(was), evr__port_state_name(s), p->gids);
+	p->state = s;
+	dev_settle(d);
+	query_update(d);
+	if (s == EVR__PORT_ACTIVE)
+		notify(d, EVR__DEV_N_PORT_UP, port);
+	else if (was == EVR__PORT_ACTIVE)
+		notify(d, EVR__DEV_N_PORT_DOWN, port);
+}
+
+/* The link is up: the GID table is read again before the port counts as
+ * active (after a flap RoCE's GIDs come back on a workqueue of their
+ * own, at other indexes). */
+static void port_up(struct evr__dev *d, unsigned port)
+{
+	struct evr__dev_port *p = &d->ports[port - 1];
+	int n = d->ops->gid_count(d->ctx, (uint8_t)port);
+
+	p->gid_reads++;
+	p->gids = n > 0 ? n : 0;
+	port_set(d, port, n > 0 ? EVR__PORT_ACTIVE : EVR__PORT_NO_GID);
+}
+
+/* Ask the port itself (at attach, on a timer while it is down, and for
+ * a user that met an error). */
+static void port_query(struct evr__dev *d, unsigned port)
+{
+	int up = d->ops->port_active(d->ctx, (uint8_t)port);
+
+	if (up > 0)
+		port_up(d, port);
+	else if (up == 0)
+		port_set(d, port, EVR__PORT_DOWN);
+}
+
+static void dev_gone(struct evr__dev *d, const char *why)
+{
+	struct ev_loop *ev = d->reg->loop->ev;
+
+	if (d->state == EVR__DEV_GONE)
+		return;
+	trace_dev(d, "%s -> GONE (%s)", evr__dev_state_name(d->state), why);
+	d->state = EVR__DEV_GONE;
+	ev_timer_stop(ev, &d->query_w);
+	/* nothing more is read from it: its users are letting go */
+	if (d->ctx)
+		ev_io_stop(ev, &d->async_w);
+	notify(d, EVR__DEV_N_GONE, 0);
+}
+
+/* One async event, already taken; acknowledged once used. */
+static void on_event(struct evr__dev *d, struct ibv_async_event *e)
+{
+	unsigned port = 0;
+	enum evr__dev_event_kind k;
+
+	switch (e->event_type) {
+	case IBV_EVENT_PORT_ERR:
+		k = EVR__DEV_EK_PORT_ERR;
+		port = (unsigned)e->element.port_num;
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+		k = EVR__DEV_EK_PORT_ACTIVE;
+		port = (unsigned)e->element.port_num;
+		break;
+	case IBV_EVENT_GID_CHANGE:
+		k = EVR__DEV_EK_GID_CHANGE;
+		port = (unsigned)e->element.port_num;
+		break;
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+		k = EVR__DEV_EK_PORT_OTHER;
+		break;
+	case IBV_EVENT_DEVICE_FATAL:
+		k = EVR__DEV_EK_DEVICE_FATAL;
+		break;
+	default:
+		k = EVR__DEV_EK_ASYNC_ERROR;
+		break;
+	}
+	d->ops->ack_event(e);
+	d->events[k]++;
+	if (port)
+		trace_dev(d, "event %s port %u",
+			  ibv_event_type_str(e->event_type), port);
+	else
+		trace_dev(d, "event %s", ibv_event_type_str(e->event_type));
+	/* a port event for a port we do not know (0 included: the number
+	 * comes from the kernel and indexes our array) changes nothing */
+	if ((k == EVR__DEV_EK_PORT_ERR || k == EVR__DEV_EK_PORT_ACTIVE ||
+	     k == EVR__DEV_EK_GID_CHANGE) &&
+	    (port < 1 || port > d->nports || port > EVR__DEV_MAX_PORTS))
+		return;
+	switch (k) {
+	case EVR__DEV_EK_PORT_ERR:
+		port_set(d, port, EVR__PORT_DOWN);
+		break;
+	case EVR__DEV_EK_PORT_ACTIVE:
+		port_up(d, port);
+		break;
+	case EVR__DEV_EK_GID_CHANGE:
+		/* a port waiting for its GIDs may now have them; an active
+		 * one re-reads its table (its count, for the record) */
+		if (d->ports[port - 1].state != EVR__PORT_DOWN)
+			port_up(d, port);
+		break;
+	case EVR__DEV_EK_DEVICE_FATAL:
+		d->fatal = 1;
+		dev_gone(d, "IBV_EVENT_DEVICE_FATAL");
+		break;
+	default:
+		break;
+	}
+}
+
+/* Every pending event, until EAGAIN: one read per wakeup would strand
+ * the rest (PORT_ACTIVE among them) under a level change that never
+ * comes again. */
+static void drain(struct evr__dev *d)
+{
+	struct ibv_async_event e;
+	int ret;
+
+	while (d->ctx && d->state != EVR__DEV_GONE) {
+		ret = d->ops->get_event(d->ctx, &e);
+		if (ret == -EAGAIN)
+			break;
+		if (ret) {
+			dev_gone(d, "the async fd failed");
+			break;
+		}
+		on_event(d, &e);
+	}
+}
+
+static void async_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	drain(evr__container_of(w, struct evr__dev, async_w));
+}
+
+static void query_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr__dev *d = evr__container_of(w, struct evr__dev, query_w);
+	unsigned p;
+
+	drain(d);
+	for (p = 1; p <= d->nports && d->ctx && d->state != EVR__DEV_GONE;
+	     p++)
+		if (d->ports[p - 1].state != EVR__PORT_ACTIVE)
+			port_query(d, p);
+}
+
+/* The device watched through ctx, else the one called name. */
+static struct evr__dev *find(struct evr__devreg *r, const void *ctx,
+			     const char *name)
+{
+	struct evr__dev *d;
+
+	for (d = r->devs; d; d = d->next)
+		if (d->ctx == ctx)
+			return d;
+	for (d = r->devs; d; d = d->next)
+		if (!strcmp(d->name, name))
+			return d;
+	return NULL;
+}
+
+/* Start watching ctx for d (a new device, or one that came back). */
+static int watch(struct evr__dev *d, void *ctx,
+		 const struct evr__dev_ops *ops,
+		 const struct evr__dev_desc *desc)
+{
+	struct ev_loop *ev = d->reg->loop->ev;
+	unsigned p;
+	int ret;
+
+	ret = evr__fd_set_nonblock(desc->fd, 1);
+	if (ret)
+		return ret;
+	d->ctx = ctx;
+	d->ops = ops;
+	snprintf(d->netdev, sizeof(d->netdev), "%s", desc->netdev);
+	d->nports = desc->nports < 1 ? 1 :
+		    desc->nports > EVR__DEV_MAX_PORTS ? EVR__DEV_MAX_PORTS :
+		    desc->nports;
+	d->fatal = 0;
+	if (d->state == EVR__DEV_GONE) {
+		/* back before a rescan saw it */
+		d->events[EVR__DEV_EK_RETURN]++;
+		trace_dev(d, "GONE -> PORT_DOWN (back: attached again)");
+		d->state = EVR__DEV_PORT_DOWN;
+	}
+	/* the ports as they are now, below: down until asked */
+	for (p = 0; p < d->nports; p++)
+		d->ports[p].state = EVR__PORT_DOWN;
+	d->state = EVR__DEV_PORT_DOWN;
+	ev_io_init(&d->async_w, async_cb, desc->fd, EV_READ);
+	ev_io_start(ev, &d->async_w);
+	ev_timer_init(&d->query_w, query_cb, QUERY_S, QUERY_S);
+	/* what is queued already, then each port as it is now */
+	drain(d);
+	for (p = 1; p <= d->nports && d->state != EVR__DEV_GONE; p++)
+		if (d->ports[p - 1].state != EVR__PORT_ACTIVE)
+			port_query(d, p);
+	query_update(d);
+	return 0;
+}
+
+/* Stop watching d's context (its last user went): its state stays, for
+ * the record, and for a return. */
+static void unwatch(struct evr__dev *d)
+{
+	struct ev_loop *ev = d->reg->loop->ev;
+
+	if (!d->ctx)
+		return;
+	ev_io_stop(ev, &d->async_w);
+	ev_timer_stop(ev, &d->query_w);
+	d->ctx = NULL;
+}
+
+int evr__dev_attach_ops(struct evr_loop *l, void *ctx,
+			const struct evr__dev_ops *ops,
+			const struct evr__dev_desc *desc,
+			struct evr__dev_user *u)
+{
+	struct evr__devreg *r = reg_get(l);
+	struct evr__dev *d;
+	int ret, fresh = 0;
+
+	if (!r)
+		return -ENOMEM;
+	d = find(r, ctx, desc->name);
+	if (d && d->ctx && d->ctx != ctx)
+		/* the same name, another context: the old one is gone (a
+		 * device that came back while its old users were still
+		 * letting go) */
+		d = NULL;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		d->reg = r;
+		snprintf(d->name, sizeof(d->name), "%s", desc->name);
+		d->state = EVR__DEV_PORT_DOWN;
+		fresh = 1;
+	}
+	if (!d->ctx) {
+		ret = watch(d, ctx, ops, desc);
+		if (ret) {
+			if (fresh)
+				free(d);
+			return ret;
+		}
+	}
+	if (fresh) {
+		d->next = r->devs;
+		r->devs = d;
+	}
+	u->dev = d;
+	u->next = d->users;
+	d->users = u;
+	d->nusers++;
+	rescan_update(r);
+	return 0;
+}
+
+int evr__dev_attach(struct evr_loop *l, struct ibv_context *verbs,
+		    struct evr__dev_user *u)
+{
+	struct evr__dev_desc desc = { 0 };
+	struct ibv_device_attr da;
+	char netdev[IF_NAMESIZE + 1];
+
+	desc.name = ibv_get_device_name(verbs->device);
+	desc.nports = !ibv_query_device(verbs, &da) ? da.phys_port_cnt : 1;
+	netdev_of(verbs, netdev, sizeof(netdev));
+	desc.netdev = netdev;
+	desc.fd = verbs->async_fd;
+	if (!desc.name)
+		desc.name = "?";
+	return evr__dev_attach_ops(l, verbs, &evr__dev_verbs_ops, &desc, u);
+}
+
+/* librdmacm keeps a context of every device it has used until a re-read
+ * of its device list finds the device gone and nothing refers to it:
+ * this re-read is what lets a removal finish. */
+static void rdmacm_resync(void)
+{
+	struct ibv_context **l = rdma_get_devices(NULL);
+
+	if (l)
+		rdma_free_devices(l);
+}
+
+void evr__dev_detach(struct evr__dev_user *u)
+{
+	struct evr__dev *d = u ? u->dev : NULL;
+	struct evr__dev_user **pp;
+
+	if (!d)
+		return;
+	for (pp = &d->users; *pp && *pp != u; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		*pp = u->next;
+		d->nusers--;
+	}
+	u->dev = NULL;
+	u->next = NULL;
+	if (d->nusers)
+		return;
+	unwatch(d);
+	/* the last user of a gone device: from the loop, librdmacm is told
+	 * to let go of its context too */
+	if (d->state == EVR__DEV_GONE)
+		ev_timer_start(d->reg->loop->ev, &d->reg->kick_w);
+	rescan_update(d->reg);
+}
+
+void evr__dev_gone(struct evr__dev_user *u)
+{
+	if (!u->dev)
+		return;
+	u->dev->events[EVR__DEV_EK_REMOVAL]++;
+	dev_gone(u->dev, "RDMA_CM_EVENT_DEVICE_REMOVAL");
+}
+
+enum evr__port_state evr__dev_refresh(struct evr__dev_user *u, unsigned port)
+{
+	struct evr__dev *d = u->dev;
+
+	if (!d || !d->ctx || port < 1 || port > d->nports)
+		return EVR__PORT_DOWN;
+	drain(d);
+	if (d->ctx && d->state != EVR__DEV_GONE &&
+	    d->ports[port - 1].state == EVR__PORT_ACTIVE)
+		port_query(d, port);
+	return d->ports[port - 1].state;
+}
+
+enum evr__port_state evr__dev_refresh_wait(struct evr__dev_user *u,
+					   unsigned port, unsigned max_ms)
+{
+	const struct timespec ms = { 0, 1000000 };
+	enum evr__port_state st = evr__dev_refresh(u, port);
+
+	while (st == EVR__PORT_ACTIVE && max_ms--) {
+		nanosleep(&ms, NULL);
+		st = evr__dev_refresh(u, port);
+	}
+	return st;
+}
+
+/* ---- the public view ---- */
+
+_Static_assert(EVR__DEV_MAX_PORTS == EVR_DEV_PORTS_MAX,
+	       "the public port array is the registry's");
+_Static_assert(EVR__DEV_EK__COUNT <= EVR_DEV_EVENTS_MAX,
+	       "every event kind fits the public array");
+
+static void info_of(const struct evr__dev *d, struct evr_dev_info *o)
+{
+	unsigned p, k;
+
+	memset(o, 0, sizeof(*o));
+	snprintf(o->name, sizeof(o->name), "%s", d->name);
+	snprintf(o->netdev, sizeof(o->netdev), "%s", d->netdev);
+	o->state = evr__dev_state_name(d->state);
+	o->in_use = d->nusers > 0;
+	o->nports = d->nports;
+	for (p = 0; p < d->nports; p++) {
+		o->ports[p].state = evr__port_state_name(d->ports[p].state);
+		o->ports[p].gids = d->ports[p].gids;
+	}
+	o->nevents = EVR__DEV_EK__COUNT;
+	for (k = 0; k < EVR__DEV_EK__COUNT; k++) {
+		o->events[k].kind = evr__dev_event_name(k);
+		o->events[k].count = d->events[k];
+	}
+}
+
+unsigned evr_loop_devices(struct evr_loop *l, struct evr_dev_info *out,
+			  unsigned max)
+{
+	const struct evr__dev *d;
+	unsigned n = 0, i;
+
+	if (!l || !l->devreg)
+		return 0;
+	for (d = l->devreg->devs; d; d = d->next)
+		n++;
+	/* the list is newest first: the oldest goes first */
+	i = n;
+	for (d = l->devreg->devs; d; d = d->next) {
+		i--;
+		if (out && i < max)
+			info_of(d, &out[i]);
+	}
+	return n;
+}
+
+/* ---- devices coming back, and idle ones going ---- */
+
+static unsigned verbs_lister(char names[][EVR__DEV_NAME_MAX],
+			     char netdevs[][EVR__DEV_NAME_MAX], unsigned max)
+{
+	struct ibv_context **l;
+	unsigned n = 0;
+	int i;
+
+	/* librdmacm's own list, re-read: contexts of devices gone are
+	 * closed by this very call */
+	l = rdma_get_devices(NULL);
+	for (i = 0; l && l[i] && n < max; i++) {
+		snprintf(names[n], EVR__DEV_NAME_MAX, "%s",
+			 ibv_get_device_name(l[i]->device));
+		netdev_of(l[i], netdevs[n], EVR__DEV_NAME_MAX);
+		n++;
+	}
+	if (l)
+		rdma_free_devices(l);
+	return n;
+}
+
+static void rescan(struct evr__devreg *r)
+{
+	char (*names)[EVR__DEV_NAME_MAX], (*netdevs)[EVR__DEV_NAME_MAX];
+	struct evr__dev_watch *w, *wnext;
+	struct evr__dev *d;
+	unsigned n, i;
+	int seen;
+
+	names = calloc(LIST_MAX, sizeof(*names));
+	netdevs = calloc(LIST_MAX, sizeof(*netdevs));
+	if (!names || !netdevs) {
+		free(names);
+		free(netdevs);
+		return; /* the next turn tries again */
+	}
+	n = (r->lister ? r->lister : verbs_lister)(names, netdevs, LIST_MAX);
+	for (d = r->devs; d; d = d->next) {
+		for (i = 0, seen = 0; i < n && !seen; i++)
+			seen = !strcmp(names[i], d->name) &&
+			       (!d->netdev[0] || !netdevs[i][0] ||
+				!strcmp(netdevs[i], d->netdev));
+		if (!seen && d->state != EVR__DEV_GONE) {
+			d->events[EVR__DEV_EK_REMOVAL]++;
+			dev_gone(d, "not in the device list");
+		} else if (seen && d->state == EVR__DEV_GONE && !d->ctx &&
+			   !d->nusers) {
+			/* back: a user that attaches again watches it */
+			d->events[EVR__DEV_EK_RETURN]++;
+			trace_dev(d, "GONE -> PORT_DOWN (back in the device "
+				  "list)");
+			d->state = EVR__DEV_PORT_DOWN;
+			d->fatal = 0;
+			for (w = r->watches; w; w = wnext) {
+				wnext = w->next;
+				w->back(w, d->name);
+			}
+		}
+	}
+	free(names);
+	free(netdevs);
+	rescan_update(r);
+}
+
+static void rescan_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	rescan(evr__container_of(w, struct evr__devreg, rescan_w));
+}
+
+static void kick_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr__devreg *r = evr__container_of(w, struct evr__devreg,
+						  kick_w);
+
+	if (!r->lister)
+		rdmacm_resync();
+	rescan(r);
+}
+
+void evr__devreg_kick(struct evr_loop *l)
+{
+	struct evr__devreg *r = reg_get(l);
+
+	if (r)
+		ev_timer_start(l->ev, &r->kick_w);
+}
+
+void evr__devreg_watch(struct evr_loop *l, struct evr__dev_watch *w)
+{
+	struct evr__devreg *r = reg_get(l);
+
+	if (!r)
+		return;
+	w->next = r->watches;
+	r->watches = w;
+}
+
+void evr__devreg_wait(struct evr_loop *l, struct evr__dev_watch *w, int on)
+{
+	struct evr__devreg *r = l->devreg;
+
+	if (!r || w->waiting == !!on)
+		return;
+	w->waiting = !!on;
+	if (on)
+		r->waiting++;
+	else
+		r->waiting--;
+	rescan_update(r);
+}
+
+void evr__devreg_unwatch(struct evr_loop *l, struct evr__dev_watch *w)
+{
+	struct evr__devreg *r = l->devreg;
+	struct evr__dev_watch **pp;
+
+	if (!r)
+		return;
+	evr__devreg_wait(l, w, 0);
+	for (pp = &r->watches; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+}
+
+void evr__devreg_free(struct evr_loop *l)
+{
+	struct evr__devreg *r = l->devreg;
+	struct evr__dev *d;
+
+	if (!r)
+		return;
+	r->waiting = 0;
+	while ((d = r->devs)) {
+		r->devs = d->next;
+		d->nusers = 1; /* not idle: the rescan stops below */
+		unwatch(d);
+		free(d);
+	}
+	rescan_update(r);
+	ev_timer_stop(l->ev, &r->kick_w);
+	free(r);
+	l->devreg = NULL;
+}

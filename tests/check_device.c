@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The device registry (src/loop/device.c) on a real loop, with fake
+ * devices: a queue of async events behind a pipe that is readable while
+ * the queue holds any (as a device's async fd is), ports whose link and
+ * GID count the test sets, and a fake device list for the rescan.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loop/device.h"
+#include "loop/loop.h"
+
+#define QMAX 256
+
+struct fake {
+	int pipe[2];
+	struct ibv_async_event q[QMAX];
+	unsigned head, tail;
+	int active[EVR__DEV_MAX_PORTS + 1];
+	int gids[EVR__DEV_MAX_PORTS + 1];
+	int fail;                 /* get_event fails: the fd broke */
+	unsigned gets, acks, gid_reads;
+	char log[1024];           /* what happened, in order */
+};
+
+static void logf_(struct fake *f, const char *s)
+{
+	size_t n = strlen(f->log);
+
+	snprintf(f->log + n, sizeof(f->log) - n, "%s;", s);
+}
+
+static int f_get_event(void *ctx, struct ibv_async_event *ev)
+{
+	struct fake *f = ctx;
+	char b;
+
+	if (f->fail)
+		return -EIO;
+	if (f->head == f->tail)
+		return -EAGAIN;
+	*ev = f->q[f->head++ % QMAX];
+	f->gets++;
+	if (f->head == f->tail)
+		ck_assert_int_eq(read(f->pipe[0], &b, 1), 1);
+	return 0;
+}
+
+static struct fake *acked_on; /* the fake whose acks f_ack_counted counts */
+
+static void f_ack_counted(struct ibv_async_event *ev)
+{
+	(void)ev;
+	acked_on->acks++;
+}
+
+static int f_port_active(void *ctx, uint8_t port)
+{
+	return ((struct fake *)ctx)->active[port];
+}
+
+static int f_gid_count(void *ctx, uint8_t port)
+{
+	struct fake *f = ctx;
+	char s[32];
+
+	f->gid_reads++;
+	snprintf(s, sizeof(s), "gids%u", port);
+	logf_(f, s);
+	return f->gids[port];
+}
+
+static const struct evr__dev_ops fake_ops = {
+	.get_event = f_get_event,
+	.ack_event = f_ack_counted,
+	.port_active = f_port_active,
+	.gid_count = f_gid_count,
+};
+
+static void push(struct fake *f, enum ibv_event_type t, int port)
+{
+	struct ibv_async_event e;
+
+	memset(&e, 0, sizeof(e));
+	e.event_type = t;
+	e.element.port_num = port;
+	if (f->head == f->tail)
+		ck_assert_int_eq(write(f->pipe[1], "x", 1), 1);
+	f->q[f->tail++ % QMAX] = e;
+}
+
+static void fake_init(struct fake *f, int nports_up)
+{
+	int p;
+
+	memset(f, 0, sizeof(*f));
+	ck_assert_int_eq(pipe(f->pipe), 0);
+	for (p = 1; p <= EVR__DEV_MAX_PORTS; p++) {
+		f->active[p] = p <= nports_up;
+		f->gids[p] = 2;
+	}
+	acked_on = f;
+}
+
+static void fake_fini(struct fake *f)
+{
+	close(f->pipe[0]);
+	close(f->pipe[1]);
+}
+
+/* A user that records what it is told, and detaches when told GONE. */
+struct tuser {
+	struct evr__dev_user u;
+	struct fake *f;
+	unsigned ups, downs, gones;
+	unsigned last_port;
+	int stay;                /* does not detach on GONE (a bad user) */
+};
+
+static void t_note(struct evr__dev_user *u, enum evr__dev_note n,
+		   unsigned port)
+{
+	struct tuser *t = (struct tuser *)u;
+	char s[32];
+
+	t->last_port = port;
+	switch (n) {
+	case EVR__DEV_N_PORT_UP:
+		t->ups++;
+		snprintf(s, sizeof(s), "up%u", port);
+		break;
+	case EVR__DEV_N_PORT_DOWN:
+		t->downs++;
+		snprintf(s, sizeof(s), "down%u", port);
+		break;
+	case EVR__DEV_N_GONE:
+		t->gones++;
+		snprintf(s, sizeof(s), "gone");
+		if (!t->stay)
+			evr__dev_detach(u);
+		break;
+	}
+	if (t->f)
+		logf_(t->f, s);
+}
+
+static void tuser_init(struct tuser *t, struct fake *f)
+{
+	memset(t, 0, sizeof(*t));
+	t->u.note = t_note;
+	t->f = f;
+}
+
+static int attach(struct evr_loop *l, struct fake *f, const char *name,
+		  unsigned nports, struct tuser *t)
+{
+	struct evr__dev_desc d = { name, "veth0", nports, f->pipe[0] };
+
+	return evr__dev_attach_ops(l, f, &fake_ops, &d, &t->u);
+}
+
+static struct evr_loop *new_loop(void)
+{
+	struct evr_loop *l;
+
+	ck_assert_int_eq(evr_loop_new(&l, NULL), 0);
+	return l;
+}
+
+/* One loop iteration that blocks for the first event. */
+static void run_once(struct evr_loop *l)
+{
+	ev_run(l->ev, EVRUN_ONCE);
+}
+
+static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(l, EVBREAK_ONE);
+}
+
+/* Run the loop for secs (the registry's own timers never keep it
+ * running by themselves). */
+static void run_secs(struct evr_loop *l, double secs)
+{
+	ev_timer t;
+
+	ev_timer_init(&t, stop_cb, secs, 0.);
+	ev_timer_start(l->ev, &t);
+	ev_run(l->ev, 0);
+	ev_timer_stop(l->ev, &t);
+}
+
+/* A loop, one fake device of nports ports (the first up of them up) and
+ * one user attached to it: most cases' start. */
+struct fix {
+	struct evr_loop *l;
+	struct fake f;
+	struct tuser t;
+	struct evr__dev *d;
+};
+
+static void fix_start(struct fix *x, const char *name, unsigned nports,
+		      int up)
+{
+	x->l = new_loop();
+	fake_init(&x->f, up);
+	tuser_init(&x->t, &x->f);
+	ck_assert_int_eq(attach(x->l, &x->f, name, nports, &x->t), 0);
+	x->d = evr__dev_of(&x->t.u);
+	ck_assert_ptr_nonnull(x->d);
+}
+
+static void fix_end(struct fix *x)
+{
+	evr__dev_detach(&x->t.u);
+	evr_loop_free(x->l);
+	fake_fini(&x->f);
+}
+
+START_TEST(test_attach_reads_ports)
+{
+	struct fix x;
+
+	fix_start(&x, "rxe0", 2, 1);
+	ck_assert_str_eq(x.d->name, "rxe0");
+	ck_assert_str_eq(x.d->netdev, "veth0");
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	ck_assert_int_eq(x.d->ports[1].state, EVR__PORT_DOWN);
+	ck_assert_int_eq(x.d->state, EVR__DEV_PORT_DOWN);
+	ck_assert_str_eq(evr__dev_state_name(x.d->state), "PORT_DOWN");
+	ck_assert_str_eq(evr__port_state_name(x.d->ports[0].state), "ACTIVE");
+	/* the non-blocking fd: a read of an empty queue never blocks */
+	ck_assert(fcntl(x.f.pipe[0], F_GETFL) & O_NONBLOCK);
+	/* a second user of the same context shares the device */
+	{
+		struct tuser t2;
+
+		tuser_init(&t2, NULL);
+		ck_assert_int_eq(attach(x.l, &x.f, "rxe0", 2, &t2), 0);
+		ck_assert_ptr_eq(evr__dev_of(&t2.u), x.d);
+		ck_assert_uint_eq(x.d->nusers, 2);
+		evr__dev_detach(&t2.u);
+		ck_assert_uint_eq(x.d->nusers, 1);
+	}
+	fix_end(&x);
+}
+END_TEST
+
+/* 100 events queued at once, one PORT_ACTIVE among them: one wakeup
+ * takes them all, each is acknowledged, and the port is up (a read per
+ * wakeup would leave 99 behind, PORT_ACTIVE among them). */
+START_TEST(test_hundred_events_one_wakeup)
+{
+	struct fix x;
+	int i;
+
+	fix_start(&x, "rxe1", 1, 0);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_DOWN);
+	for (i = 0; i < 100; i++)
+		push(&x.f, i == 73 ? IBV_EVENT_PORT_ACTIVE :
+			 i % 2 ? IBV_EVENT_LID_CHANGE : IBV_EVENT_SM_CHANGE, 1);
+	run_once(x.l);
+	ck_assert_uint_eq(x.f.gets, 100);
+	ck_assert_uint_eq(x.f.acks, 100);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	ck_assert_int_eq(x.d->state, EVR__DEV_ACTIVE);
+	ck_assert_uint_eq(x.t.ups, 1);
+	ck_assert_uint_eq(x.d->events[EVR__DEV_EK_PORT_ACTIVE], 1);
+	ck_assert_uint_eq(x.d->events[EVR__DEV_EK_PORT_OTHER], 99);
+	fix_end(&x);
+}
+END_TEST
+
+/* Port events are per port: one for another port changes nothing of
+ * this one, and one for a port the device does not have changes
+ * nothing at all. */
+START_TEST(test_other_port_ignored)
+{
+	struct fix x;
+
+	fix_start(&x, "mlx5_0", 2, 2);
+	ck_assert_int_eq(x.d->state, EVR__DEV_ACTIVE);
+	push(&x.f, IBV_EVENT_PORT_ERR, 2);
+	run_once(x.l);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	ck_assert_int_eq(x.d->ports[1].state, EVR__PORT_DOWN);
+	ck_assert_uint_eq(x.t.downs, 1);
+	ck_assert_uint_eq(x.t.last_port, 2);
+	/* port 9: not the device's; port 0: none's (both index nothing) */
+	push(&x.f, IBV_EVENT_PORT_ERR, 9);
+	push(&x.f, IBV_EVENT_PORT_ACTIVE, 9);
+	push(&x.f, IBV_EVENT_PORT_ERR, 0);
+	push(&x.f, IBV_EVENT_GID_CHANGE, 0);
+	run_once(x.l);
+	ck_assert_uint_eq(x.f.gets, 5);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	ck_assert_uint_eq(x.t.downs, 1);
+	ck_assert_uint_eq(x.t.ups, 0);
+	ck_assert_uint_eq(x.d->events[EVR__DEV_EK_PORT_ERR], 3);
+	fix_end(&x);
+}
+END_TEST
+
+/* After PORT_ACTIVE the GID table is read again before the port counts
+ * as up; with no GID yet (RoCE adds them after the link) it waits in
+ * NO_GID for a GID_CHANGE that brings one. */
+START_TEST(test_gid_reread_after_port_active)
+{
+	struct fix x;
+	unsigned reads;
+
+	fix_start(&x, "rxe0", 1, 1);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	push(&x.f, IBV_EVENT_PORT_ERR, 1);
+	run_once(x.l);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_DOWN);
+	x.f.log[0] = '\0';
+	reads = x.f.gid_reads;
+	x.f.gids[1] = 0;
+	push(&x.f, IBV_EVENT_PORT_ACTIVE, 1);
+	run_once(x.l);
+	ck_assert_uint_eq(x.f.gid_reads, reads + 1);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_NO_GID);
+	ck_assert_int_eq(x.d->state, EVR__DEV_PORT_DOWN);
+	ck_assert_uint_eq(x.t.ups, 0);
+	x.f.gids[1] = 3;
+	push(&x.f, IBV_EVENT_GID_CHANGE, 1);
+	run_once(x.l);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	ck_assert_int_eq(x.d->ports[0].gids, 3);
+	ck_assert_uint_eq(x.t.ups, 1);
+	/* the table was read before anyone heard the port was up */
+	ck_assert_str_eq(x.f.log, "gids1;gids1;up1;");
+	fix_end(&x);
+}
+END_TEST
+
+/* A PORT_ACTIVE that never came: the port is asked again on a timer. */
+START_TEST(test_lost_port_active)
+{
+	struct fix x;
+	int i;
+
+	fix_start(&x, "rxe0", 1, 0);
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_DOWN);
+	x.f.active[1] = 1;
+	for (i = 0; i < 30 && x.d->ports[0].state != EVR__PORT_ACTIVE; i++)
+		run_once(x.l); /* the query timer: 1 s */
+	ck_assert_int_eq(x.d->ports[0].state, EVR__PORT_ACTIVE);
+	ck_assert_uint_eq(x.t.ups, 1);
+	ck_assert_uint_eq(x.f.gets, 0);
+	fix_end(&x);
+}
+END_TEST
+
+/* A removal reported by one user reaches every user of the device, who
+ * let go at once; the registry no longer watches it, and it stays GONE
+ * (for the record) until it comes back. */
+START_TEST(test_gone_reaches_every_user)
+{
+	struct evr_loop *l = new_loop();
+	struct fake f;
+	struct tuser a, b;
+	struct evr__dev *d;
+
+	fake_init(&f, 1);
+	tuser_init(&a, &f);
+	tuser_init(&b, &f);
+	ck_assert_int_eq(attach(l, &f, "rxe1", 1, &a), 0);
+	ck_assert_int_eq(attach(l, &f, "rxe1", 1, &b), 0);
+	d = evr__dev_of(&a.u);
+	evr__dev_gone(&a.u);
+	ck_assert_uint_eq(a.gones, 1);
+	ck_assert_uint_eq(b.gones, 1);
+	ck_assert_ptr_null(evr__dev_of(&a.u));
+	ck_assert_ptr_null(evr__dev_of(&b.u));
+	ck_assert_uint_eq(d->nusers, 0);
+	ck_assert_ptr_null(d->ctx);
+	ck_assert_int_eq(d->state, EVR__DEV_GONE);
+	ck_assert_uint_eq(d->events[EVR__DEV_EK_REMOVAL], 1);
+	/* a later event on its fd is not read */
+	push(&f, IBV_EVENT_PORT_ERR, 1);
+	ck_assert_ptr_eq(evr__devreg_first(l), d);
+	evr_loop_free(l);
+	ck_assert_uint_eq(f.gets, 0);
+	fake_fini(&f);
+}
+END_TEST
+
+/* A work request failed as the link went, before the port was marked
+ * down: asked again for a while, the port is seen down (the third time);
+ * one that stays up costs the bound and says ACTIVE. */
+static int flips_after;
+
+static int f_port_flips(void *ctx, uint8_t port)
+{
+	(void)ctx;
+	(void)port;
+	return flips_after-- > 0;
+}
+
+START_TEST(test_refresh_waits_for_the_port)
+{
+	static const struct evr__dev_ops flip_ops = {
+		.get_event = f_get_event,
+		.ack_event = f_ack_counted,
+		.port_active = f_port_flips,
+		.gid_count = f_gid_count,
+	};
+	struct evr__dev_desc desc = { "rxe0", "veth0", 1, 0 };
+	struct evr_loop *l = new_loop();
+	struct fake f;
+	struct tuser t;
+	uint64_t t0;
+
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	desc.fd = f.pipe[0];
+	flips_after = 1; /* up at attach */
+	ck_assert_int_eq(evr__dev_attach_ops(l, &f, &flip_ops, &desc, &t.u), 0);
+	ck_assert_int_eq(evr__dev_of(&t.u)->ports[0].state, EVR__PORT_ACTIVE);
+	flips_after = 2;
+	ck_assert_int_eq(evr__dev_refresh_wait(&t.u, 1, 20), EVR__PORT_DOWN);
+	ck_assert_uint_eq(t.downs, 1);
+	ck_assert_int_eq(flips_after, -1);
+	/* a port that stays up: the bound, then ACTIVE */
+	evr__dev_detach(&t.u);
+	flips_after = 1000;
+	tuser_init(&t, &f);
+	ck_assert_int_eq(evr__dev_attach_ops(l, &f, &flip_ops, &desc, &t.u), 0);
+	t0 = evr_now_ns();
+	ck_assert_int_eq(evr__dev_refresh_wait(&t.u, 1, 5), EVR__PORT_ACTIVE);
+	ck_assert_uint_ge(evr_now_ns() - t0, 5000000);
+	ck_assert_uint_lt(evr_now_ns() - t0, 1000000000);
+	evr__dev_detach(&t.u);
+	evr_loop_free(l);
+	fake_fini(&f);
+}
+END_TEST
+
+START_TEST(test_device_fatal)
+{
+	struct fix x;
+
+	fix_start(&x, "mlx5_0", 1, 1);
+	push(&x.f, IBV_EVENT_DEVICE_FATAL, 0);
+	push(&x.f, IBV_EVENT_PORT_ERR, 1);
+	run_once(x.l);
+	ck_assert_uint_eq(x.t.gones, 1);
+	ck_assert_int_eq(x.d->state, EVR__DEV_GONE);
+	ck_assert_uint_eq(x.d->events[EVR__DEV_EK_DEVICE_FATAL], 1);
+	/* nothing after the fatal event is read: the device is going */
+	ck_assert_uint_eq(x.f.gets, 1);
+	ck_assert_uint_eq(x.f.acks, 1);
+	fix_end(&x);
+}
+END_TEST
+
+START_TEST(test_async_fd_fails)
+{
+	struct fix x;
+
+	fix_start(&x, "rxe0", 1, 1);
+	x.f.fail = 1;
+	ck_assert_int_eq(write(x.f.pipe[1], "x", 1), 1);
+	run_once(x.l);
+	ck_assert_uint_eq(x.t.gones, 1);
+	fix_end(&x);
+}
+END_TEST
+
+/* The fake device list of the rescan. */
+static const char *listed[4];
+static const char *listed_netdev = "veth0";
+
+static unsigned f_lister(char names[][EVR__DEV_NAME_MAX],
+			 char netdevs[][EVR__DEV_NAME_MAX], unsigned max)
+{
+	unsigned n = 0;
+
+	for (; n < 4 && n < max && listed[n]; n++) {
+		snprintf(names[n], EVR__DEV_NAME_MAX, "%s", listed[n]);
+		snprintf(netdevs[n], EVR__DEV_NAME_MAX, "%s", listed_netdev);
+	}
+	return n;
+}
+
+struct twatch {
+	struct evr__dev_watch w;
+	unsigned backs;
+	char name[EVR__DEV_NAME_MAX];
+};
+
+static void t_back(struct evr__dev_watch *w, const char *name)
+{
+	struct twatch *t = (struct twatch *)w;
+
+	t->backs++;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+}
+
+/* A device that went comes back: the rescan finds it by name and
+ * netdev (not one of the same name on another netdev), its watchers
+ * hear of it, and a user attaching a new context is watched again. */
+START_TEST(test_return_noticed)
+{
+	struct evr_loop *l = new_loop();
+	struct fake f, f2;
+	struct tuser t;
+	struct twatch w;
+	struct evr__dev *d;
+
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	memset(&w, 0, sizeof(w));
+	w.w.back = t_back;
+	evr__devreg_set_lister(l, f_lister);
+	evr__devreg_watch(l, &w.w);
+	ck_assert_int_eq(attach(l, &f, "rxe0", 1, &t), 0);
+	d = evr__dev_of(&t.u);
+	listed[0] = NULL;
+	evr__dev_gone(&t.u);
+	evr__devreg_wait(l, &w.w, 1);
+	/* gone from the list: the rescans find nothing */
+	run_secs(l, 1.3);
+	ck_assert_uint_eq(w.backs, 0);
+	/* the same name on another netdev is not it */
+	listed[0] = "rxe0";
+	listed_netdev = "eth9";
+	run_secs(l, 1.3);
+	ck_assert_uint_eq(w.backs, 0);
+	listed_netdev = "veth0";
+	run_secs(l, 1.3); /* the rescan: once a second */
+	ck_assert_uint_eq(w.backs, 1);
+	ck_assert_str_eq(w.name, "rxe0");
+	ck_assert_uint_eq(d->events[EVR__DEV_EK_RETURN], 1);
+	ck_assert_int_ne(d->state, EVR__DEV_GONE);
+	/* a new context of it (a new ibdev index, the same name) */
+	fake_init(&f2, 1);
+	tuser_init(&t, &f2);
+	ck_assert_int_eq(attach(l, &f2, "rxe0", 1, &t), 0);
+	ck_assert_ptr_eq(evr__dev_of(&t.u), d);
+	ck_assert_int_eq(d->state, EVR__DEV_ACTIVE);
+	ck_assert_uint_eq(d->events[EVR__DEV_EK_RETURN], 1);
+	evr__devreg_unwatch(l, &w.w);
+	evr__dev_detach(&t.u);
+	evr_loop_free(l);
+	fake_fini(&f);
+	fake_fini(&f2);
+	listed[0] = NULL;
+}
+END_TEST
+
+/* A device nobody uses any more is still remembered: the rescan sees
+ * it leave the list (librdmacm's context of it is what would hold up
+ * the removal), and that never keeps the loop running by itself. */
+START_TEST(test_idle_removal_and_loop_ends)
+{
+	struct evr_loop *l = new_loop();
+	struct fake f;
+	struct tuser t;
+	struct evr__dev *d;
+
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	listed[0] = "rxe0";
+	evr__devreg_set_lister(l, f_lister);
+	ck_assert_int_eq(attach(l, &f, "rxe0", 1, &t), 0);
+	d = evr__dev_of(&t.u);
+	evr__dev_detach(&t.u);
+	ck_assert_ptr_null(d->ctx);
+	/* nothing else on the loop: ev_run returns at once */
+	ev_run(l->ev, 0);
+	/* the rescan sees the device leave the list */
+	listed[0] = NULL;
+	run_secs(l, 1.3);
+	ck_assert_int_eq(d->state, EVR__DEV_GONE);
+	ck_assert_uint_eq(d->events[EVR__DEV_EK_REMOVAL], 1);
+	/* and stops looking once nothing is left to watch */
+	ev_run(l->ev, 0);
+	evr_loop_free(l);
+	fake_fini(&f);
+}
+END_TEST
+
+static Suite *device_suite(void)
+{
+	Suite *s = suite_create("device");
+	TCase *tc = tcase_create("registry");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_attach_reads_ports);
+	tcase_add_test(tc, test_hundred_events_one_wakeup);
+	tcase_add_test(tc, test_other_port_ignored);
+	tcase_add_test(tc, test_gid_reread_after_port_active);
+	tcase_add_test(tc, test_lost_port_active);
+	tcase_add_test(tc, test_gone_reaches_every_user);
+	tcase_add_test(tc, test_refresh_waits_for_the_port);
+	tcase_add_test(tc, test_device_fatal);
+	tcase_add_test(tc, test_async_fd_fails);
+	tcase_add_test(tc, test_return_noticed);
+	tcase_add_test(tc, test_idle_removal_and_loop_ends);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(device_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
