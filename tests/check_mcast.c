@@ -1784,6 +1784,49 @@ START_TEST(test_completion_error)
 }
 END_TEST
 
+/* A QP's device went away (_i 0: the transport let go of the group and
+ * everything else) or its port went down (_i 1: still in the group):
+ * EVR_MCE_LOST after the go ends that QP with the status the transport
+ * recorded, leaving the group only if it is still in it, and the other
+ * QP finishes its part. */
+START_TEST(test_device_lost)
+{
+	int gone = _i == 0;
+	int status = gone ? -ENODEV : -ENETDOWN;
+	struct evr_mcast_opts o = opts(0, 2, 3);
+	struct evr_mcast *m = mk(&o);
+
+	evr_mcast_start(m);
+	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
+	EV(m, 0, EVR_MCE_RECV_COMP, 0);
+	if (gone)
+		m->nodes[0].joined = 0;
+	EVR__MC_FAIL(m, .qp = 0, .status = status,
+		     .code = gone ? -EVR_E_DEVGONE : -EVR_E_PORTDOWN,
+		     .msg = gone ? "mckey: rxe0 was removed" :
+				   "mckey: rxe0 port 1 went down");
+	EV(m, 0, EVR_MCE_LOST, status);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_FAILED);
+	ck_assert_uint_eq(M.n_leave[0], gone ? 0 : 1);
+	ck_assert_int_eq(ST(m, 1), EVR_MC_RUNNING);
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	ck_assert_int_eq(ST(m, 1), EVR_MC_DONE);
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, status);
+	ck_assert_uint_eq(R.nfail, 1);
+	ck_assert_int_eq(R.fail[0].code, gone ? -EVR_E_DEVGONE :
+						-EVR_E_PORTDOWN);
+	ck_assert_str_eq(evr_err_name(R.fail[0].code),
+			 gone ? "devgone" : "portdown");
+	assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>FAILED");
+	ck_assert_uint_eq(R.rep[0].received, 1);
+	ck_assert_uint_eq(R.rep[1].received, 3);
+	finish(m);
+}
+END_TEST
+
 START_TEST(test_step_timeout_resolving)
 {
 	struct evr_mcast_opts o = opts(0, 1, 5);
@@ -2904,6 +2947,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_deadline_receiver);
 	tcase_add_test(tc, test_deadline_sender);
 	tcase_add_loop_test(tc, test_completion_error, 0, 2);
+	tcase_add_loop_test(tc, test_device_lost, 0, 2);
 	tcase_add_test(tc, test_step_timeout_resolving);
 	tcase_add_test(tc, test_step_timer_resolving);
 	tcase_add_test(tc, test_step_timer_joining);

@@ -236,12 +236,10 @@ static void notify(struct evr__dev *d, enum evr__dev_note n, unsigned port)
 {
 	struct evr__dev_user *u, *next;
 
-	d->notifying++;
 	for (u = d->users; u; u = next) {
 		next = u->next;
 		u->note(u, n, port);
 	}
-	d->notifying--;
 }
 
 /* A port not active is asked again, once a second, until it is. */

@@ -153,7 +153,6 @@ struct evr__dev {
 	uint64_t events[EVR__DEV_EK__COUNT];
 	struct evr__dev_user *users;
 	unsigned nusers;
-	int notifying;             /* inside the users' callbacks */
 	ev_io async_w;
 	ev_timer query_w;          /* a port not active: ask again */
 };
