@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "channel.h"
 #include "device.h"
@@ -113,11 +115,32 @@ static int v_gid_count(void *ctx, uint8_t port)
 	return count;
 }
 
+static int v_netdev_up(const char *netdev)
+{
+	struct ifreq ifr;
+	int fd, ret;
+
+	if (strlen(netdev) >= sizeof(ifr.ifr_name))
+		return -EINVAL;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, netdev, strlen(netdev));
+	/* IFF_RUNNING: netif_running(), cleared as the link goes down,
+	 * before the port's event (and an operstate that is up) */
+	ret = ioctl(fd, SIOCGIFFLAGS, &ifr) ? -errno :
+	      (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+	close(fd);
+	return ret;
+}
+
 const struct evr__dev_ops evr__dev_verbs_ops = {
 	.get_event = v_get_event,
 	.ack_event = v_ack_event,
 	.port_active = v_port_active,
 	.gid_count = v_gid_count,
+	.netdev_up = v_netdev_up,
 };
 
 /* The netdev behind a device's first port, from its GID table (RoCE and
@@ -604,20 +627,16 @@ enum evr__port_state evr__dev_refresh(struct evr__dev_user *u, unsigned port)
 	if (d->ctx && d->state != EVR__DEV_GONE &&
 	    d->ports[port - 1].state == EVR__PORT_ACTIVE)
 		port_query(d, port);
-	return d->ports[port - 1].state;
-}
-
-enum evr__port_state evr__dev_refresh_wait(struct evr__dev_user *u,
-					   unsigned port, unsigned max_ms)
-{
-	const struct timespec ms = { 0, 1000000 };
-	enum evr__port_state st = evr__dev_refresh(u, port);
-
-	while (st == EVR__PORT_ACTIVE && max_ms--) {
-		nanosleep(&ms, NULL);
-		st = evr__dev_refresh(u, port);
+	/* the kernel clears the netdev's link before it marks the port down
+	 * (and rxe fails work requests in between) */
+	if (d->ctx && d->state != EVR__DEV_GONE && port == 1 &&
+	    d->netdev[0] && d->ops->netdev_up &&
+	    d->ports[0].state == EVR__PORT_ACTIVE &&
+	    d->ops->netdev_up(d->netdev) == 0) {
+		trace_dev(d, "port 1: %s's link is down", d->netdev);
+		port_set(d, 1, EVR__PORT_DOWN);
 	}
-	return st;
+	return d->ports[port - 1].state;
 }
 
 /* ---- the public view ---- */

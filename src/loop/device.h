@@ -121,6 +121,9 @@ struct evr__dev_ops {
 	/* The port's usable GIDs (the table read again): a count >= 0, or a
 	 * negative errno. */
 	int (*gid_count)(void *ctx, uint8_t port);
+	/* The netdev's link: 1 up (IFF_UP and IFF_RUNNING), 0 down, or a
+	 * negative errno (NULL: not asked). */
+	int (*netdev_up)(const char *netdev);
 };
 
 extern const struct evr__dev_ops evr__dev_verbs_ops;
@@ -195,19 +198,13 @@ void evr__dev_detach(struct evr__dev_user *u);
  * user (u included, from inside this call) is told GONE. */
 void evr__dev_gone(struct evr__dev_user *u);
 
-/* Take the device's pending async events now (a user that met an error
- * and wants to know whether its port went down: rxe fails work requests
- * as soon as the link goes, before the loop has read the event), and ask
- * the port directly.  Users may be told (from inside this call).
- * Returns the port's state. */
+/* A user met an error and wants to know whether its port went down:
+ * the device's pending async events are taken now, the port asked, and
+ * (port 1 of a device with a netdev) the netdev's link looked at: a link
+ * going down stops the netdev, and rxe fails the work requests, before
+ * the port is marked down or its event sent.  Never waits.  Users may be
+ * told (from inside this call).  Returns the port's state. */
 enum evr__port_state evr__dev_refresh(struct evr__dev_user *u, unsigned port);
-/* The same, for a work request that just failed: a link going down stops
- * the netdev (and rxe fails the work requests) before its port is marked
- * down, so a port that still looks active is asked again, once a
- * millisecond, for up to max_ms (a failure path only: the loop waits that
- * long once, for a failure the port does not explain). */
-enum evr__port_state evr__dev_refresh_wait(struct evr__dev_user *u,
-					   unsigned port, unsigned max_ms);
 
 /* u's device and its state. */
 static inline struct evr__dev *evr__dev_of(const struct evr__dev_user *u)

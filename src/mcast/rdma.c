@@ -422,7 +422,7 @@ static int port_lost(struct evr_mc_node *n)
 	struct rnode *r = rn(n);
 
 	return r && r->user.dev && r->id &&
-	       evr__dev_refresh_wait(&r->user, r->id->port_num, 20) !=
+	       evr__dev_refresh(&r->user, r->id->port_num) !=
 	       EVR__PORT_ACTIVE;
 }
 

@@ -616,7 +616,12 @@ static void dev_removed(struct rdma_xport *x, struct rconn *rc)
 	if (d) {
 		evr__dev_gone(&d->user);
 	} else {
-		dev_lost(x, rc->id ? rc->id->verbs : NULL, 0, 0);
+		/* (an id the event names is bound to its device: no verbs
+		 * would match every unbound id) */
+		if (rc->id && rc->id->verbs)
+			dev_lost(x, rc->id->verbs, 0, 0);
+		else
+			conn_lost(rc, 0, 0);
 		evr__devreg_kick(x->base.loop);
 	}
 }

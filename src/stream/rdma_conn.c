@@ -347,10 +347,6 @@ static void flush_cork(struct rconn *rc)
 	}
 }
 
-/* How long a failed work request waits for its port to be seen down
- * (measured: the window is under a millisecond; 1 run in 6 met it). */
-#define PORT_WAIT_MS 20
-
 /* The sticky error as the owner hears it: a work request that failed
  * (-EIO) because its port went down is the port's failure.  rxe fails
  * them as soon as the link goes, before the loop has read the port's
@@ -359,8 +355,8 @@ static void flush_cork(struct rconn *rc)
 static int owner_err(struct rconn *rc)
 {
 	if (rc->err == -EIO && rc->rcq && rc->id &&
-	    evr__dev_refresh_wait(&rc->rcq->dev->user, rc->id->port_num,
-				  PORT_WAIT_MS) != EVR__PORT_ACTIVE &&
+	    evr__dev_refresh(&rc->rcq->dev->user, rc->id->port_num) !=
+	    EVR__PORT_ACTIVE &&
 	    rc->err == -EIO)
 		rc->err = -EVR_E_PORTDOWN;
 	return rc->err;
