@@ -87,15 +87,17 @@ tally() {
 # rxe LABEL BUILDDIR: the Soft-RoCE suite (skips loudly where qemu cannot
 # run); its summary lines, and one result in the totals.
 rxe() {
-	local label=$1 dir=$2 only=${3:-} rc=0 t0
+	local label=$1 dir=$2 only=${3:-} kernel=${4:-stable} rc=0 t0 log
 	if [ "${EVR_CI_RXE:-1}" = 0 ]; then
 		add "  check-rxe ($label): not run (EVR_CI_RXE=0)"
 		return 0
 	fi
 	t0=$(now)
-	EVR_RXE_ONLY=${only:-*} "$top/tests/rxe/check-rxe.sh" "$dir" || rc=$?
+	log=$dir/tests/rxe-guest.log
+	[ "$kernel" = stable ] || log=$dir/tests/rxe-guest-$kernel.log
+	EVR_RXE_KERNEL=$kernel EVR_RXE_ONLY=${only:-*} "$top/tests/rxe/check-rxe.sh" "$dir" || rc=$?
 	add "  check-rxe ($label${only:+, guest-$only.sh}, $(( $(now) - t0 )) s):" \
-		"$(grep -a -h -E 'passed, [0-9]+ failed' "$dir/tests/rxe-guest.log" 2>/dev/null | tr '\n' ' ' || true)"
+		"$(grep -a -h -E 'passed, [0-9]+ failed' "$log" 2>/dev/null | tr '\n' ' ' || true)"
 	case $rc in
 	0) add "  check-rxe: passed"; total_pass=$((total_pass + 1)) ;;
 	77) add "  check-rxe: SKIPPED (see above)" ;;
@@ -112,6 +114,9 @@ make -j2 check ${EVR_CI_TESTS:+TESTS="$EVR_CI_TESTS"} || status=1
 add "== normal build (./build): make check, $(( $(now) - t0 )) s"
 tally "normal build" tests/*.trs tests/e2e/*.trs
 rxe "normal build" "$top/build"
+# the fabric (hosts in namespaces, racks, spines): Soft-RoCE per network
+# namespace needs Linux 7.1+, Debian's trixie-backports kernel
+rxe "normal build, Linux 7.3 guest" "$top/build" fabric backports
 
 # ---- 2. the ASan+UBSan build
 t0=$(now)

@@ -383,6 +383,35 @@ START_TEST(test_gid)
 }
 END_TEST
 
+/* Network namespaces (rxe per namespace, Linux 7.1+, the RDMA devices
+ * shared): another host's device also has a netdev called veth0, and
+ * sorts first.  The address's device is the one whose GID table holds
+ * the address. */
+START_TEST(test_netns)
+{
+	const char *port = "sys/class/infiniband/rxd0/ports/1";
+	const struct evr_hc_row *r;
+
+	put("4: ACTIVE\n", "%s/state", port);
+	put("Ethernet\n", "%s/link_layer", port);
+	put("0000:0000:0000:0000:0000:ffff:c612:0009\n", "%s/gids/1", port);
+	put("veth0\n", "%s/gid_attrs/ndevs/1", port);
+	put("veth0\n", "sys/class/infiniband/rxd0/parent");
+	r = run();
+	ck_assert_uint_eq(rep.nfail, 0);
+	ck_assert_str_eq(rep.device, "rxe0");
+	ck_assert_str_eq(r[EVR_HC_ADDR_DEV].fact, "198.18.0.1 is on veth0, "
+			 "RDMA device rxe0 port 1");
+	VERDICT(EVR_HC_GID, EVR_HC_OK);
+	/* in no device's table: the first by name, and the GID check says */
+	need.addr = "198.18.0.2";
+	r = run();
+	ck_assert_str_eq(rep.device, "rxd0");
+	VERDICT(EVR_HC_GID, EVR_HC_FAIL);
+	HAS(r[EVR_HC_GID].fact, "not in the GID table of rxd0 port 1");
+}
+END_TEST
+
 START_TEST(test_mtu)
 {
 	const struct evr_hc_row *r;
@@ -575,6 +604,7 @@ static Suite *hostcheck_suite(void)
 	tcase_add_test(tc, test_address);
 	tcase_add_test(tc, test_port_down);
 	tcase_add_test(tc, test_gid);
+	tcase_add_test(tc, test_netns);
 	tcase_add_test(tc, test_mtu);
 	tcase_add_test(tc, test_nofile);
 	tcase_add_test(tc, test_no_rdma);

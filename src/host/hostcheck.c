@@ -424,11 +424,46 @@ static int port_exists(const struct hc *h, int i, int p)
 	return !stat(path, &st);
 }
 
+/* The index of the address's GID in devs[i] port p's table, or -1. */
+static int gid_index(const struct hc *h, int i, int p)
+{
+	unsigned char g[16];
+	char line[64];
+	int idx;
+
+	for (idx = 0; idx < MAX_GIDS; idx++) {
+		if (read_line(line, sizeof(line), "%s/sys/class/infiniband/%s/"
+			      "ports/%d/gids/%d", h->sys, h->devs[i], p, idx))
+			break;
+		if (inet_pton(AF_INET6, line, g) == 1 &&
+		    !memcmp(g, h->agid, 16))
+			return idx;
+	}
+	return -1;
+}
+
+/* The first device and port that serve ifname (and, with by_gid, hold
+ * the address as a GID) into dev_idx and port: 0, or -1 for none. */
+static int pick_dev(struct hc *h, const char *ifname, int by_gid)
+{
+	int i, p;
+
+	for (i = 0; i < h->ndevs; i++)
+		for (p = 1; p <= MAX_PORTS; p++)
+			if (port_exists(h, i, p) && serves(h, i, p, ifname) &&
+			    (!by_gid || gid_index(h, i, p) >= 0)) {
+				h->dev_idx = i;
+				h->port = p;
+				return 0;
+			}
+	return -1;
+}
+
 static void check_addr_dev(struct hc *h, struct evr_hc_row *r)
 {
 	struct evr_hc_report *o = h->out;
 	char fix[256], list[160] = "";
-	int i, p;
+	int i;
 
 	if (!h->need->rdma) {
 		set(r, EVR_HC_SKIP, NULL, "not an RDMA run");
@@ -457,18 +492,18 @@ static void check_addr_dev(struct hc *h, struct evr_hc_row *r)
 		    "interface of this host", h->addr);
 		return;
 	}
-	for (i = 0; i < h->ndevs; i++)
-		for (p = 1; p <= MAX_PORTS; p++)
-			if (port_exists(h, i, p) && serves(h, i, p, o->ifname)) {
-				h->dev_idx = i;
-				h->port = p;
-				snprintf(o->device, sizeof(o->device), "%s",
-					 h->devs[i]);
-				set(r, EVR_HC_OK, NULL, "%s is on %s, RDMA "
-				    "device %s port %d", h->addr, o->ifname,
-				    h->devs[i], p);
-				return;
-			}
+	/* Netdev names are per network namespace: with rxe in several
+	 * (Linux 7.1+, "shared" RDMA mode) every host's device may serve
+	 * an "eth0".  The one whose GID table holds the address is ours;
+	 * without such a one, the first by name (the GID check then says
+	 * what is missing). */
+	if (!pick_dev(h, o->ifname, 1) || !pick_dev(h, o->ifname, 0)) {
+		snprintf(o->device, sizeof(o->device), "%s",
+			 h->devs[h->dev_idx]);
+		set(r, EVR_HC_OK, NULL, "%s is on %s, RDMA device %s port %d",
+		    h->addr, o->ifname, h->devs[h->dev_idx], h->port);
+		return;
+	}
 	snprintf(fix, sizeof(fix), "use an address of an RDMA interface, or "
 		 "add Soft-RoCE on this one: rdma link add rxe_%.16s type rxe "
 		 "netdev %.16s", o->ifname, o->ifname);
@@ -527,8 +562,7 @@ static void check_port(struct hc *h, struct evr_hc_row *r)
 static void check_gid(struct hc *h, struct evr_hc_row *r)
 {
 	const char *dev;
-	unsigned char g[16];
-	char line[64], type[32], fix[256];
+	char type[32], fix[256];
 	int idx;
 
 	if (!h->need->rdma || !h->has_addr || h->dev_idx < 0) {
@@ -543,12 +577,8 @@ static void check_gid(struct hc *h, struct evr_hc_row *r)
 		    "are not IP addresses", dev, h->port);
 		return;
 	}
-	for (idx = 0; idx < MAX_GIDS; idx++) {
-		if (read_line(line, sizeof(line), "%s/sys/class/infiniband/%s/"
-			      "ports/%d/gids/%d", h->sys, dev, h->port, idx))
-			break;
-		if (inet_pton(AF_INET6, line, g) != 1 || memcmp(g, h->agid, 16))
-			continue;
+	idx = gid_index(h, h->dev_idx, h->port);
+	if (idx >= 0) {
 		if (read_line(type, sizeof(type), "%s/sys/class/infiniband/%s/"
 			      "ports/%d/gid_attrs/types/%d", h->sys, dev,
 			      h->port, idx))

@@ -8,7 +8,11 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
+# the guest's kernel: tests/rxe/vm.sh --kernel (EVR_RXE_KERNEL, default
+# stable); a log of its own for the other one
+kernel=${EVR_RXE_KERNEL:-stable}
 log=$build/tests/rxe-guest.log
+[ "$kernel" = stable ] || log=$build/tests/rxe-guest-$kernel.log
 mkdir -p "$build/tests"
 
 skip() {
@@ -21,6 +25,7 @@ skip() {
 [ -x "$build/rstream" ] && [ -x "$build/mckey" ] && [ -x "$build/evrdma-probed" ] &&
 	[ -x "$build/tests/rsfaultpeer" ] ||
 	{ echo "check-rxe: build first"; exit 1; }
+export EVR_RXE_KERNEL=$kernel
 if ! "$here/vm.sh" --prepare; then
 	skip "preparing the guest failed (packages or kernel download)"
 fi

@@ -13,8 +13,13 @@
 # host's packages, so binaries built here run there unchanged.
 #
 # usage: tests/rxe/vm.sh [--add SRC[=DEST]]... [--timeout SEC] [--mtu N]
-#                        [--mem MIB] [--log FILE] SCRIPT [ARGS...]
+#                        [--mem MIB] [--kernel K] [--log FILE] SCRIPT [ARGS...]
 #        (--mem: the guest's memory, 1024 MiB unless given)
+#        (--kernel, or $EVR_RXE_KERNEL: "stable", Debian 12's own kernel
+#        (6.1: rxe in the initial network namespace only), or
+#        "backports", the newest from trixie-backports (7.3: rxe per
+#        network namespace, what tests/rxe/fabric.sh needs); default stable.
+#        The guest script sees it as $EVR_KERNEL and `uname -r`.)
 #        tests/rxe/vm.sh --prepare        (install, download, build; cached)
 #        tests/rxe/vm.sh --check          (exit 0 if qemu can run here)
 # exit: the guest script's status; 124 timeout; 125 the guest never
@@ -26,7 +31,8 @@ set -euo pipefail
 
 PROG=${0##*/}
 CACHE=${EVR_RXE_CACHE:-/var/tmp/evrdma-rxe}
-LAYOUT=4                    # bump when the base image changes
+LAYOUT=6                    # bump when the base image changes
+KERNEL=${EVR_RXE_KERNEL:-stable}
 TIMEOUT=900
 MTU=1500
 MEM=1024
@@ -34,8 +40,10 @@ LOG=
 ADDS=()
 MODE=run
 PKGS=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-providers
-      rdmacm-utils ibverbs-utils iproute2)
-MODULES=(configfs crc32_generic veth rdma_rxe rdma_ucm ib_umad)
+      rdmacm-utils ibverbs-utils iproute2 smcroute)
+# wanted in the guest; one the kernel has built in (or lacks) is left out.
+# bridge, sch_netem: the fabric's leaves and fault injection.
+MODULES=(configfs crc32_generic veth rdma_rxe rdma_ucm ib_umad bridge sch_netem)
 
 say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { say "error: $*"; exit 2; }
@@ -47,13 +55,18 @@ while [ $# -gt 0 ]; do
 	--mtu) MTU=$2; shift 2 ;;
 	--mem) MEM=$2; shift 2 ;;
 	--log) LOG=$2; shift 2 ;;
+	--kernel) KERNEL=$2; shift 2 ;;
 	--prepare) MODE=prepare; shift ;;
 	--check) MODE=check; shift ;;
-	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1" ;;
 	*) break ;;
 	esac
 done
+case $KERNEL in
+stable|backports) ;;
+*) die "--kernel: stable or backports, not '$KERNEL'" ;;
+esac
 if [ "$MODE" = run ]; then
 	[ $# -ge 1 ] || die "no script (see --help)"
 	SCRIPT=$1; shift
@@ -83,7 +96,7 @@ install_pkgs() {
 		die "apt-get install failed (see $CACHE/apt.log)"
 }
 
-fetch_kernel() {
+fetch_stable() {
 	local pkg
 	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
 		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
@@ -93,20 +106,83 @@ fetch_kernel() {
 			awk '/Depends: linux-image-[0-9]/{print $2; exit}')
 	fi
 	[ -n "$pkg" ] || die "cannot find Debian's kernel package"
-	KROOT=$CACHE/kernel/$pkg
-	if [ ! -e "$KROOT/.done" ]; then
-		say "fetching $pkg"
-		rm -rf "$KROOT"; mkdir -p "$KROOT/deb"
-		(cd "$KROOT/deb" && apt-get download "$pkg" >/dev/null 2>&1) ||
-			die "apt-get download $pkg failed"
-		dpkg -x "$KROOT"/deb/*.deb "$KROOT/root"
-		rm -rf "$KROOT/deb"
-		KVER=$(ls "$KROOT/root/lib/modules")
-		depmod -b "$KROOT/root" "$KVER"
-		touch "$KROOT/.done"
-	fi
-	KVER=$(ls "$KROOT/root/lib/modules")
 	KPKG=$pkg
+	KROOT=$CACHE/kernel/$pkg
+	[ -e "$KROOT/.done" ] && return 0
+	say "fetching $pkg"
+	rm -rf "$KROOT"; mkdir -p "$KROOT/deb"
+	(cd "$KROOT/deb" && apt-get download "$pkg" >/dev/null 2>&1) ||
+		die "apt-get download $pkg failed"
+	unpack_kernel
+}
+
+# trixie-backports through a private source list, state and cache under
+# $CACHE: the host's own apt configuration is read, never changed.  The
+# index is read again once a day.
+fetch_backports() {
+	local a=$CACHE/apt-backports pkg ver
+	mkdir -p "$a/lists/partial" "$a/cache/archives/partial"
+	echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main' \
+		>"$a/sources.list"
+	APT=(-o "Dir::Etc::SourceList=$a/sources.list" -o Dir::Etc::SourceParts=/dev/null
+	     -o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache")
+	if [ -z "$(find "$a/lists" -name '*Packages*' -mtime -1 2>/dev/null)" ]; then
+		apt-get "${APT[@]}" update -qq >"$a/update.log" 2>&1 ||
+			[ -n "$(find "$a/lists" -name '*Packages*')" ] ||
+			die "apt-get update of trixie-backports failed (see $a/update.log)"
+	fi
+	# the generic flavour (rxe is a module there); the newest version
+	pkg=$(apt-cache "${APT[@]}" pkgnames linux-binary- 2>/dev/null |
+		grep -E '^linux-binary-[0-9][0-9.]*\+deb[0-9]+-amd64$' | sort -V | tail -1)
+	[ -n "$pkg" ] || die "trixie-backports has no linux-binary-*-amd64 package"
+	ver=${pkg#linux-binary-}
+	KPKG=$pkg
+	KROOT=$CACHE/kernel/$pkg
+	[ -e "$KROOT/.done" ] && return 0
+	say "fetching $pkg and linux-modules-$ver from trixie-backports"
+	rm -rf "$KROOT"; mkdir -p "$KROOT/deb"
+	(cd "$KROOT/deb" && apt-get "${APT[@]}" download "$pkg" "linux-modules-$ver" \
+		>"$a/download.log" 2>&1) ||
+		die "apt-get download $pkg failed (see $a/download.log)"
+	unpack_kernel
+}
+
+# KROOT/deb/*.deb -> KROOT/root; modules.dep for modprobe --show-depends
+# (a .deb has none: postinst makes it; newer ones lack modules.builtin)
+unpack_kernel() {
+	local d
+	for d in "$KROOT"/deb/*.deb; do dpkg -x "$d" "$KROOT/root"; done
+	rm -rf "$KROOT/deb"
+	find_kernel
+	depmod -b "$KROOT/root" "$KVER" 2>"$KROOT/depmod.log" ||
+		die "depmod failed (see $KROOT/depmod.log)"
+	touch "$KROOT/.done"
+}
+
+# KVER, MODDIR (KROOT-relative modules tree), VMLINUZ: 6.1 packs
+# /lib/modules and /boot/vmlinuz-KVER, 7.x /usr/lib/modules/KVER/vmlinuz
+find_kernel() {
+	local m
+	for m in lib/modules usr/lib/modules; do
+		[ -d "$KROOT/root/$m" ] || continue
+		MODDIR=$m
+		KVER=$(ls "$KROOT/root/$m" | head -1)
+	done
+	[ -n "${KVER:-}" ] || die "no modules in $KROOT"
+	VMLINUZ=$KROOT/root/boot/vmlinuz-$KVER
+	[ -e "$VMLINUZ" ] || VMLINUZ=$KROOT/root/$MODDIR/$KVER/vmlinuz
+	[ -e "$VMLINUZ" ] || die "no kernel image in $KROOT"
+	# depmod -b wants BASE/lib/modules
+	[ "$MODDIR" = lib/modules ] || [ -e "$KROOT/root/lib" ] ||
+		ln -s usr/lib "$KROOT/root/lib"
+}
+
+fetch_kernel() {
+	case $KERNEL in
+	stable) fetch_stable ;;
+	backports) fetch_backports ;;
+	esac
+	find_kernel
 }
 
 # put SRC into the tree STAGE at DEST; ELF files bring their libraries
@@ -171,7 +247,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 export RXE_ADDR1=198.18.0.1 RXE_ADDR2=198.18.0.2 RXE_DEV1=rxe0 RXE_DEV2=rxe1
-export RXE_NETDEV1=veth0 RXE_NETDEV2=veth1 RXE_MCAST=239.1.1.1 EVR_VM=1
+export RXE_NETDEV1=veth0 RXE_NETDEV2=veth1 RXE_MCAST=239.1.1.1 EVR_VM=1 EVR_KERNEL
 echo "[evr-vm] ready at $(cut -d' ' -f1 /proc/uptime)s"
 cd /root
 timeout -k 5 "$GUEST_TIMEOUT" /evr/run
@@ -184,21 +260,44 @@ INIT
 
 build_base() {
 	BASE=$CACHE/base-$KPKG-$LAYOUT.cpio.gz
-	[ -s "$BASE" ] && return 0
+	[ -s "$BASE" ] && [ -s "$BASE.modules" ] && return 0
 	say "building the base image for $KVER"
 	local st m f b
 	st=$(mktemp -d "$CACHE/stage.XXXXXX")
 	skeleton "$st"
 	mkdir -p "$st"/{etc,proc,sys,dev,tmp,run,root,evr}
-	for f in $(for m in "${MODULES[@]}"; do
-			modprobe -d "$KROOT/root" -S "$KVER" --show-depends "$m"
-		done | awk '$1 == "insmod" {print $2}' | sort -u); do
-		put "$st" "$f" "/lib/modules/$KVER/${f#*/lib/modules/$KVER/}"
+	# each wanted module and what it needs, uncompressed (busybox's
+	# modprobe reads plain .ko only); one the kernel has built in or
+	# lacks is left out of the guest's list
+	local have=()
+	for m in "${MODULES[@]}"; do
+		modprobe -d "$KROOT/root" -S "$KVER" --show-depends "$m" \
+			>"$st/.deps" 2>/dev/null || continue
+		grep -q '^insmod ' "$st/.deps" || continue
+		have+=("$m")
+		for f in $(awk '$1 == "insmod" {print $2}' "$st/.deps"); do
+			b=/lib/modules/$KVER/${f#*/modules/$KVER/}
+			b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
+			[ -e "$st$b" ] && continue
+			mkdir -p "$st$(dirname "$b")"
+			case $f in
+			*.xz) xz -dc "$f" >"$st$b" ;;
+			*.zst) zstd -qdc "$f" >"$st$b" ;;
+			*.gz) gzip -dc "$f" >"$st$b" ;;
+			*) cp "$f" "$st$b" ;;
+			esac
+		done
 	done
-	cp "$KROOT/root/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} \
-		"$st/lib/modules/$KVER/"
-	depmod -b "$st" "$KVER"
+	rm -f "$st/.deps"
+	local x
+	for x in modules.order modules.builtin modules.builtin.modinfo; do
+		[ -e "$KROOT/root/$MODDIR/$KVER/$x" ] &&
+			cp "$KROOT/root/$MODDIR/$KVER/$x" "$st/lib/modules/$KVER/"
+	done
+	depmod -b "$st" "$KVER" 2>/dev/null
+	echo "${have[*]}" >"$BASE.modules"
 	for b in /usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/timeout \
+		/usr/sbin/tc /usr/sbin/smcrouted /usr/sbin/smcroutectl \
 		/usr/bin/env $(dpkg -L rdmacm-utils ibverbs-utils | grep '^/usr/bin/'); do
 		[ -e "$b" ] && put "$st" "$b"
 	done
@@ -253,7 +352,8 @@ chmod 755 "$st/evr/script"
 } >"$st/evr/run"
 chmod 755 "$st/evr/run"
 {
-	printf 'MODULES=%q\nMTU=%q\nGUEST_TIMEOUT=%q\n' "${MODULES[*]}" "$MTU" \
+	printf 'MODULES=%q\nEVR_KERNEL=%q\nMTU=%q\nGUEST_TIMEOUT=%q\n' \
+		"$(cat "$BASE.modules")" "$KERNEL" "$MTU" \
 		"$((TIMEOUT > 120 ? TIMEOUT - 30 : TIMEOUT * 3 / 4))"
 } >"$st/evr/config"
 for a in ${ADDS[@]+"${ADDS[@]}"}; do
@@ -277,7 +377,7 @@ set +e
 timeout -k 10 "$TIMEOUT" nice -n "${EVR_RXE_NICE:-0}" qemu-system-x86_64 -nodefaults -no-user-config \
 	-nic none -display none -monitor none -serial stdio -no-reboot \
 	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m "$MEM" \
-	-kernel "$KROOT/root/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
+	-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
 	-append "console=ttyS0,115200 panic=-1 oops=panic rdinit=/init nokaslr mitigations=off tsc=reliable no_timer_check quiet loglevel=1" \
 	</dev/null 2>&1 | sed -u 's/\r$//' | tee "$console" ${LOG:+"$LOG"} &
 QPID=$!
