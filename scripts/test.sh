@@ -115,8 +115,9 @@ add "== normal build (./build): make check, $(( $(now) - t0 )) s"
 tally "normal build" tests/*.trs tests/e2e/*.trs
 rxe "normal build" "$top/build"
 # the fabric (hosts in namespaces, racks, spines): Soft-RoCE per network
-# namespace needs Linux 7.1+, Debian's trixie-backports kernel
-rxe "normal build, Linux 7.3 guest" "$top/build" fabric backports
+# namespace needs Linux 7.1+, Debian's trixie-backports kernel; the NIC
+# failures again there (7.x sends DEVICE_FATAL on a removal, 6.1 not)
+rxe "normal build, Linux 7.3 guest" "$top/build" "{fabric,nicfail}" backports
 
 # ---- 2. the ASan+UBSan build
 t0=$(now)

@@ -467,6 +467,28 @@ START_TEST(test_device_fatal)
 }
 END_TEST
 
+/* A device whose context the kernel has disassociated (being removed)
+ * answers every query with EIO, before its removal's event is read: a
+ * refresh (after a failed work request) finds it gone, and every user
+ * is told at once; other errors say nothing. */
+START_TEST(test_query_eio_is_gone)
+{
+	struct fix x;
+
+	fix_start(&x, "rxe0", 1, 1);
+	x.f.active[1] = -EAGAIN;
+	evr__dev_refresh(&x.t.u, 1);
+	ck_assert_int_eq(x.d->state, EVR__DEV_ACTIVE);
+	ck_assert_uint_eq(x.t.gones, 0);
+	x.f.active[1] = -EIO;
+	evr__dev_refresh(&x.t.u, 1);
+	ck_assert_int_eq(x.d->state, EVR__DEV_GONE);
+	ck_assert_uint_eq(x.t.gones, 1);
+	ck_assert_ptr_null(evr__dev_of(&x.t.u));
+	fix_end(&x);
+}
+END_TEST
+
 START_TEST(test_async_fd_fails)
 {
 	struct fix x;
@@ -608,6 +630,7 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_gone_reaches_every_user);
 	tcase_add_test(tc, test_refresh_sees_the_link);
 	tcase_add_test(tc, test_device_fatal);
+	tcase_add_test(tc, test_query_eio_is_gone);
 	tcase_add_test(tc, test_async_fd_fails);
 	tcase_add_test(tc, test_return_noticed);
 	tcase_add_test(tc, test_idle_removal_and_loop_ends);

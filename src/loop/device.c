@@ -312,6 +312,8 @@ static void port_up(struct evr__dev *d, unsigned port)
 
 /* Ask the port itself (at attach, on a timer while it is down, and for
  * a user that met an error). */
+static void dev_gone(struct evr__dev *d, const char *why);
+
 static void port_query(struct evr__dev *d, unsigned port)
 {
 	int up = d->ops->port_active(d->ctx, (uint8_t)port);
@@ -320,6 +322,11 @@ static void port_query(struct evr__dev *d, unsigned port)
 		port_up(d, port);
 	else if (up == 0)
 		port_set(d, port, EVR__PORT_DOWN);
+	else if (up == -EIO || up == -ENODEV)
+		/* uverbs answers EIO once the kernel has disassociated the
+		 * context: the device is going, whether or not its removal's
+		 * event (RDMA CM) or DEVICE_FATAL has been read yet */
+		dev_gone(d, "it no longer answers");
 }
 
 static void dev_gone(struct evr__dev *d, const char *why)

@@ -168,7 +168,9 @@ static void pump(struct evr_mc_node *n)
 		if (r == -EAGAIN)
 			return;
 		if (r < 0) {
-			node_failed(n, r);
+			/* a transport that lost the node's device ended it */
+			if (!terminal(n))
+				node_failed(n, r);
 			return;
 		}
 		n->sent++;
@@ -225,7 +227,9 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		step_timer(n, m->o.resolve_ms + 1000);
 		r = m->x->resolve(n);
 		if (r < 0) {
-			node_failed(n, r);
+			/* a transport that lost the node's device ended it */
+			if (!terminal(n))
+				node_failed(n, r);
 			return;
 		}
 		if (r == 1)
@@ -236,7 +240,9 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 			return;
 		r = m->x->setup(n);
 		if (r < 0) {
-			node_failed(n, r);
+			/* a transport that lost the node's device ended it */
+			if (!terminal(n))
+				node_failed(n, r);
 			return;
 		}
 		set_state(n, EVR_MC_JOINING);
@@ -244,7 +250,9 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		n->join_t0 = evr_now_ns();
 		r = m->x->join(n);
 		if (r < 0) {
-			node_failed(n, r);
+			/* a transport that lost the node's device ended it */
+			if (!terminal(n))
+				node_failed(n, r);
 			return;
 		}
 		if (r == 1)

@@ -415,7 +415,8 @@ static void dev_note(struct evr__dev_user *u, enum evr__dev_note note,
 		  d && d->fatal);
 }
 
-/* A completion failed: is its port down?  (rxe fails work requests as
+/* A completion or a post failed: is its port down, or its device gone?
+ * (rxe fails work requests as
  * soon as the link goes, before the loop has read the port's event.) */
 static int port_lost(struct evr_mc_node *n)
 {
@@ -521,6 +522,11 @@ static int r_send(struct evr_mc_node *n, uint32_t seq)
 		char d[80];
 
 		r->free_slots[r->nfree++] = slot;
+		/* rxe fails a post as soon as its device goes or its link
+		 * drops, before the loop has read why: the registry tells
+		 * the node (node_lost, which may free r) */
+		if (port_lost(n) || n->state == EVR_MC_FAILED)
+			return -1;
 		snprintf(d, sizeof(d), "failed to post sends: %d", ret);
 		EVR__MC_FAIL(m, .qp = n->index, .status = ret, .code = -ret,
 			     .msg = d);

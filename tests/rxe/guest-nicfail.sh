@@ -201,8 +201,11 @@ else
 	ko "mckey receiver: its device's deletion returns within ${DEL_S} s" "rc $del_rc after $del_s s"
 fi
 # -ENODEV as the exit byte, as mckey's statuses are; its lines go to
-# stdout, as upstream's
-if [ "$rrc" = 237 ] && has "$T/r.out" '^mckey: rxe0 was removed$' && lt "$end_s" "$END_S"; then
+# stdout, as upstream's.  The line says what the kernel said first: 6.1
+# gives rxe's removal as RDMA CM's DEVICE_REMOVAL only, 7.x sends
+# IBV_EVENT_DEVICE_FATAL too, often before it.
+GONE_RE='^mckey: rxe0 \(was removed\|failed (a fatal device error)\)$'
+if [ "$rrc" = 237 ] && has "$T/r.out" "$GONE_RE" && lt "$end_s" "$END_S"; then
 	ok "mckey receiver: its device's removal ends it: exit 237, one line ($end_s s)"
 else
 	ko "mckey receiver: its device's removal ends it" "rc $rrc after $end_s s: $(tail -c 300 "$T/r.out")"
@@ -222,7 +225,7 @@ mrc=$?
 end_s=$(since "$t0")
 say "mckey sender's device deleted: rdma link delete $del_s s (rc $del_rc), sender ended in $end_s s, rc $mrc"
 if [ "$del_rc" = 0 ] && lt "$del_s" "$DEL_S" && [ "$mrc" = 237 ] &&
-	has "$T/s2.out" '^mckey: rxe0 was removed$' && lt "$end_s" "$END_S"; then
+	has "$T/s2.out" "$GONE_RE" && lt "$end_s" "$END_S"; then
 	ok "mckey sender: its device's removal ends it, exit 237, one line; the deletion returns at once"
 else
 	ko "mckey sender: its device's removal ends it" "delete rc $del_rc $del_s s; rc $mrc after $end_s s: $(tail -c 300 "$T/s2.out")"
