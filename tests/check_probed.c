@@ -406,7 +406,7 @@ START_TEST(test_responders_conf)
 	    " { \"transport\": \"tcp\", \"port\": 7471 },\n"
 	    " { \"transport\": \"rdma\", \"port\": \"7472\", \"bind\": \"::1\",\n"
 	    "   \"max_conns\": 3, \"max_memory\": 65536, \"size\": 1000 },\n"
-	    " { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"10.0.0.1\" } ] }\n");
+	    " { \"transport\": \"tcp\", \"port\": 7473, \"bind\": \"10.0.0.1\" } ] }\n");
 	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
 	unlink(path);
 	ck_assert_uint_eq(c->nprobes, 0);
@@ -424,7 +424,7 @@ START_TEST(test_responders_conf)
 	ck_assert_uint_eq(c->responders[1].size, 1000);
 	ck_assert_uint_eq(c->responders[1].count, 1);
 	ck_assert_uint_eq(c->responders[1].iters, 100);
-	ck_assert_str_eq(c->responders[2].label, "tcp:10.0.0.1:7471");
+	ck_assert_str_eq(c->responders[2].label, "tcp:10.0.0.1:7473");
 	ck_assert(pconf_responder_equal(&c->responders[0], &c->responders[0]));
 	ck_assert(!pconf_responder_equal(&c->responders[0], &c->responders[2]));
 	pconf_free(c);
@@ -444,6 +444,92 @@ START_TEST(test_responders_conf)
 	/* a probe's error still names the probe */
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\" } ],"
 	    " \"responders\": [] }", "probes[0] (\"a\"): \"host\" is required");
+	/* listeners that could never listen: the daemon's own HTTP port,
+	 * a port another takes on every address */
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 9471 } ] }",
+	    "responders[0]: \"port\" 9471 is the daemon's own HTTP port "
+	    "(listen_port) on every address");
+	bad("{ \"listen_port\": 9000, \"responders\": [ { \"transport\": "
+	    "\"tcp\", \"port\": 9000, \"bind\": \"127.0.0.1\" } ] }",
+	    "responders[0]: \"port\" 9000 is the daemon's own HTTP port "
+	    "(listen_port) on 127.0.0.1");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 7471,"
+	    " \"bind\": \"10.0.0.1\" }, { \"transport\": \"tcp\", \"port\": 7471"
+	    " } ] }", "responders[1]: port 7471 is taken by responders[0], one "
+	    "of them on every address");
+	bad("{ \"responders\": [ { \"transport\": \"rdma\", \"port\": 7471,"
+	    " \"bind\": \"0.0.0.0\" }, { \"transport\": \"rdma\", \"port\": 7471,"
+	    " \"bind\": \"10.0.0.1\" } ] }", "responders[1]: port 7471 is taken "
+	    "by responders[0], one of them on every address");
+	put("{ \"responders\": [ { \"transport\": \"rdma\", \"port\": 9471 },"
+	    " { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"10.0.0.1\" },"
+	    " { \"transport\": \"tcp\", \"port\": 7471, \"bind\": \"10.0.0.2\" },"
+	    " { \"transport\": \"rdma\", \"port\": 7471 } ] }");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	pconf_free(c);
+}
+END_TEST
+
+/* What --check-config accepts, the daemon can run: a host, group or
+ * bind that no run could use is refused, naming it. */
+START_TEST(test_hosts_conf)
+{
+	static const char *const hosts[][2] = {
+		{ "127.0.0.1:7471", "has a port: give it in \"port\"" },
+		{ "http://127.0.0.1", "is a URL: give the host alone" },
+		{ "a b", "has a blank in it" },
+		{ "h ", "has a blank in it" },
+		{ "[::1]", "has brackets: give an IPv6 address without them" },
+		{ "256.1.1.1", "is not an IPv4 address (four numbers 0 to 255)" },
+		{ "1.2.3", "is not an IPv4 address (four numbers 0 to 255)" },
+		{ "a..b", "has an empty label" },
+		{ ".a", "has an empty label" },
+		{ "h/1", "has a character no host name has" },
+		{ "fe80::1%", "is not an IPv6 address" },
+	};
+	static const char *const good[] = {
+		"h", "db-1.rack_2.example.", "10.0.0.1", "::1", "fe80::1%eth0",
+		"2001:db8::7",
+	};
+	char text[512], want[256];
+	struct pconf *c;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		snprintf(text, sizeof(text), "{ \"probes\": [ { \"name\": \"p\", "
+			 "\"type\": \"rstream\", \"host\": \"%s\" } ] }",
+			 hosts[i][0]);
+		snprintf(want, sizeof(want), "probes[0] (\"p\"): \"host\" \"%s\" "
+			 "%s", hosts[i][0], hosts[i][1]);
+		bad(text, want);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "{ \"probes\": [ { \"name\": \"p\", "
+			 "\"type\": \"rstream\", \"host\": \"%s\", \"bind\": "
+			 "\"%s\" } ] }", good[i], good[i]);
+		put(text);
+		ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0,
+			      "%s: %s", good[i], err);
+		unlink(path);
+		pconf_free(c);
+	}
+	bad("{ \"probes\": [ { \"name\": \"m\", \"type\": \"mckey\", "
+	    "\"group\": \"10.1.1.1\" } ] }", "probes[0] (\"m\"): \"group\" "
+	    "\"10.1.1.1\" is not a multicast address (224.0.0.0/4, ff00::/8)");
+	bad("{ \"probes\": [ { \"name\": \"m\", \"type\": \"mckey\", "
+	    "\"group\": \"fe80::1\" } ] }", "probes[0] (\"m\"): \"group\" "
+	    "\"fe80::1\" is not a multicast address (224.0.0.0/4, ff00::/8)");
+	bad("{ \"probes\": [ { \"name\": \"m\", \"type\": \"mckey\", "
+	    "\"group\": \"239.1.1.1\", \"bind\": \"1.2.3.4:5\" } ] }",
+	    "probes[0] (\"m\"): \"bind\" \"1.2.3.4:5\" has a port: give it "
+	    "in \"port\"");
+	bad("{ \"listen_address\": \"http://x\" }",
+	    "\"listen_address\" \"http://x\" is a URL: give the host alone");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1, "
+	    "\"bind\": \"a b\" } ] }",
+	    "responders[0]: \"bind\" \"a b\" has a blank in it");
 }
 END_TEST
 
@@ -1662,6 +1748,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_probe_peer);
 	tcase_add_test(tc, test_hist_add);
 	tcase_add_test(tc, test_responders_conf);
+	tcase_add_test(tc, test_hosts_conf);
 	tcase_add_test(tc, test_responder_reason);
 	tcase_add_test(tc, test_render_responders);
 	tcase_add_test(tc, test_mesh_lines);

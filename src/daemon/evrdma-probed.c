@@ -141,14 +141,36 @@ static void probe_drop(void *ud, size_t j)
 	probe_free(p);
 }
 
+/* The listed rstream probes' first runs are spread over their interval,
+ * so that N probes of one interval do not all run at once, every
+ * interval: the k-th rstream probe of the list starts at the fractional
+ * part of k x 0.618... of it (the golden ratio's Weyl sequence: any n
+ * consecutive probes lie about 1/n of the interval apart, none by chance
+ * on another; the first starts at once).  mckey probes start at once: a
+ * sender and its receivers on one agent run together by design. */
+static double probe_phase(const struct apply_rc *a, size_t i)
+{
+	const struct probe_cfg *c = &a->conf->probes[i];
+	size_t j, k = 0;
+	double f;
+
+	if (c->type != PROBE_RSTREAM)
+		return 0;
+	for (j = 0; j < i; j++)
+		k += a->conf->probes[j].type == PROBE_RSTREAM;
+	f = (double)k * 0.6180339887498949;
+	return (f - (double)(uint64_t)f) * c->interval_s;
+}
+
 static void probe_go(void *ud, size_t i)
 {
 	struct probe *p = ((struct apply_rc *)ud)->np[i];
+	double phase = probe_phase(ud, i);
 
-	plog(PLOG_INFO, "probe \"%s\": started (%s, every %g s)",
-	     p->cfg->name, p->cfg->type == PROBE_RSTREAM ? "rstream" :
-	     "mckey", p->cfg->interval_s);
-	probe_start(p);
+	plog(PLOG_INFO, "probe \"%s\": started (%s, every %g s, first run "
+	     "in %.3f s)", p->cfg->name, p->cfg->type == PROBE_RSTREAM ?
+	     "rstream" : "mckey", p->cfg->interval_s, phase);
+	probe_start_in(p, phase);
 }
 
 static const struct reconcile_ops probe_ops = {

@@ -152,6 +152,7 @@ struct daemon_view {
 	struct evr_lookup_stats dns;    /* the loop's table of names */
 	struct http_stats http;         /* /metrics' connections */
 	struct mesh_stats mesh;
+	struct probe_agent_stats runs;  /* its own runs' waits and skips */
 };
 
 #define DV(field) offsetof(struct daemon_view, field)
@@ -194,6 +195,16 @@ static const struct metric daemon_rows[] = {
 	{ "evrdma_probed_dns_cached_names", "gauge",
 	  "Names whose answer (or failure) is kept now.", ANY, UINT,
 	  DV(dns.cached) },
+	{ "evrdma_probed_runs_deferred_total", "counter",
+	  "Probe runs that waited for another of the agent's runs on "
+	  "the same path (an rstream probe's target) to end: one run on "
+	  "a path at a time, so that none measures another.", ANY, U64,
+	  DV(runs.deferred) },
+	{ "evrdma_probed_ticks_skipped_total", "counter",
+	  "Probe intervals that started no run: the probe's last run, "
+	  "or its wait for its path, was not over (a probe that takes "
+	  "longer than its interval, or a busy path).", ANY, U64,
+	  DV(runs.skipped) },
 	{ "evrdma_probed_local_delay_seconds", "histogram",
 	  "This host's part of its probes' round trips: from its kernel's "
 	  "receipt of an echo to the agent's read of it (TCP probes of "
@@ -578,6 +589,7 @@ int metrics_render(char **buf, size_t *len, const struct metrics_src *src,
 	v.responders = src->nresponders;
 	if (d->loop)
 		evr_loop_lookup_stats(d->loop, &v.dns);
+	v.runs = *probe_agent_stats();
 	if (d->http)
 		v.http = *d->http;
 	if (src->mesh)

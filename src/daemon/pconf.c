@@ -13,6 +13,9 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -209,6 +212,91 @@ static int name_ok(const char *s)
 	return 1;
 }
 
+/* What is wrong with s as a host the engines can use (a name, an IPv4
+ * address, an IPv6 address with an optional %scope), or NULL: a string
+ * the resolver would be sent for nothing, every run, is refused here. */
+static const char *host_problem(const char *s)
+{
+	unsigned char a[16];
+	char buf[256], *pct;
+	size_t n = strlen(s), lab = 0;
+	int numeric = 1;
+	const char *p;
+
+	if (!n)
+		return "is empty";
+	if (n > 253)
+		return "is longer than 253 characters";
+	if (strstr(s, "://"))
+		return "is a URL: give the host alone";
+	if (s[0] == '[')
+		return "has brackets: give an IPv6 address without them";
+	for (p = s; *p; p++)
+		if (*p == ' ' || *p == '\t')
+			return "has a blank in it";
+	if (strchr(s, ':')) {
+		if (strchr(s, ':') == strrchr(s, ':'))
+			return "has a port: give it in \"port\"";
+		snprintf(buf, sizeof(buf), "%s", s);
+		pct = strchr(buf, '%');
+		if (pct)
+			*pct = '\0';
+		if (inet_pton(AF_INET6, buf, a) == 1 && (!pct || pct[1]))
+			return NULL;
+		return "is not an IPv6 address";
+	}
+	for (p = s; *p; p++) {
+		if (!(*p >= '0' && *p <= '9') && *p != '.')
+			numeric = 0;
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+		      *p == '.'))
+			return "has a character no host name has";
+		if (*p != '.' && ++lab > 63)
+			return "has a label longer than 63 characters";
+		if (*p == '.') {
+			/* one dot at the end: a rooted name */
+			if (!lab && !(p[1] == '\0' && p != s))
+				return "has an empty label";
+			lab = 0;
+		}
+	}
+	if (numeric && inet_pton(AF_INET, s, a) != 1)
+		return "is not an IPv4 address (four numbers 0 to 255)";
+	return NULL;
+}
+
+/* key's value, when there is one, must be a host (host_problem) */
+static int check_host(struct ctx *c, const char *key, const char *v)
+{
+	const char *why = v ? host_problem(v) : NULL;
+
+	return why ? fail(c, "\"%s\" \"%s\" %s", key, v, why) : 0;
+}
+
+/* A numeric group must be a multicast address (a name is looked up when
+ * the probe runs). */
+static int check_group(struct ctx *c, const char *g)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (check_host(c, "group", g))
+		return -1;
+	if ((inet_pton(AF_INET, g, &a4) == 1 &&
+	     !IN_MULTICAST(ntohl(a4.s_addr))) ||
+	    (inet_pton(AF_INET6, g, &a6) == 1 && !IN6_IS_ADDR_MULTICAST(&a6)))
+		return fail(c, "\"group\" \"%s\" is not a multicast "
+			    "address (224.0.0.0/4, ff00::/8)", g);
+	return 0;
+}
+
+/* Every address of a family: "0.0.0.0", "::" or none given. */
+static int wildcard(const char *bind)
+{
+	return !bind || !strcmp(bind, "0.0.0.0") || !strcmp(bind, "::");
+}
+
 /* The engines' defaults, as the library resolves them: a key left out
  * means what the engine would do with a zero. */
 static struct evr_stream_opts stream_defaults(void)
@@ -250,6 +338,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 		return fail(c, "\"host\" is required");
 	if (get_str(c, o, "host", NULL, &p->host) ||
 	    get_str(c, o, "bind", NULL, &p->bind) ||
+	    check_host(c, "host", p->host) || check_host(c, "bind", p->bind) ||
 	    get_port(c, o, "port", (unsigned)atoi(d.port), &port) ||
 	    get_enum(c, o, "transport", xports, EVR_XPORT_RDMA, &x) ||
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
@@ -321,6 +410,7 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 		return fail(c, "\"group\" is required");
 	if (get_str(c, o, "group", NULL, &p->group) ||
 	    get_str(c, o, "bind", NULL, &p->bind) ||
+	    check_group(c, p->group) || check_host(c, "bind", p->bind) ||
 	    get_enum(c, o, "transport", xports, 0, &x) ||
 	    get_enum(c, o, "role", roles, 0, &role) ||
 	    get_uint(c, o, "count", 0, 1000000, 10, &count) ||
@@ -418,6 +508,8 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 	r->iters = (uint32_t)iters;
 	if (r->bind && !name_ok(r->bind))
 		return fail(c, "\"bind\" must be printable");
+	if (check_host(c, "bind", r->bind))
+		return -1;
 	r->xport = (enum evr_xport_kind)x;
 	r->max_conns = (unsigned)conns;
 	r->max_memory = mem;
@@ -645,6 +737,35 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 	return root;
 }
 
+/* Responder i against the ones before it and the daemon's own HTTP
+ * port: one listener per transport, address and port, and one on every
+ * address takes the port from any other (listen() would fail, and the
+ * daemon retry every 5 s for ever). */
+static int resp_clash(struct ctx *c, const struct pconf *conf, size_t i)
+{
+	const struct responder_cfg *r = &conf->responders[i], *o;
+	size_t j;
+
+	if (r->xport == EVR_XPORT_TCP && r->port == conf->listen_port &&
+	    (wildcard(r->bind) || wildcard(conf->listen_addr) ||
+	     !strcmp(r->bind, conf->listen_addr)))
+		return fail(c, "\"port\" %u is the daemon's own HTTP port "
+			    "(listen_port) on %s", r->port,
+			    wildcard(r->bind) ? "every address" : r->bind);
+	for (j = 0; j < i; j++) {
+		o = &conf->responders[j];
+		if (!strcmp(o->label, r->label))
+			return fail(c, "the same transport, bind and port as "
+				    "responders[%zu]", j);
+		if (o->xport == r->xport && o->port == r->port &&
+		    (wildcard(o->bind) || wildcard(r->bind)))
+			return fail(c, "port %u is taken by responders[%zu], "
+				    "one of them on every address", r->port,
+				    j);
+	}
+	return 0;
+}
+
 int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 {
 	static const char *const keys[] = {
@@ -676,6 +797,7 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 	}
 	if (get_str(&c, root, "listen_address", PCONF_DEFAULT_ADDR,
 		    &conf->listen_addr) ||
+	    check_host(&c, "listen_address", conf->listen_addr) ||
 	    get_port(&c, root, "listen_port", PCONF_DEFAULT_PORT,
 		     &conf->listen_port) ||
 	    get_num(&c, root, "dns_cache_s", 0, 86400, PCONF_DNS_CACHE_S,
@@ -731,15 +853,8 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 		if (parse_responder(&c, json_array_get(resp, i), i,
 				    &conf->responders[i]))
 			goto out;
-		/* one listener per transport, address and port; an address
-		 * and the wildcard may still clash: listen() says so */
-		for (j = 0; j < i; j++)
-			if (!strcmp(conf->responders[j].label,
-				    conf->responders[i].label)) {
-				fail(&c, "the same transport, bind and port "
-				     "as responders[%zu]", j);
-				goto out;
-			}
+		if (resp_clash(&c, conf, i))
+			goto out;
 	}
 	mesh = json_object_get(root, "mesh");
 	if (mesh) {

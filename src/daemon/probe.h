@@ -161,7 +161,20 @@ struct probe {
 	struct evr_lookup *lk[2];
 	char num[2][128];
 	ev_timer tick_w, timeout_w, reap_w;
+	/* the path its runs take (an rstream probe's target), shared with
+	 * the agent's other probes of it: one run on a path at a time */
+	struct probe_path *path;
+	struct probe *wait_next;    /* in the path's queue */
+	int waiting;                /* queued for the path */
 };
+
+/* The agent's own runs: how often a run waited for another of its runs
+ * on the same path, and how often a tick found the probe's last run (or
+ * its wait) not over and was skipped: both delay what the agent sees. */
+struct probe_agent_stats {
+	uint64_t deferred, skipped;
+};
+const struct probe_agent_stats *probe_agent_stats(void);
 
 int probe_new(struct probe **out, struct evr_loop *loop,
 	      const struct probe_cfg *cfg);

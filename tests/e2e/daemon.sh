@@ -746,7 +746,10 @@ VUP_RUNS=()
 if [ -x "$UPSTREAM" ]; then
 	if start_server up1 "$UP1" "$UPSTREAM" -T s -T b -T v -S 1000 -C 7 -I 3 -p "$UP1" &&
 		start_server up2 "$UP2" "$UPSTREAM" -T s -T b -T v -S 1000 -C 7 -I 3 -p "$UP2"; then
-		UPQ=", $(vprobe vup "$UP1" 60 ', "size": 1000, "count": 7, "iters": 3, "negotiate": false'), $(vprobe vupneg "$UP2" 60 ', "size": 1000, "count": 7, "iters": 3')"
+		# first in the list: the first rstream probe runs at once, the
+		# second 0.618 of its interval later (evrdma-probed(8),
+		# interval_s); vupneg fails every run, its server served one
+		UPQ="$(vprobe vup "$UP1" 60 ', "size": 1000, "count": 7, "iters": 3, "negotiate": false'), $(vprobe vupneg "$UP2" 1 ', "size": 1000, "count": 7, "iters": 3'), "
 		VUP_RUNS=('evrdma_probe_runs_total{probe="vup"}' 1
 			'evrdma_probe_runs_total{probe="vupneg"}' 1)
 	fi
@@ -754,12 +757,12 @@ else
 	skip "a verifying probe with \"negotiate\": false against upstream's server: $UPSTREAM is not installed"
 fi
 if start_server vsrv "$VSP" "$R" -T s -T a -p "$VSP"; then
-	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s, %s, %s %s ] }\n' \
-		"$H" "$HP5" \
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s%s, %s, %s ] }\n' \
+		"$H" "$HP5" "$UPQ" \
 		"$(vprobe vlat "$VSP" 0.3 ', "kind": "latency"')" \
 		"$(vprobe vbw "$VSP" 0.3 ', "kind": "bandwidth"')" \
 		"$(vprobe vcus "$VSP" 0.3 ', "size": 1000, "count": 7, "iters": 3')" \
-		"$UPQ" >"$T/verify.json"
+		>"$T/verify.json"
 	bg_start vd 60 "$PROBED" -c "$T/verify.json"
 	if wait_listen "$HP5" 5 vd; then
 		scrape_hp5() { scrape "$1" "$HP5"; }
@@ -1160,11 +1163,11 @@ if wait_listen "$HP7" 5 md; then
 	assert_eq "mesh: ... the other too" 1 "$(val "$T/ms1.txt" "evrdma_probe_up{$L3}")"
 	assert_eq "mesh: this host's own address is skipped" 0 "$(grep -c 'peer="me"' "$T/ms1.txt")"
 	# the series budget evrdma-probed(8) and doc/fabric.md size a
-	# Prometheus by ("The cost of a mesh"): 66 a peer that ran, 38 the
+	# Prometheus by ("The cost of a mesh"): 66 a peer that ran, 40 the
 	# agent's own (no probe or responder label)
 	assert_eq "mesh: series budget: 66 a probed peer (h2, h3)" "66 66" \
 		"$(grep -c -E '^[a-z_]+\{.*peer="h2"' "$T/ms1.txt") $(grep -c -E '^[a-z_]+\{.*peer="h3"' "$T/ms1.txt")"
-	assert_eq "mesh: series budget: 38 of the agent's own" 38 \
+	assert_eq "mesh: series budget: 40 of the agent's own" 40 \
 		"$(grep -E '^[a-z_]+' "$T/ms1.txt" | grep -c -v -E 'probe="|responder="')"
 	r=$(val "$T/ms1.txt" "evrdma_probe_runs_total{$L2}")
 	assert_eq "mesh: the latency histogram, 10 iterations a run" "$((r * 10))" \

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The agent never measures itself (issue 38): a latency probe "lo" of
+# the daemon's own TCP responder, alone, then with 50 copies of itself
+# and a bandwidth probe of the same responder, all at one interval, then
+# alone again.  With the 51 listed probes started together and run in
+# lockstep, every run measured the others (about 880 us a round trip
+# against 20 us alone); now the first runs are spread over the interval
+# and the agent runs one run on a path at a time, so lo's round trip
+# with the crowd stays within 20 % of its round trip alone (the median
+# of its runs' medians, against the larger of the two alone phases), lo
+# still runs every interval, and the waits are counted.
+# shellcheck source=lib.sh
+. "${E2E_LIB:-$(dirname "$0")/lib.sh}"
+
+PROBED=${PROBED:-}
+if [ -z "$PROBED" ] || [ ! -x "$PROBED" ]; then
+	echo "lockstep: PROBED is not set to an executable evrdma-probed" >&2
+	exit 99
+fi
+command -v curl >/dev/null || e2e_skip_all "curl is not installed"
+T=$E2E_TMP
+H=127.0.0.1
+e2e_port >"$T/port" || exit 1
+HP=$(cat "$T/port")
+e2e_port >"$T/port" || exit 1
+MP=$(cat "$T/port")
+IV=2                       # every probe's interval, s
+PHASE=$(tscale 10)         # seconds a phase is watched
+
+scrape() { curl -s --max-time 2 -o "$T/$1.txt" "http://$H:$HP/metrics" 2>/dev/null; }
+val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
+
+lat() { # NAME: a latency probe of the responder, 100 round trips of 64 B
+	printf '{ "name": "%s", "type": "rstream", "transport": "tcp", "host": "%s", "port": %s, "size": 64, "iters": 100, "interval_s": %s, "timeout_s": 5 }' \
+		"$1" "$H" "$MP" "$IV"
+}
+conf() { # FILE EXTRA: lo, EXTRA copies of it, and with EXTRA a bandwidth probe
+	local i p
+	p=$(lat lo)
+	if [ "$2" -gt 0 ]; then
+		for i in $(seq "$2"); do p="$p, $(lat "p$i")"; done
+		# 300 MiB a run, a few tenths of a second: runs of the latency
+		# probes fall inside it, and wait for it
+		p="$p, { \"name\": \"bw\", \"type\": \"rstream\", \"transport\": \"tcp\", \"host\": \"$H\", \"port\": $MP, \"kind\": \"bandwidth\", \"size\": 1048576, \"count\": 300, \"interval_s\": $IV, \"timeout_s\": 5 }"
+	fi
+	cat >"$1" <<EOF
+{ "listen_address": "$H", "listen_port": $HP,
+  "responders": [ { "transport": "tcp", "port": $MP, "bind": "$H" } ],
+  "probes": [ $p ] }
+EOF
+}
+
+# phase NAME EXTRA: run a daemon for PHASE seconds; lo's last run's median
+# round trip at every scrape (one a run) into $T/NAME.med, its runs and
+# the agent's counters at the end into $T/NAME.end
+phase() {
+	local n=$1 i last="" r m
+	conf "$T/$n.json" "$2"
+	: >"$T/$n.med"
+	bg_start "$n" $((PHASE + 60)) "$PROBED" -c "$T/$n.json"
+	if ! wait_listen "$HP" 5 "$n"; then
+		not_ok "$n: the daemon listens"
+		dump "$T/$n.err"
+		bg_kill "$n"
+		return 1
+	fi
+	for i in $(seq $((PHASE * 4))); do
+		sleep 0.25
+		scrape "$n.s" || continue
+		r=$(val "$T/$n.s.txt" 'evrdma_probe_runs_total{probe="lo"}')
+		[ -n "$r" ] && [ "$r" != "$last" ] || continue
+		last=$r
+		m=$(val "$T/$n.s.txt" 'evrdma_rstream_rtt_seconds{probe="lo",quantile="0.5"}')
+		[ -n "$m" ] && echo "$m" >>"$T/$n.med"
+	done
+	cp "$T/$n.s.txt" "$T/$n.end"
+	bg_stop "$n" 10
+	assert_exit "$n: SIGTERM exits 0" 0 "$RC" "$T/$n.err"
+	bg_kill "$n"
+}
+median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+us() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1e6 }'; }
+
+phase alone1 0
+phase crowd 50
+phase alone2 0
+
+a1=$(median "$T/alone1.med") c=$(median "$T/crowd.med") a2=$(median "$T/alone2.med")
+say "lo's median round trip: alone $(us "${a1:-0}") us, with 50 others and bw $(us "${c:-0}") us, alone again $(us "${a2:-0}") us ($(wc -l <"$T/alone1.med"), $(wc -l <"$T/crowd.med"), $(wc -l <"$T/alone2.med") runs)"
+d=$(val "$T/crowd.end" evrdma_probed_runs_deferred_total)
+sk=$(val "$T/crowd.end" evrdma_probed_ticks_skipped_total)
+runs=$(val "$T/crowd.end" 'evrdma_probe_runs_total{probe="lo"}')
+fails=$(grep -E '^evrdma_probe_failures_total\{' "$T/crowd.end" | awk '{ s += $NF } END { print s + 0 }')
+bwd=$(val "$T/crowd.end" 'evrdma_probe_duration_seconds{probe="bw"}')
+say "crowd: $d runs deferred, $sk ticks skipped, lo ran $runs times, $fails failures; bw's last run took $bwd s"
+assert_eq "crowd: no probe failed" 0 "$fails"
+assert_le "crowd: runs that fell in the bandwidth run waited for it (runs deferred)" 1 "${d:-0}"
+if [ "$E2E_VG" = 1 ]; then
+	skip "crowd: lo's round trip within 20 % of alone (valgrind: times are memcheck's)"
+elif [ -z "$a1" ] || [ -z "$c" ] || [ -z "$a2" ]; then
+	not_ok "crowd: lo's round trip within 20 % of alone" "no runs to compare"
+else
+	assert_le "crowd: lo ran every interval ($runs runs in about $PHASE s at $IV s)" \
+		$((PHASE / IV - 1)) "${runs:-0}"
+	if awk -v a="$a1" -v b="$a2" -v c="$c" 'BEGIN { m = a > b ? a : b; exit !(c <= 1.2 * m) }'; then
+		ok "crowd: lo's round trip within 20 % of alone ($(us "$c") us, alone $(us "$a1") and $(us "$a2") us)"
+	else
+		not_ok "crowd: lo's round trip within 20 % of alone" \
+			"$(us "$c") us against $(us "$a1") and $(us "$a2") us"
+	fi
+fi
+
+e2e_done
