@@ -27,7 +27,11 @@ HP=$(cat "$T/port")
 e2e_port >"$T/port" || exit 1
 MP=$(cat "$T/port")
 IV=2                       # every probe's interval, s
-PHASE=$(tscale 10)         # seconds a phase is watched
+PHASE=10                   # seconds a phase is watched
+EXTRA=50                   # copies of lo beside it
+# Under valgrind the times are memcheck's: one short crowd phase checks
+# the queue's memory, not the round trips (and 50 copies would time out)
+[ "$E2E_VG" = 1 ] && EXTRA=5
 
 scrape() { curl -s --max-time 2 -o "$T/$1.txt" "http://$H:$HP/metrics" 2>/dev/null; }
 val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
@@ -59,8 +63,8 @@ phase() {
 	local n=$1 i last="" r m
 	conf "$T/$n.json" "$2"
 	: >"$T/$n.med"
-	bg_start "$n" $((PHASE + 60)) "$PROBED" -c "$T/$n.json"
-	if ! wait_listen "$HP" 5 "$n"; then
+	bg_start "$n" $((PHASE + $(tscale 60))) "$PROBED" -c "$T/$n.json"
+	if ! wait_listen "$HP" "$(tscale 5)" "$n"; then
 		not_ok "$n: the daemon listens"
 		dump "$T/$n.err"
 		bg_kill "$n"
@@ -83,8 +87,16 @@ phase() {
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 us() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1e6 }'; }
 
+if [ "$E2E_VG" = 1 ]; then
+	phase crowd "$EXTRA"
+	d=$(val "$T/crowd.end" evrdma_probed_runs_deferred_total)
+	assert_eq "valgrind: the agent counts its deferred runs" 1 \
+		"$([ -n "$d" ] && echo 1 || echo 0)"
+	skip "lo's round trip with the crowd (valgrind: times are memcheck's)"
+	e2e_done
+fi
 phase alone1 0
-phase crowd 50
+phase crowd "$EXTRA"
 phase alone2 0
 
 a1=$(median "$T/alone1.med") c=$(median "$T/crowd.med") a2=$(median "$T/alone2.med")
@@ -97,9 +109,7 @@ bwd=$(val "$T/crowd.end" 'evrdma_probe_duration_seconds{probe="bw"}')
 say "crowd: $d runs deferred, $sk ticks skipped, lo ran $runs times, $fails failures; bw's last run took $bwd s"
 assert_eq "crowd: no probe failed" 0 "$fails"
 assert_le "crowd: runs that fell in the bandwidth run waited for it (runs deferred)" 1 "${d:-0}"
-if [ "$E2E_VG" = 1 ]; then
-	skip "crowd: lo's round trip within 20 % of alone (valgrind: times are memcheck's)"
-elif [ -z "$a1" ] || [ -z "$c" ] || [ -z "$a2" ]; then
+if [ -z "$a1" ] || [ -z "$c" ] || [ -z "$a2" ]; then
 	not_ok "crowd: lo's round trip within 20 % of alone" "no runs to compare"
 else
 	assert_le "crowd: lo ran every interval ($runs runs in about $PHASE s at $IV s)" \
