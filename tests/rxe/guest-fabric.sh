@@ -121,6 +121,18 @@ for n in 2 3 4; do
 	fi
 done
 
+# long_client HOST ADDR: a long client run from HOST to ADDR in the
+# background ($cp), once its connection is up (so a fault lands mid-run)
+long_client() {
+	ip netns exec "$1" timeout 60 "$R" -s "$2" -S 4096 -C 100000 -T a >"$T/c.out" 2>&1 &
+	cp=$!
+	for _ in $(seq 100); do
+		fab_x "$1" rdma resource show cm_id 2>/dev/null |
+			grep -q "state CONNECT .*comm rstream" && break
+		sleep 0.1
+	done
+}
+
 # faults
 # 2 % loss on a spine link: RC retransmits, the run still verifies (a
 # lost packet costs rxe a retransmit timeout: 64 KiB x 40 take 25 s, so
@@ -133,9 +145,7 @@ fab_clear l1-s1
 # deletion returns at once; added again, it runs again
 rm -f "$T"/*.out
 srv h4 "$H4" "$R" -b "$H4" --once || ko "server for the RNIC fault" "never listened"
-ip netns exec h2 timeout 60 "$R" -s "$H4" -S 4096 -C 100000 -T a >"$T/c.out" 2>&1 &
-cp=$!
-for _ in $(seq 100); do fab_x h2 rdma resource show cm_id 2>/dev/null | grep -q "state CONNECT .*comm rstream" && break; sleep 0.1; done
+long_client h2 "$H4"
 t=$(now)
 timeout 30 rdma link delete rxeh2; drc=$?
 del=$(since "$t")
@@ -157,9 +167,7 @@ pair "h2's RNIC back: across racks again" h4 "$R -b $H4 --once" h2 "$R -s $H4 $O
 # and upstream's both time out; doc/fabric.md)
 rm -f "$T"/*.out
 srv h3 "$H3" "$R" -b "$H3" --once || ko "server for the link fault" "never listened"
-ip netns exec h1 timeout 60 "$R" -s "$H3" -S 4096 -C 100000 -T a >"$T/c.out" 2>&1 &
-cp=$!
-for _ in $(seq 100); do fab_x h1 rdma resource show cm_id 2>/dev/null | grep -q "state CONNECT .*comm rstream" && break; sleep 0.1; done
+long_client h1 "$H3"
 t=$(now)
 fab_fault down h1
 reap "$cp" 20; rc=$?
