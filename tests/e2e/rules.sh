@@ -54,7 +54,7 @@ for a in $(sed -n 's/^ *- alert: *//p' "$RULES"); do
 		not_ok "alert $a is tested" "asked for $n times, expected to fire $f times"
 	fi
 done
-assert_eq "sixteen alerts" 16 "$(grep -c '^ *- alert:' "$RULES")"
+assert_eq "seventeen alerts" 17 "$(grep -c '^ *- alert:' "$RULES")"
 
 # The tests must catch a broken rule: each break, alone, fails them.
 # break NAME FROM TO: the rules with FROM replaced by TO (once, and it
@@ -157,6 +157,14 @@ brk throughput_share 'throughput_low:ratio > 0.5' 'throughput_low:ratio >= 0.5'
 brk throughput_baseline 'max_over_time(host_peer:evrdma_rstream_throughput_bytes_per_second:last[30m])' \
 	'min_over_time(host_peer:evrdma_rstream_throughput_bytes_per_second:last[30m])'
 brk hold_threshold 'hold_seconds:median_mean2m > 0.0005' 'hold_seconds:median_mean2m > 0.01'
+# racks: a host its own rack reaches is not down (a spine is); the
+# paths between racks fail over many pairs (one pair's is its own), and
+# more than within either rack (a dead host fails its rack's pairs too)
+brk rack_host_reached '
+            unless on (job, host) (host:evrdma_mesh_unreached_in_rack:ratio == 0)' ''
+brk rack_pairs_spread '
+            and on (job, host_rack, rack) (rack_pair:evrdma_mesh_pairs_failed:ratio2m >= 0.5))' ')'
+brk rack_within '(4 * rack:evrdma_mesh_failed_in_rack:ratio2m)' '(0 * rack:evrdma_mesh_failed_in_rack:ratio2m)'
 
 # -------------------------------------------------------------- peers2sd
 

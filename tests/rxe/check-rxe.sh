@@ -47,6 +47,7 @@ export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=0:exitcode=86:print_stacktra
 rc=0
 export FAULT_RXE_CYCLES=@CYCLES@
 export EVR_RXE_SAN=@SAN@
+@FLEET@
 # guest-nicfail.sh last: its link-down case leaves the kernel's RDMA CM
 # unusable (6.1's Soft-RoCE; the script says how)
 last=
@@ -83,9 +84,23 @@ case $cycles in ''|*[!0-9]*) echo "check-rxe: FAULT_RXE_CYCLES must be a number"
 # time bounds (tests/rxe/lib-guest.sh)
 san=0
 grep -q '^EVR_SANITIZERS = yes' "$build/Makefile" 2>/dev/null && san=1
+# guest-fleet.sh's campaign: FLEET_ROUNDS, FLEET_KINDS, FLEET_BOUND,
+# FLEET_DELAY_MS (bench/fabric-campaign.sh), passed on as they are
+fleet=
+for v in FLEET_ROUNDS FLEET_KINDS FLEET_BOUND FLEET_DELAY_MS; do
+	[ -n "${!v:-}" ] || continue
+	case ${!v} in *[!a-z0-9\ ]*) echo "check-rxe: $v: letters, digits and spaces only" >&2; exit 1 ;; esac
+	fleet="$fleet export $v='${!v}';"
+done
 sed -i -e "s|@ONLY@|${EVR_RXE_ONLY:-*}|" -e "s|@CYCLES@|$cycles|" \
-	-e "s|@SAN@|$san|" "$runner"
-"$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" \
+	-e "s|@SAN@|$san|" -e "s|@FLEET@|$fleet|" "$runner"
+# the fleet's own Prometheus (guest-fleet.sh), with the shipped rules
+prom=()
+if command -v prometheus >/dev/null; then
+	prom=(--add "$(command -v prometheus)=/opt/evr/prometheus"
+		--add "$here/../../contrib/prometheus/evrdma-fabric-fast.rules.yml=/opt/evr/evrdma-fabric-fast.rules.yml")
+fi
+"$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" "${prom[@]}" \
 	--add "$build/rstream=/opt/evr/rstream" \
 	--add "$build/mckey=/opt/evr/mckey" \
 	--add "$build/evrdma-probed=/opt/evr/evrdma-probed" \

@@ -200,6 +200,26 @@ fab_wait_active() { # every host's port ACTIVE (its GIDs there), 10 s at most
 
 fab_shape() { [ -n "${FAB_RACKS:-}" ] || . "$FAB_RUN/shape"; }
 
+# An out-of-band management network, as a fabric's monitoring has: a
+# bridge "oob" in the guest's own namespace (10.255.0.254/24) and one
+# veth "oob0" in every host (10.255.0.N for hN), carrying no RDMA.  A
+# Prometheus in the guest's namespace scrapes the agents over it, so the
+# fabric's faults take away probes, never the monitor's view of them.
+fab_oob_addr() { echo "10.255.0.$1"; }
+fab_oob() {
+	fab_shape
+	local h
+	ip link add oob type bridge 2>/dev/null || fab_die "oob: a bridge oob exists" || return 1
+	ip addr add 10.255.0.254/24 dev oob
+	ip link set oob up
+	for h in $(fab_hosts); do
+		ip link add oob0 netns "$h" type veth peer name "o$h"
+		ip link set "o$h" master oob up
+		fab_x "$h" ip addr add "$(fab_oob_addr "${h#h}")/24" dev oob0
+		fab_x "$h" ip link set oob0 up
+	done
+}
+
 fab_down() {
 	local ns p
 	for p in "$FAB_RUN"/*.pid; do [ -e "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
@@ -210,6 +230,7 @@ fab_down() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns delete "$ns"
 	done
+	ip link delete oob 2>/dev/null
 	rm -rf "$FAB_RUN"
 }
 
