@@ -712,7 +712,7 @@ static int mk_join(struct evr_mc_node *n)
 	unsigned q = n->index;
 
 	M.n_join[q]++;
-	if (n->state != EVR_MC_JOINING)
+	if (n->state != EVR_MC_JOINING && n->state != EVR_MC_REJOINING)
 		mock_bad("join", n);
 	if (M.join_ret[q] < 0) {
 		EVR__MC_FAIL(n->mc, .qp = q,
@@ -1076,11 +1076,11 @@ static void finish(struct evr_mcast *m)
 START_TEST(test_state_names)
 {
 	static const char *const names[] = { "IDLE", "RESOLVING", "JOINING",
-					     "JOINED", "RUNNING", "DONE",
-					     "FAILED" };
+					     "JOINED", "RUNNING", "REJOINING",
+					     "DONE", "FAILED" };
 	int s;
 
-	ck_assert_int_eq(EVR_MC__COUNT, 7);
+	ck_assert_int_eq(EVR_MC__COUNT, 8);
 	ck_assert_int_eq(EVR_MC_IDLE, 0);
 	for (s = 0; s < EVR_MC__COUNT; s++)
 		ck_assert_str_eq(evr__mc_state_name((enum evr_mc_state)s),
@@ -1114,6 +1114,10 @@ START_TEST(test_every_state)
 	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING, 5000);
 	inject_err(m, 1, EVR_MCE_SEND_COMP, -EIO, "mckey: send completion");
 	ck_assert_int_eq(ST(m, 1), EVR_MC_FAILED);
+	EV(m, 0, EVR_MCE_GROUP_LOST, -ENETRESET);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_REJOINING);
+	EV(m, 0, EVR_MCE_JOINED, 0);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_RUNNING);
 	EV(m, 0, EVR_MCE_SEND_COMP, 0);
 	EV(m, 0, EVR_MCE_SEND_COMP, 0);
 	ck_assert_int_eq(ST(m, 0), EVR_MC_DONE);
@@ -1121,7 +1125,7 @@ START_TEST(test_every_state)
 	for (s = 0; s < EVR_MC__COUNT; s++)
 		ck_assert_msg(R.seen & 1u << s, "state %s never entered",
 			      evr__mc_state_name((enum evr_mc_state)s));
-	assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>DONE");
+	assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>REJOINING>RUNNING>DONE");
 	assert_trace(1, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>FAILED");
 	ck_assert_int_eq(R.status, -EIO);
 	finish(m);
@@ -1902,6 +1906,116 @@ START_TEST(test_step_timer_joining)
 	ck_assert_uint_eq(M.n_leave[1], 0);
 	assert_trace(1, "IDLE>RESOLVING>JOINING>FAILED");
 	assert_phases(PH_JOIN);
+	finish(m);
+}
+END_TEST
+
+/* RDMA_CM_EVENT_MULTICAST_ERROR after the join (GROUP_LOST): the QP
+ * leaves and joins once more; receives that come meanwhile count, and
+ * the run ends well (_i 0).  A second loss after that rejoin ends the QP
+ * with one line naming it (_i 1); a rejoin that never completes ends at
+ * join_ms as "failure rejoining" (_i 2).  The other QP runs on. */
+START_TEST(test_rejoin_once)
+{
+	struct evr_mcast_opts o = opts(0, 2, 3);
+	struct evr_mcast *m;
+
+	o.join_ms = 40;
+	m = mk(&o);
+	evr_mcast_start(m);
+	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING && ST(m, 1) == EVR_MC_RUNNING,
+		  5000);
+	EV(m, 0, EVR_MCE_RECV_COMP, 0);
+	M.join_ret[0] = 0; /* the rejoin completes by its event */
+	EV(m, 0, EVR_MCE_GROUP_LOST, -ENETRESET);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_REJOINING);
+	ck_assert_uint_eq(M.n_leave[0], 1);
+	ck_assert_uint_eq(M.n_join[0], 2);
+	ck_assert(ev_is_active(&NODE(m, 0)->step_w));
+	EV(m, 0, EVR_MCE_RECV_COMP, 0);   /* counted while rejoining */
+	ck_assert_uint_eq(NODE(m, 0)->recvd, 2);
+	EV(m, 0, EVR_MCE_GROUP_LOST, -ENETRESET); /* not joined: ignored */
+	ck_assert_int_eq(ST(m, 0), EVR_MC_REJOINING);
+	ck_assert_uint_eq(M.n_join[0], 2);
+	if (_i == 2) {
+		RUN_UNTIL(ST(m, 0) == EVR_MC_FAILED, 5000); /* join_ms */
+	} else {
+		EV(m, 0, EVR_MCE_JOINED, 0);
+		ck_assert_int_eq(ST(m, 0), EVR_MC_RUNNING);
+		ck_assert_int_eq(ev_is_active(&NODE(m, 0)->step_w), 0);
+		if (_i == 1)
+			EV(m, 0, EVR_MCE_GROUP_LOST, -ECONNRESET);
+		else
+			EV(m, 0, EVR_MCE_RECV_COMP, 0);
+	}
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	WAIT_DONE();
+	ck_assert_int_eq(ST(m, 1), EVR_MC_DONE);
+	switch (_i) {
+	case 0:
+		ck_assert_int_eq(ST(m, 0), EVR_MC_DONE);
+		ck_assert_int_eq(R.status, 0);
+		ck_assert_uint_eq(R.nfail, 0);
+		ck_assert_uint_eq(M.n_leave[0], 2); /* and at the end */
+		assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>"
+				"REJOINING>RUNNING>DONE");
+		break;
+	case 1:
+		ck_assert_int_eq(ST(m, 0), EVR_MC_FAILED);
+		ck_assert_int_eq(R.status, -ECONNRESET);
+		ck_assert_uint_eq(R.nfail, 1);
+		ck_assert_str_eq(R.fail[0].msg, "mckey: QP 0 lost the group "
+				 "again after rejoining it "
+				 "(RDMA_CM_EVENT_MULTICAST_ERROR, error: -104)");
+		ck_assert_uint_eq(M.n_join[0], 2); /* no third join */
+		assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>"
+				"REJOINING>RUNNING>FAILED");
+		break;
+	case 2:
+		ck_assert_int_eq(ST(m, 0), EVR_MC_FAILED);
+		ck_assert_int_eq(R.status, -ETIMEDOUT);
+		ck_assert_uint_eq(R.nfail, 1);
+		ck_assert_str_eq(R.fail[0].msg, "mckey: failure rejoining after "
+				 "RDMA_CM_EVENT_MULTICAST_ERROR");
+		ck_assert_int_eq(R.fail[0].sys_errno, ETIMEDOUT);
+		ck_assert_uint_eq(M.n_leave[0], 1); /* not joined: no leave */
+		assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>RUNNING>"
+				"REJOINING>FAILED");
+		break;
+	}
+	finish(m);
+}
+END_TEST
+
+/* A sender that loses the group: nothing is sent while it rejoins (the
+ * mock fails a send outside RUNNING), the rest after. */
+START_TEST(test_rejoin_sender_waits)
+{
+	struct evr_mcast_opts o = opts(1, 1, 4);
+	struct evr_mcast *m;
+
+	o.rate = 1000; /* a send a millisecond */
+	M.send_nscript = 0;
+	m = mk(&o);
+	evr_mcast_start(m);
+	RUN_UNTIL(M.nsent[0] >= 1, 5000);
+	M.join_ret[0] = 0;
+	EV(m, 0, EVR_MCE_GROUP_LOST, -ENETRESET);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_REJOINING);
+	run_ms(10);                        /* ten pacing ticks */
+	ck_assert_uint_le(M.nsent[0], 2);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_REJOINING);
+	EV(m, 0, EVR_MCE_JOINED, 0);
+	RUN_UNTIL(M.nsent[0] == 4, 5000);
+	EV(m, 0, EVR_MCE_SEND_COMP, 0);
+	EV(m, 0, EVR_MCE_SEND_COMP, 0);
+	EV(m, 0, EVR_MCE_SEND_COMP, 0);
+	EV(m, 0, EVR_MCE_SEND_COMP, 0);
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, 0);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_DONE);
 	finish(m);
 }
 END_TEST
@@ -2942,6 +3056,8 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_resolve_error_async);
 	tcase_add_test(tc, test_resolve_error_sync);
 	tcase_add_loop_test(tc, test_join_error, 0, 2);
+	tcase_add_loop_test(tc, test_rejoin_once, 0, 3);
+	tcase_add_test(tc, test_rejoin_sender_waits);
 	tcase_add_test(tc, test_setup_failure);
 	tcase_add_test(tc, test_setup_failure_single);
 	tcase_add_test(tc, test_deadline_receiver);

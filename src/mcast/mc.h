@@ -21,6 +21,8 @@
 	X(JOINING)    /* resources set up, receives posted, join sent */ \
 	X(JOINED)     /* address handle made; waiting for the others */ \
 	X(RUNNING)    /* settled: sending or receiving */ \
+	X(REJOINING)  /* the group lost after the join (MULTICAST_ERROR): \
+		       * left, joining again, once */ \
 	X(DONE)       /* left the group (if joined) */ \
 	X(FAILED)
 
@@ -48,6 +50,9 @@ enum evr_mc_ev {
 			       * down (arg: the status); the transport has
 			       * recorded the failure and let go of the
 			       * group */
+	EVR_MCE_GROUP_LOST,   /* the membership lost after the join
+			       * (RDMA_CM_EVENT_MULTICAST_ERROR; arg: its
+			       * status): rejoin once, fail the second time */
 };
 
 struct evr_mcast;
@@ -89,11 +94,12 @@ struct evr_mc_node {
 	uint64_t sent, send_done, recvd;
 	uint64_t join_t0, join_ns;
 	int joined, go, timed_out;
+	unsigned rejoins;         /* MULTICAST_ERRORs survived: 0 or 1 */
 	char dgid[64];
 	unsigned mlid, sl;
 	struct evr_mc_acct acct;
 	ev_timer pace_w;
-	ev_timer step_w;          /* bounds RESOLVING and JOINING */
+	ev_timer step_w;          /* bounds RESOLVING, JOINING, REJOINING */
 	int failed;
 };
 

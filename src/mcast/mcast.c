@@ -212,6 +212,65 @@ static void pace_cb(struct ev_loop *l, ev_timer *w, int revents)
 	evr__mc_node_event(n, EVR_MCE_SEND_SLOT, 0);
 }
 
+/* The group joined again after a MULTICAST_ERROR: back where the node
+ * was (sending or receiving again; or waiting for the others, or for
+ * its GO if that came meanwhile). */
+static void rejoined(struct evr_mc_node *n)
+{
+	struct evr_mcast *m = n->mc;
+
+	n->joined = 1;
+	step_timer(n, 0);
+	if (n->go) {
+		set_state(n, EVR_MC_RUNNING);
+		if (m->o.sender && m->o.rate <= 0)
+			pump(n);
+		transfer_check(n);
+		return;
+	}
+	set_state(n, EVR_MC_JOINED);
+	if (m->phase_go)
+		evr__mc_node_event(n, EVR_MCE_GO, 0);
+	else
+		check_all_joined(m);
+}
+
+/* RDMA_CM_EVENT_MULTICAST_ERROR after the join: "the group should be
+ * rejoined, if desired".  Once: leave, join again (sends wait, receives
+ * still count); a second loss ends the QP with one line. */
+static void group_lost(struct evr_mc_node *n, int status)
+{
+	struct evr_mcast *m = n->mc;
+	char d[160];
+	int r;
+
+	if (n->rejoins) {
+		snprintf(d, sizeof(d), "mckey: QP %u lost the group again "
+			 "after rejoining it (RDMA_CM_EVENT_MULTICAST_ERROR, "
+			 "error: %d)", n->index, status);
+		EVR__MC_FAIL(m, .qp = n->index, .status = status, .msg = d);
+		node_failed(n, status);
+		return;
+	}
+	n->rejoins++;
+	n->joined = 0;
+	if (m->x->leave(n) < 0) {
+		node_failed(n, -EIO); /* recorded by the transport */
+		return;
+	}
+	set_state(n, EVR_MC_REJOINING);
+	step_timer(n, m->o.join_ms);
+	n->join_t0 = evr_now_ns();
+	r = m->x->join(n);
+	if (r < 0) {
+		if (!terminal(n))
+			node_failed(n, r);
+		return;
+	}
+	if (r == 1)
+		evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+}
+
 void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 {
 	struct evr_mcast *m = n->mc;
@@ -263,6 +322,10 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		node_failed(n, arg);
 		return;
 	case EVR_MCE_JOINED:
+		if (n->state == EVR_MC_REJOINING) {
+			rejoined(n);
+			return;
+		}
 		if (n->state != EVR_MC_JOINING)
 			return;
 		n->join_ns = evr_now_ns() - n->join_t0;
@@ -312,7 +375,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		transfer_check(n);
 		return;
 	case EVR_MCE_DEADLINE:
-		if (n->state != EVR_MC_RUNNING)
+		if (n->state != EVR_MC_RUNNING && n->state != EVR_MC_REJOINING)
 			return;
 		n->timed_out = 1;
 		n->failed = 1;
@@ -324,6 +387,10 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 	case EVR_MCE_LOST:
 		node_failed(n, arg);
 		return;
+	case EVR_MCE_GROUP_LOST:
+		if (n->state == EVR_MC_JOINED || n->state == EVR_MC_RUNNING)
+			group_lost(n, arg);
+		return;
 	case EVR_MCE_STEP_TIMEOUT:
 		if (n->state == EVR_MC_RESOLVING)
 			EVR__MC_FAIL(m, .qp = n->index, .status = -ETIMEDOUT,
@@ -332,6 +399,11 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 		else if (n->state == EVR_MC_JOINING)
 			EVR__MC_FAIL(m, .qp = n->index, .status = -ETIMEDOUT,
 				     .msg = "mckey: failure joining",
+				     .sys_errno = ETIMEDOUT);
+		else if (n->state == EVR_MC_REJOINING)
+			EVR__MC_FAIL(m, .qp = n->index, .status = -ETIMEDOUT,
+				     .msg = "mckey: failure rejoining after "
+					    "RDMA_CM_EVENT_MULTICAST_ERROR",
 				     .sys_errno = ETIMEDOUT);
 		else
 			return;
@@ -367,7 +439,8 @@ static void deadline_cb(struct ev_loop *l, ev_timer *w, int revents)
 	char d[160];
 
 	for (i = 0; i < m->nnodes; i++)
-		if (m->nodes[i].state == EVR_MC_RUNNING)
+		if (m->nodes[i].state == EVR_MC_RUNNING ||
+		    m->nodes[i].state == EVR_MC_REJOINING)
 			late++;
 	if (!late)
 		return;

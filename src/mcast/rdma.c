@@ -648,6 +648,23 @@ static void on_join(struct evr_mc_node *n, struct rdma_ud_param *ud)
 	struct rnode *r = rn(n);
 	struct evr_mc_joined j;
 
+	if (n->state == EVR_MC_REJOINING) {
+		/* the group again after a MULTICAST_ERROR: a new address
+		 * handle, no second "joined" report */
+		if (r->ah)
+			ibv_destroy_ah(r->ah);
+		r->remote_qpn = ud->qp_num;
+		r->remote_qkey = ud->qkey;
+		r->ah = ibv_create_ah(r->pd, &ud->ah_attr);
+		if (!r->ah) {
+			EVR__MC_FAIL(m, .qp = n->index, .status = -1,
+				     .msg = "mckey: failure creating address handle");
+			evr__mc_node_event(n, EVR_MCE_JOIN_ERR, -1);
+			return;
+		}
+		evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+		return;
+	}
 	memset(&j, 0, sizeof(j));
 	j.qp = n->index;
 	inet_ntop(AF_INET6, ud->ah_attr.grh.dgid.raw, j.dgid, sizeof(j.dgid));
@@ -688,14 +705,27 @@ static void cm_cb(struct ev_loop *l, ev_io *w, int revents)
 			evr__mc_node_event(n, EVR_MCE_RESOLVED, 0);
 			break;
 		case RDMA_CM_EVENT_MULTICAST_JOIN:
-			if (n->state == EVR_MC_JOINING)
+			if (n->state == EVR_MC_JOINING ||
+			    n->state == EVR_MC_REJOINING)
 				on_join(n, &ud);
 			break;
+		case RDMA_CM_EVENT_MULTICAST_ERROR:
+			if (n->state == EVR_MC_JOINED ||
+			    n->state == EVR_MC_RUNNING) {
+				/* upstream's line, then rejoin once */
+				evr__mc_cm_event(m, n->index,
+						 rdma_event_str(type), status,
+						 1);
+				evr__mc_node_event(n, EVR_MCE_GROUP_LOST,
+						   status);
+				break;
+			}
+			/* fall through - the join (or rejoin) failed */
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
-		case RDMA_CM_EVENT_MULTICAST_ERROR:
 			if (n->state == EVR_MC_RESOLVING ||
-			    n->state == EVR_MC_JOINING) {
+			    n->state == EVR_MC_JOINING ||
+			    n->state == EVR_MC_REJOINING) {
 				snprintf(d, sizeof(d),
 					 "mckey: event: %s, error: %d",
 					 rdma_event_str(type), status);
