@@ -235,6 +235,13 @@ inject() { # KIND TARGET
 			else
 				wrong="$wrong $a{$w}"
 				nwrong=$((nwrong + 1))
+				# what the rules saw, for the report
+				for e in host:evrdma_rstream_network_slow:ratio \
+					host:evrdma_rstream_latency_seconds:median_mean2m \
+					job:evrdma_rstream_latency_seconds:median_mean2m \
+					host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio; do
+					echo "$kind $tgt $a{$w}: $e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"host":"\([^"]*\)"/\1/' | tr '\n' ' ')"
+				done >>"$T/wrong"
 			fi
 		done <"$T/firing"
 		# once detected, watch 5 s more for a wrong one
@@ -284,6 +291,7 @@ esac
 # the report: per kind, injections, detected, the alerts that named
 # another (false), the time to the alert
 sed 's/^/# /' "$T/campaign"
+[ -s "$T/wrong" ] && sed 's/^/# wrong: /' "$T/wrong"
 printf '# %-6s %5s %7s %10s %9s %6s\n' kind inj recall precision median_s max_s
 for k in $KINDS; do
 	# per injection: detected or not, and its alerts right and wrong
