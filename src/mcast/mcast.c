@@ -212,6 +212,26 @@ static void pace_cb(struct ev_loop *l, ev_timer *w, int revents)
 	evr__mc_node_event(n, EVR_MCE_SEND_SLOT, 0);
 }
 
+/* JOINING (or REJOINING): the join call, bounded by join_ms. */
+static void start_join(struct evr_mc_node *n, enum evr_mc_state st)
+{
+	struct evr_mcast *m = n->mc;
+	int r;
+
+	set_state(n, st);
+	step_timer(n, m->o.join_ms);
+	n->join_t0 = evr_now_ns();
+	r = m->x->join(n);
+	if (r < 0) {
+		/* a transport that lost the node's device ended it */
+		if (!terminal(n))
+			node_failed(n, r);
+		return;
+	}
+	if (r == 1)
+		evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+}
+
 /* The group joined again after a MULTICAST_ERROR: back where the node
  * was (sending or receiving again; or waiting for the others, or for
  * its GO if that came meanwhile). */
@@ -242,7 +262,6 @@ static void group_lost(struct evr_mc_node *n, int status)
 {
 	struct evr_mcast *m = n->mc;
 	char d[160];
-	int r;
 
 	if (n->rejoins) {
 		snprintf(d, sizeof(d), "mckey: QP %u lost the group again "
@@ -258,17 +277,7 @@ static void group_lost(struct evr_mc_node *n, int status)
 		node_failed(n, -EIO); /* recorded by the transport */
 		return;
 	}
-	set_state(n, EVR_MC_REJOINING);
-	step_timer(n, m->o.join_ms);
-	n->join_t0 = evr_now_ns();
-	r = m->x->join(n);
-	if (r < 0) {
-		if (!terminal(n))
-			node_failed(n, r);
-		return;
-	}
-	if (r == 1)
-		evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+	start_join(n, EVR_MC_REJOINING);
 }
 
 void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
@@ -304,18 +313,7 @@ void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 				node_failed(n, r);
 			return;
 		}
-		set_state(n, EVR_MC_JOINING);
-		step_timer(n, m->o.join_ms);
-		n->join_t0 = evr_now_ns();
-		r = m->x->join(n);
-		if (r < 0) {
-			/* a transport that lost the node's device ended it */
-			if (!terminal(n))
-				node_failed(n, r);
-			return;
-		}
-		if (r == 1)
-			evr__mc_node_event(n, EVR_MCE_JOINED, 0);
+		start_join(n, EVR_MC_JOINING);
 		return;
 	case EVR_MCE_RESOLVE_ERR:
 	case EVR_MCE_JOIN_ERR:

@@ -640,39 +640,29 @@ static void cq_cb(struct ev_loop *l, ev_io *w, int revents)
 	}
 }
 
-/* The group is joined: report it, then make the address handle the
- * sends go through. */
+/* The group is joined (or joined again): report it, then make the
+ * address handle the sends go through. */
 static void on_join(struct evr_mc_node *n, struct rdma_ud_param *ud)
 {
 	struct evr_mcast *m = n->mc;
 	struct rnode *r = rn(n);
 	struct evr_mc_joined j;
 
-	if (n->state == EVR_MC_REJOINING) {
-		/* the group again after a MULTICAST_ERROR: a new address
-		 * handle, no second "joined" report */
-		if (r->ah)
-			ibv_destroy_ah(r->ah);
-		r->remote_qpn = ud->qp_num;
-		r->remote_qkey = ud->qkey;
-		r->ah = ibv_create_ah(r->pd, &ud->ah_attr);
-		if (!r->ah) {
-			EVR__MC_FAIL(m, .qp = n->index, .status = -1,
-				     .msg = "mckey: failure creating address handle");
-			evr__mc_node_event(n, EVR_MCE_JOIN_ERR, -1);
-			return;
-		}
-		evr__mc_node_event(n, EVR_MCE_JOINED, 0);
-		return;
+	/* a rejoin after a MULTICAST_ERROR: a new address handle, no
+	 * second "joined" report */
+	if (n->state != EVR_MC_REJOINING) {
+		memset(&j, 0, sizeof(j));
+		j.qp = n->index;
+		inet_ntop(AF_INET6, ud->ah_attr.grh.dgid.raw, j.dgid,
+			  sizeof(j.dgid));
+		j.mlid = ud->ah_attr.dlid;
+		j.sl = ud->ah_attr.sl;
+		j.join_ns = evr_now_ns() - n->join_t0;
+		snprintf(n->dgid, sizeof(n->dgid), "%s", j.dgid);
+		evr__mc_joined(m, &j);
 	}
-	memset(&j, 0, sizeof(j));
-	j.qp = n->index;
-	inet_ntop(AF_INET6, ud->ah_attr.grh.dgid.raw, j.dgid, sizeof(j.dgid));
-	j.mlid = ud->ah_attr.dlid;
-	j.sl = ud->ah_attr.sl;
-	j.join_ns = evr_now_ns() - n->join_t0;
-	snprintf(n->dgid, sizeof(n->dgid), "%s", j.dgid);
-	evr__mc_joined(m, &j);
+	if (r->ah)
+		ibv_destroy_ah(r->ah);
 	r->remote_qpn = ud->qp_num;
 	r->remote_qkey = ud->qkey;
 	r->ah = ibv_create_ah(r->pd, &ud->ah_attr);
