@@ -1,0 +1,321 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# The fleet agent over RDMA, in a fabric (tests/rxe/fabric.sh; the newer
+# guest kernel), watched by a real Prometheus with the shipped rules (run
+# by bench/fabric-campaign.sh; not in CI until its rules' precision holds
+# there: CI's run once named a healthy host, see doc/fabric.md):
+# 4 hosts in 2 racks, one evrdma-probed per host with an rdma responder
+# and an rdma mesh over one peers file (racks as labels), scraped over an
+# out-of-band management network (fab_oob) every second and judged by
+# contrib/prometheus/evrdma-fabric-fast.rules.yml (the shipped rules, their
+# windows divided by 12).  Then a fault campaign: FLEET_ROUNDS rounds
+# (2) of the kinds in FLEET_KINDS ("dead rnic spine"), each injection on
+# the next host or spine link in turn:
+#   dead   a host's link dead (100 % loss both ways; its carrier stays:
+#          a carrier lost under a live RC connection wedges Soft-RoCE's
+#          CM on that host, see doc/fabric.md) -> that host named
+#   down   a host's link down (ip link set down, both ends)
+#   loss   2 % loss both ways on a host's link
+#   delay  +1 ms each way on a host's link (FLEET_DELAY_MS)
+#   rnic   a host's RNIC removed (rdma link delete), added back after
+#   cpu    a host starved of CPU: its agent and a busy loop in a cgroup
+#          of 5 % of a CPU
+#   spine  a spine link down (lR-sS): the paths between the racks, no host
+# An injection is detected when a firing alert names its target (the
+# host; for a spine link, the pair of racks) within FLEET_BOUND seconds
+# (20); every alert firing meanwhile that names anything else is a false
+# one.  Then the fault is cleared and the fleet must come back: every
+# pair up, no alert firing.  The last lines: each injection, and per
+# kind the recall, the precision and the time to the alert (median,
+# max), as doc/fabric.md reports them (bench/fabric-campaign.sh runs the
+# full campaign).
+set -u
+P=${EVR_BIN:-/opt/evr}/evrdma-probed
+PROM=${EVR_BIN:-/opt/evr}/prometheus
+RULES=${EVR_BIN:-/opt/evr}/evrdma-fabric-fast.rules.yml
+ROUNDS=${FLEET_ROUNDS:-2}
+KINDS=${FLEET_KINDS:-dead rnic spine}
+BOUND=${FLEET_BOUND:-20}
+DELAY_MS=${FLEET_DELAY_MS:-1}
+T=$(mktemp -d)
+here=$(dirname "$0")
+# shellcheck source=tests/rxe/lib-guest.sh
+. "$here/lib-guest.sh"
+# shellcheck source=tests/rxe/fabric.sh
+. "$here/fabric.sh"
+N=4
+declare -a ap
+pp=
+summary() {
+	local n
+	[ -n "$pp" ] && kill "$pp" 2>/dev/null
+	for n in $(seq $N); do [ -n "${ap[$n]:-}" ] && kill -9 "${ap[$n]}" 2>/dev/null; done
+	starve_end 2>/dev/null
+	fab_down >/dev/null 2>&1
+	echo "fleetprom-rxe: $pass passed, $fail failed"
+	exit $((fail > 0))
+}
+kv=$(uname -r)
+maj=${kv%%.*}; min=${kv#*.}; min=${min%%.*}
+if [ "$maj" -lt 7 ] || { [ "$maj" = 7 ] && [ "$min" -lt 1 ]; }; then
+	echo "SKIP: the fleet needs Soft-RoCE per network namespace (Linux 7.1+), this guest runs $kv"
+	echo "fleetprom-rxe: 0 passed, 0 failed (skipped: kernel $kv)"
+	exit 0
+fi
+case $ROUNDS in ''|*[!0-9]*|0) echo "FLEET_ROUNDS must be a positive number" >&2; exit 2 ;; esac
+for k in $KINDS; do
+	case $k in dead|down|loss|delay|rnic|cpu|spine) ;; *) echo "FLEET_KINDS: no such kind: $k" >&2; exit 2 ;; esac
+done
+[ -x "$PROM" ] && [ -r "$RULES" ] ||
+	{ ko "Prometheus in the guest" "no $PROM or $RULES (check-rxe.sh copies them in)"; summary; }
+fab_up 2 2 >"$T/up.err" 2>&1 || { ko "fabric up" "$(tail -3 "$T/up.err")"; summary; }
+fab_oob || { ko "management network" "fab_oob failed"; summary; }
+
+: >"$T/peers.txt"
+for n in $(seq $N); do
+	echo "h$n $(fab_addr "$n") rack=r$(fab_rack "$n")" >>"$T/peers.txt"
+done
+agent() { # N: start host N's agent
+	ip netns exec "h$1" "$P" -c "$T/h$1.json" >>"$T/h$1.log" 2>&1 &
+	ap[$1]=$!
+}
+for n in $(seq $N); do
+	cat >"$T/h$n.json" <<JSON
+{ "listen_address": "$(fab_oob_addr "$n")", "listen_port": 9471,
+  "responders": [ { "transport": "rdma", "port": 7471, "bind": "$(fab_addr "$n")" } ],
+  "mesh": { "peers_file": "$T/peers.txt", "transport": "rdma", "port": 7471,
+            "size": 64, "iters": 20, "interval_s": 1, "timeout_s": $(tsc 3) } }
+JSON
+	agent "$n"
+done
+
+# Prometheus in the guest's own namespace, on the management network:
+# every target labelled with its host and its rack (host_rack), as
+# peers2sd's __meta_evrdma_rack would be relabelled
+{
+	echo "global: { scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s }"
+	echo "rule_files: [ $RULES ]"
+	echo "scrape_configs:"
+	echo "  - job_name: evrdma"
+	echo "    static_configs:"
+	for n in $(seq $N); do
+		echo "      - { targets: ['$(fab_oob_addr "$n"):9471'], labels: { host: h$n, host_rack: r$(fab_rack "$n") } }"
+	done
+} >"$T/prom.yml"
+mkdir -p "$T/tsdb"
+"$PROM" --config.file="$T/prom.yml" --storage.tsdb.path="$T/tsdb" \
+	--web.listen-address=127.0.0.1:9090 >"$T/prom.err" 2>&1 &
+pp=$!
+
+urlenc() {
+	local s=$1 i c o=
+	for ((i = 0; i < ${#s}; i++)); do
+		c=${s:i:1}
+		case $c in [a-zA-Z0-9._~-]) o+=$c ;; *) o+=$(printf '%%%02X' "'$c") ;; esac
+	done
+	echo "$o"
+}
+# q EXPR: the query's result, one line a series: its labels, then its value
+q() {
+	timeout 5 wget -qO- "http://127.0.0.1:9090/api/v1/query?query=$(urlenc "$1")" 2>/dev/null |
+		sed 's/},{"metric"/}\n{"metric"/g' |
+		sed -n 's/.*"metric":{\([^}]*\)},"value":\[[^,]*,"\([^"]*\)"\].*/\1 \2/p'
+}
+qval() { q "$1" | awk 'NR == 1 { print $NF }'; }
+# firing [STATE]: the alerts firing now (or in STATE, a regex: "firing|
+# pending"), one a line: "NAME WHO" where WHO is host=H, or racks=A>B for
+# an alert of the paths between two racks
+firing() {
+	q "ALERTS{alertstate=~\"${1:-firing}\"}" | awk '{
+		n = ""; h = ""; hr = ""; r = ""
+		m = split($1, kv, ",")
+		for (i = 1; i <= m; i++) {
+			split(kv[i], p, ":"); k = p[1]; v = p[2]
+			gsub(/"/, "", k); gsub(/"/, "", v)
+			if (k == "alertname") n = v
+			else if (k == "host") h = v
+			else if (k == "host_rack") hr = v
+			else if (k == "rack") r = v
+		}
+		if (h != "") print n, "host=" h
+		else if (hr != "" && r != "") print n, "racks=" hr ">" r
+		else print n, "-"
+	}' | sort -u
+}
+PAIRS=$((N * (N - 1)))
+all_up() { [ "$(qval "count(host_peer:evrdma_probe_up:last == 1)")" = "$PAIRS" ]; }
+# nothing firing, nothing pending: an injection starts from a clean
+# state, so that no alert of the one before is taken for its own
+quiet() { [ -z "$(firing 'firing|pending')" ]; }
+wait_settled() { # SECONDS: every pair up and no alert firing or pending
+	local i
+	for i in $(seq $(($1 * 2))); do
+		all_up && quiet && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+t0=$(now)
+for i in $(seq 60); do wget -qO- http://127.0.0.1:9090/-/ready >/dev/null 2>&1 && break; sleep 0.5; done
+if wait_settled "$(tsc 60)"; then
+	ok "4 agents, an rdma mesh across 2 racks, Prometheus with the shipped rules: every pair up, no alert ($(since "$t0") s)"
+else
+	ko "the fleet comes up" "pairs up: $(qval "count(host_peer:evrdma_probe_up:last == 1)") of $PAIRS; firing: $(firing | tr '\n' ';')"
+	summary
+fi
+
+# CPU starvation: a cgroup of 5 % of one CPU
+CG=/sys/fs/cgroup
+starve() { # N
+	[ -e "$CG/cgroup.controllers" ] || mount -t cgroup2 none "$CG"
+	grep -q cpu "$CG/cgroup.subtree_control" || echo +cpu >"$CG/cgroup.subtree_control"
+	mkdir -p "$CG/starve"
+	echo "5000 100000" >"$CG/starve/cpu.max"
+	echo "${ap[$1]}" >"$CG/starve/cgroup.procs"
+	ip netns exec "h$1" sh -c 'echo $$ > '"$CG"'/starve/cgroup.procs; while :; do :; done' &
+	busy=$!
+}
+starve_end() {
+	[ -n "${busy:-}" ] && kill "$busy" 2>/dev/null && wait "$busy" 2>/dev/null
+	busy=
+	[ -d "$CG/starve" ] || return 0
+	local p
+	while read -r p; do echo "$p" >"$CG/cgroup.procs"; done <"$CG/starve/cgroup.procs"
+	rmdir "$CG/starve"
+}
+
+# the targets of each kind in turn
+HOSTS=(h3 h4 h1 h2)
+SPINES=(l1-s1 l2-s2 l1-s2 l2-s1)
+declare -A turn
+next_target() { # KIND: into $tgt; each kind starts on its own host (its
+	# place in KINDS)
+	local i=${turn[$1]:-0} o=0 k
+	turn[$1]=$((i + 1))
+	for k in $KINDS; do [ "$k" = "$1" ] && break; o=$((o + 1)); done
+	case $1 in
+	spine) tgt=${SPINES[$((i % 4))]} ;;
+	*) tgt=${HOSTS[$(((i + o) % 4))]} ;;
+	esac
+}
+# whom: what an alert must name for TARGET: host=H, or the racks of the
+# spine link's leaf and every other rack
+names_target() { # KIND TARGET WHO
+	case $1 in
+	spine) case $3 in racks=*r${2:1:1}*) return 0 ;; esac; return 1 ;;
+	*) [ "$3" = "host=$2" ] ;;
+	esac
+}
+
+: >"$T/campaign"
+inject() { # KIND TARGET
+	local kind=$1 tgt=$2 t det="" wrong="" i a w seen="" diag="" e right=0 nwrong=0
+	t=$(now)
+	case $kind in
+	dead) fab_fault loss "$tgt" 100 ;;
+	down) fab_fault down "$tgt" ;;
+	loss) fab_fault loss "$tgt" 2 ;;
+	delay) fab_fault delay "$tgt" "$DELAY_MS" ;;
+	rnic) fab_fault rnic-del "$tgt" ;;
+	cpu) starve "${tgt#h}" ;;
+	spine) fab_fault down "$tgt" ;;
+	esac
+	# until the bound (or 5 s after the detection, watching for a wrong
+	# one), by the clock: a query takes its time in the guest
+	for i in $(seq $((BOUND * 4))); do
+		sleep 0.5
+		awk -v s="$(since "$t")" -v b="$BOUND" 'BEGIN { exit !(s > b) }' && break
+		firing >"$T/firing"
+		while read -r a w; do
+			[ -n "$a" ] || continue
+			case " $seen " in *" $a:$w "*) continue ;; esac
+			seen="$seen $a:$w"
+			if names_target "$kind" "$tgt" "$w"; then
+				[ -n "$det" ] || det=$(since "$t")
+				right=$((right + 1))
+			else
+				wrong="$wrong $a{$w}"
+				nwrong=$((nwrong + 1))
+				# what the rules saw, for the report
+				for e in host:evrdma_rstream_network_slow:ratio \
+					host:evrdma_rstream_latency_seconds:median_mean2m \
+					job:evrdma_rstream_latency_seconds:median_mean2m \
+					host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio; do
+					echo "$kind $tgt $a{$w}: $e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"host":"\([^"]*\)"/\1/' | tr '\n' ' ')"
+				done >>"$T/wrong"
+			fi
+		done <"$T/firing"
+		# once detected, watch 5 s more for a wrong one
+		[ -n "$det" ] && awk -v d="$det" -v s="$(since "$t")" 'BEGIN { exit !(s > d + 5) }' && break
+	done
+	[ -n "$det" ] || diag=$(for e in ALERTS host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio \
+		'host_peer:evrdma_probe_up:last == 0' host:evrdma_rstream_latency_seconds:median_mean2m; do
+		echo "$e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"instance":"[^"]*",\{0,1\}//' | tr '\n' ' ')"
+	done)
+	case $kind in
+	dead|loss|delay) fab_clear "$tgt" ;;
+	down|spine) fab_clear "$tgt" ;;
+	rnic) fab_fault rnic-add "$tgt"; fab_wait_active ;;
+	cpu) starve_end ;;
+	esac
+	# kind target seconds-to-alert right wrong alerts...
+	echo "$kind $tgt ${det:--} $right $nwrong${seen:- none}" >>"$T/campaign"
+	if [ -n "$det" ] && [ -z "$wrong" ]; then
+		ok "$kind $tgt: an alert names $tgt after $det s, none names another"
+	elif [ -n "$det" ]; then
+		ko "$kind $tgt" "named after $det s, but also:$wrong"
+	else
+		ko "$kind $tgt" "no alert named it in $BOUND s; firing:${seen:- none}; then:
+$diag"
+	fi
+	t=$(now)
+	if wait_settled "$(tsc 60)"; then
+		ok "... $tgt repaired: every pair up, no alert firing or pending ($(since "$t") s)"
+	else
+		ko "... $tgt repaired" "pairs up: $(qval "count(host_peer:evrdma_probe_up:last == 1)") of $PAIRS; firing or pending: $(firing 'firing|pending' | tr '\n' ';')"
+	fi
+}
+for r in $(seq "$ROUNDS"); do
+	for k in $KINDS; do
+		next_target "$k"
+		inject "$k" "$tgt"
+	done
+done
+
+case " $KINDS " in *" rnic "*)
+	reason=$(q 'sum by (host, reason) (evrdma_probe_failures_total{probe=~"mesh:.+",reason=~"devgone|nodev|portdown"}) > 0' |
+		sed -n 's/.*"host":"\([^"]*\)".*"reason":"\([^"]*\)".*/\1:\2/p' | sort -u | tr '\n' ' ')
+	[ -n "$reason" ] && ok "the hosts whose RNIC went away said why in their own failures ($reason)" ||
+		ko "own failures' reasons while an RNIC was away" "none counted"
+esac
+
+# the report: per kind, injections, detected, the alerts that named
+# another (false), the time to the alert
+sed 's/^/# /' "$T/campaign"
+[ -s "$T/wrong" ] && sed 's/^/# wrong: /' "$T/wrong"
+printf '# %-6s %5s %7s %10s %9s %6s\n' kind inj recall precision median_s max_s
+for k in $KINDS; do
+	# per injection: detected or not, and its alerts right and wrong
+	awk -v k="$k" '$1 == k {
+		n++; good += $4; all += $4 + $5
+		if ($3 != "-") { d++; print $3 > "/dev/stderr" }
+	} END { printf "%d %d %d %d\n", n, d, good, all }' "$T/campaign" 2>"$T/times" >"$T/counts"
+	read -r n d good all <"$T/counts"
+	sort -g "$T/times" >"$T/times.s"
+	c=$(wc -l <"$T/times.s")
+	med=-; max=-
+	[ "$c" -gt 0 ] && { med=$(sed -n "$(((c + 1) / 2))p" "$T/times.s"); max=$(tail -1 "$T/times.s"); }
+	printf '# %-6s %5d %7s %10s %9s %6s\n' "$k" "$n" \
+		"$(awk -v a="$d" -v b="$n" 'BEGIN { printf "%.2f", a / b }')" \
+		"$( [ "$all" -gt 0 ] && awk -v a="$good" -v b="$all" 'BEGIN { printf "%.2f", a / b }' || echo -)" "$med" "$max"
+done
+
+alive=0
+for n in $(seq $N); do kill -0 "${ap[$n]}" 2>/dev/null && alive=$((alive + 1)); done
+[ "$alive" = $N ] && ok "every agent alive throughout" || ko "agents alive" "$alive of $N"
+for n in $(seq $N); do kill -TERM "${ap[$n]}" 2>/dev/null; done
+rcs=
+for n in $(seq $N); do reap "${ap[$n]}" 10; rcs="$rcs $?"; ap[$n]=; done
+[ "$rcs" = " 0 0 0 0" ] && ok "SIGTERM: every agent exits 0" || ko "SIGTERM" "exits$rcs"
+summary
