@@ -94,9 +94,11 @@ for v in FLEET_ROUNDS FLEET_KINDS FLEET_BOUND FLEET_DELAY_MS; do
 done
 sed -i -e "s|@ONLY@|${EVR_RXE_ONLY:-*}|" -e "s|@CYCLES@|$cycles|" \
 	-e "s|@SAN@|$san|" -e "s|@FLEET@|$fleet|" "$runner"
-# the fleet's own Prometheus (guest-fleet.sh), with the shipped rules
+# the fleet's own Prometheus (guest-fleetprom.sh), with the shipped
+# rules: 50 MB more in the guest's memory, so only when that script is
+# asked for by name (bench/fabric-campaign.sh)
 prom=()
-if command -v prometheus >/dev/null; then
+if command -v prometheus >/dev/null && case ${EVR_RXE_ONLY:-} in *fleetprom*) true ;; *) false ;; esac; then
 	prom=(--add "$(command -v prometheus)=/opt/evr/prometheus"
 		--add "$here/../../contrib/prometheus/evrdma-fabric-fast.rules.yml=/opt/evr/evrdma-fabric-fast.rules.yml")
 fi

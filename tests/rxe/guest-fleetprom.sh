@@ -67,7 +67,7 @@ for k in $KINDS; do
 	case $k in dead|down|loss|delay|rnic|cpu|spine) ;; *) echo "FLEET_KINDS: no such kind: $k" >&2; exit 2 ;; esac
 done
 [ -x "$PROM" ] && [ -r "$RULES" ] ||
-	{ ko "Prometheus in the guest" "no $PROM or $RULES (check-rxe.sh copies them in)"; summary; }
+	{ ko "Prometheus in the guest" "no $PROM or $RULES (check-rxe.sh copies them in when EVR_RXE_ONLY names fleetprom)"; summary; }
 fab_up 2 2 >"$T/up.err" 2>&1 || { ko "fabric up" "$(tail -3 "$T/up.err")"; summary; }
 fab_oob || { ko "management network" "fab_oob failed"; summary; }
 
