@@ -1989,6 +1989,37 @@ START_TEST(test_rejoin_once)
 }
 END_TEST
 
+/* The group lost during the settle pause (all joined, no GO yet): the
+ * pause starts again once the QP has rejoined, and both QPs run. */
+START_TEST(test_rejoin_in_settle)
+{
+	struct evr_mcast_opts o = opts(0, 2, 1);
+	struct evr_mcast *m;
+
+	o.settle_ms = 30;
+	m = mk(&o);
+	evr_mcast_start(m);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_JOINED);
+	ck_assert_int_eq(ST(m, 1), EVR_MC_JOINED);
+	ck_assert(ev_is_active(&m->settle_w));
+	M.join_ret[0] = 0;
+	EV(m, 0, EVR_MCE_GROUP_LOST, -ENETRESET);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_REJOINING);
+	EV(m, 0, EVR_MCE_JOINED, 0);
+	ck_assert_int_eq(ST(m, 0), EVR_MC_JOINED);
+	ck_assert(ev_is_active(&m->settle_w));
+	RUN_UNTIL(ST(m, 0) == EVR_MC_RUNNING && ST(m, 1) == EVR_MC_RUNNING,
+		  5000);
+	EV(m, 0, EVR_MCE_RECV_COMP, 0);
+	EV(m, 1, EVR_MCE_RECV_COMP, 0);
+	WAIT_DONE();
+	ck_assert_int_eq(R.status, 0);
+	assert_trace(0, "IDLE>RESOLVING>JOINING>JOINED>REJOINING>JOINED>"
+			"RUNNING>DONE");
+	finish(m);
+}
+END_TEST
+
 /* A sender that loses the group: nothing is sent while it rejoins (the
  * mock fails a send outside RUNNING), the rest after. */
 START_TEST(test_rejoin_sender_waits)
@@ -3058,6 +3089,7 @@ static Suite *mcast_suite(void)
 	tcase_add_loop_test(tc, test_join_error, 0, 2);
 	tcase_add_loop_test(tc, test_rejoin_once, 0, 3);
 	tcase_add_test(tc, test_rejoin_sender_waits);
+	tcase_add_test(tc, test_rejoin_in_settle);
 	tcase_add_test(tc, test_setup_failure);
 	tcase_add_test(tc, test_setup_failure_single);
 	tcase_add_test(tc, test_deadline_receiver);

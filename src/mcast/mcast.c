@@ -462,7 +462,9 @@ static void check_all_joined(struct evr_mcast *m)
 		if (m->nodes[i].state != EVR_MC_JOINED)
 			return;
 	/* "Pause to give SM chance to configure switches" -- a timer here,
-	 * where upstream sleeps. */
+	 * where upstream sleeps; from the start again after a rejoin that
+	 * came during it. */
+	ev_timer_stop(m->loop->ev, &m->settle_w);
 	ev_timer_set(&m->settle_w, m->o.settle_ms / 1000.0, 0);
 	ev_timer_start(m->loop->ev, &m->settle_w);
 }

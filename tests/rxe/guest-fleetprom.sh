@@ -254,10 +254,9 @@ inject() { # KIND TARGET
 		echo "$e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"instance":"[^"]*",\{0,1\}//' | tr '\n' ' ')"
 	done)
 	case $kind in
-	dead|loss|delay) fab_clear "$tgt" ;;
-	down|spine) fab_clear "$tgt" ;;
 	rnic) fab_fault rnic-add "$tgt"; fab_wait_active ;;
 	cpu) starve_end ;;
+	*) fab_clear "$tgt" ;;
 	esac
 	# kind target seconds-to-alert right wrong alerts...
 	echo "$kind $tgt ${det:--} $right $nwrong${seen:- none}" >>"$T/campaign"
