@@ -101,7 +101,12 @@ rxe() {
 	case $rc in
 	0) add "  check-rxe: passed"; total_pass=$((total_pass + 1)) ;;
 	77) add "  check-rxe: SKIPPED (see above)" ;;
-	*) add "  check-rxe: FAILED"; total_fail=$((total_fail + 1)); status=1 ;;
+	*) add "  check-rxe: FAILED"; total_fail=$((total_fail + 1)); status=1
+		# the summary is what a truncated CI log keeps: each failed
+		# check of the guest, with its first line of diagnosis
+		while IFS= read -r line; do
+			add "  !   ${line:0:300}"
+		done < <(grep -a -E '^FAIL: ' "$log" 2>/dev/null | head -n 8 || true) ;;
 	esac
 }
 
