@@ -15,8 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
 #include "loop/device.h"
 #include "loop/loop.h"
+#include "loop/nlmon.h"
 
 #define QMAX 256
 
@@ -616,6 +620,226 @@ START_TEST(test_idle_removal_and_loop_ends)
 }
 END_TEST
 
+/* ---- the kernel's RDMA netlink monitor (src/loop/nlmon.c) ---- */
+
+/* A datagram as the kernel builds one: messages of the monitor's type
+ * (RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_MONITOR), 5148) or any
+ * other, each with attributes. */
+struct dgram {
+	unsigned char b[1024];
+	size_t len, msg;          /* bytes so far; the open message's start */
+};
+
+static void put(struct dgram *g, const void *p, size_t n)
+{
+	ck_assert_uint_le(g->len + n, sizeof(g->b));
+	memcpy(g->b + g->len, p, n);
+	g->len += n;
+}
+
+static void pad4(struct dgram *g)
+{
+	static const unsigned char z[4];
+
+	put(g, z, (4 - g->len % 4) % 4);
+}
+
+static void msg_open(struct dgram *g, uint16_t type)
+{
+	struct nlmsghdr h = { .nlmsg_type = type };
+
+	g->msg = g->len;
+	put(g, &h, sizeof(h));
+}
+
+/* the open message's length into its header */
+static void msg_close(struct dgram *g)
+{
+	uint32_t n = (uint32_t)(g->len - g->msg);
+
+	memcpy(g->b + g->msg, &n, sizeof(n));
+	pad4(g);
+}
+
+static void attr(struct dgram *g, uint16_t type, const void *p, uint16_t n)
+{
+	struct nlattr a = { .nla_len = (uint16_t)(sizeof(a) + n),
+			    .nla_type = type };
+
+	put(g, &a, sizeof(a));
+	put(g, p, n);
+	pad4(g);
+}
+
+#define T_MONITOR 5148
+#define A_DEV_NAME 2
+#define A_NDEV_NAME 51
+#define A_EVENT 102
+
+static void event(struct dgram *g, uint8_t kind, const char *dev,
+		  const char *netdev)
+{
+	uint32_t idx = 7;
+
+	msg_open(g, T_MONITOR);
+	attr(g, A_EVENT, &kind, 1);
+	attr(g, 1, &idx, sizeof(idx)); /* DEV_INDEX: skipped */
+	if (dev)
+		attr(g, A_DEV_NAME, dev, (uint16_t)(strlen(dev) + 1));
+	if (netdev)
+		attr(g, A_NDEV_NAME, netdev, (uint16_t)(strlen(netdev) + 1));
+	msg_close(g);
+}
+
+/* The monitor's messages as the kernel sends them, several in one
+ * datagram, and every length read from them checked: a message or an
+ * attribute longer than what came, a name without its NUL or longer than
+ * its bound, a monitor message without its event type, and bytes left
+ * over are each a malformed datagram (-1: the registry looks at the list
+ * itself), never read beyond. */
+START_TEST(test_nlmon_parse)
+{
+	struct evr__nlmon_event e[4];
+	struct dgram g;
+	char longname[80];
+	uint8_t kind;
+
+	memset(&g, 0, sizeof(g));
+	event(&g, 0, "rxe0", NULL);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), 1);
+	ck_assert_int_eq(e[0].kind, EVR__NLMON_REGISTER);
+	ck_assert_str_eq(e[0].dev, "rxe0");
+	ck_assert_str_eq(e[0].netdev, "");
+
+	/* three in one: an attach, another kind of message, an unknown
+	 * event */
+	memset(&g, 0, sizeof(g));
+	event(&g, 2, "rxe1", "veth1");
+	msg_open(&g, NLMSG_ERROR);
+	attr(&g, 9, "x", 1);
+	msg_close(&g);
+	event(&g, 42, "rxe1", NULL);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), 2);
+	ck_assert_int_eq(e[0].kind, EVR__NLMON_NETDEV_ATTACH);
+	ck_assert_str_eq(e[0].netdev, "veth1");
+	ck_assert_int_eq(e[1].kind, EVR__NLMON_OTHER);
+	ck_assert_str_eq(evr__nlmon_kind_name(e[1].kind), "OTHER");
+	/* no more than asked for */
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 1), 1);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, 0, e, 4), 0);
+
+	/* a message longer than the datagram */
+	memset(&g, 0, sizeof(g));
+	event(&g, 1, "rxe0", NULL);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len - 4, e, 4), -1);
+	/* bytes after the last message that are no header */
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len + 3, e, 4), -1);
+	/* an attribute longer than its message */
+	g.b[sizeof(struct nlmsghdr) + 8] = 0xff;
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), -1);
+	/* an attribute shorter than its own header */
+	memset(&g, 0, sizeof(g));
+	event(&g, 1, "rxe0", NULL);
+	g.b[sizeof(struct nlmsghdr)] = 2;
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), -1);
+
+	/* a name without its NUL, and one over the bound */
+	memset(&g, 0, sizeof(g));
+	msg_open(&g, T_MONITOR);
+	kind = 0;
+	attr(&g, A_EVENT, &kind, 1);
+	attr(&g, A_DEV_NAME, "rxe0", 4);
+	msg_close(&g);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), -1);
+	memset(longname, 'r', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	memset(&g, 0, sizeof(g));
+	event(&g, 0, longname, NULL);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), -1);
+
+	/* an event type with no byte, and none at all */
+	memset(&g, 0, sizeof(g));
+	msg_open(&g, T_MONITOR);
+	attr(&g, A_EVENT, "", 0);
+	msg_close(&g);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), -1);
+	memset(&g, 0, sizeof(g));
+	msg_open(&g, T_MONITOR);
+	attr(&g, A_DEV_NAME, "rxe0", 5);
+	msg_close(&g);
+	ck_assert_int_eq(evr__nlmon_parse(g.b, g.len, e, 4), -1);
+}
+END_TEST
+
+/* With a monitor, a device's return is heard, not polled for: a device
+ * gone and awaited stays gone while the list has it back and nothing is
+ * heard (no rescan once a second); a REGISTER brings it back at once.  A
+ * malformed datagram is a rescan too (what it said is lost), and a
+ * monitor that breaks hands back to the rescan. */
+START_TEST(test_monitor_hears_return)
+{
+	struct evr_loop *l = new_loop();
+	struct fake f, f2;
+	struct tuser t;
+	struct twatch w;
+	struct dgram g;
+	int sp[2];
+	ev_tstamp t0;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	memset(&w, 0, sizeof(w));
+	w.w.back = t_back;
+	evr__devreg_set_lister(l, f_lister);
+	evr__devreg_set_monitor(l, sp[0]);
+	ck_assert_int_eq(evr__devreg_monitored(l), 1);
+	evr__devreg_watch(l, &w.w);
+	ck_assert_int_eq(attach(l, &f, "rxe0", 1, &t), 0);
+	listed[0] = NULL;
+	evr__dev_gone(&t.u);
+	evr__dev_detach(&t.u);
+	evr__devreg_wait(l, &w.w, 1);
+	run_secs(l, 0.2); /* the kick of the detach: gone from the list */
+	ck_assert_uint_eq(w.backs, 0);
+	/* back in the list, but nothing heard: no rescan finds it */
+	listed[0] = "rxe0";
+	run_secs(l, 1.5);
+	ck_assert_uint_eq(w.backs, 0);
+	/* the kernel says so: found on the next loop pass */
+	memset(&g, 0, sizeof(g));
+	event(&g, 0, "rxe0", NULL);
+	ck_assert_int_eq(send(sp[1], g.b, g.len, 0), (ssize_t)g.len);
+	t0 = ev_time();
+	run_secs(l, 0.1);
+	ck_assert_uint_eq(w.backs, 1);
+	ck_assert_double_lt(ev_time() - t0, 0.5);
+
+	/* gone again; a malformed datagram brings it back just as well */
+	fake_init(&f2, 1);
+	tuser_init(&t, &f2);
+	ck_assert_int_eq(attach(l, &f2, "rxe0", 1, &t), 0);
+	evr__dev_gone(&t.u);
+	evr__dev_detach(&t.u);
+	listed[0] = NULL;
+	run_secs(l, 0.2);
+	listed[0] = "rxe0";
+	ck_assert_int_eq(send(sp[1], "\1\2\3", 3, 0), 3);
+	run_secs(l, 0.1);
+	ck_assert_uint_eq(w.backs, 2);
+
+	/* the monitor's end: the registry is back to rescanning */
+	close(sp[1]);
+	run_secs(l, 0.1);
+	ck_assert_int_eq(evr__devreg_monitored(l), 0);
+	evr__devreg_unwatch(l, &w.w);
+	evr_loop_free(l);
+	fake_fini(&f);
+	fake_fini(&f2);
+	listed[0] = NULL;
+}
+END_TEST
+
 static Suite *device_suite(void)
 {
 	Suite *s = suite_create("device");
@@ -634,6 +858,8 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_async_fd_fails);
 	tcase_add_test(tc, test_return_noticed);
 	tcase_add_test(tc, test_idle_removal_and_loop_ends);
+	tcase_add_test(tc, test_nlmon_parse);
+	tcase_add_test(tc, test_monitor_hears_return);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,7 @@
 
 #include "channel.h"
 #include "device.h"
+#include "nlmon.h"
 
 /* A port that is not active is asked again this often (a lost
  * PORT_ACTIVE must not leave it down for good), and so is the device
@@ -28,6 +29,10 @@
 /* GID table entries read at once (ibv_query_gid_table wants room for
  * every valid one, of every port). */
 #define GID_MAX 256
+/* Datagrams of the netlink monitor read on one wakeup (the rest on the
+ * next: the watcher is level-triggered), and the size of one. */
+#define NL_BURST 64
+#define NL_BUF 8192
 
 struct evr__devreg {
 	struct evr_loop *loop;
@@ -38,6 +43,12 @@ struct evr__devreg {
 	int rescan_on;
 	ev_timer kick_w;           /* a rescan now, from the loop */
 	evr__dev_list_fn lister;
+	/* the kernel's RDMA netlink monitor (nlmon.h), -1 where it has
+	 * none: a device's return is heard, not polled for */
+	int nl_fd;
+	ev_io nl_w;                /* unreferenced, as the rescan */
+	unsigned long nl_events;   /* heard */
+	unsigned long nl_lost;     /* datagrams lost or malformed */
 };
 
 static const char *const dev_state_names[] = EVR__STATE_NAMES(EVR__DEV_STATES);
@@ -160,6 +171,9 @@ static void netdev_of(struct ibv_context *ctx, char *out, size_t len)
 
 static void rescan_cb(struct ev_loop *l, ev_timer *w, int revents);
 static void kick_cb(struct ev_loop *l, ev_timer *w, int revents);
+static void nl_cb(struct ev_loop *l, ev_io *w, int revents);
+static void nl_set(struct evr__devreg *r, int fd);
+static void nl_stop(struct evr__devreg *r);
 
 static struct evr__devreg *reg_get(struct evr_loop *l)
 {
@@ -173,7 +187,9 @@ static struct evr__devreg *reg_get(struct evr_loop *l)
 	r->loop = l;
 	ev_timer_init(&r->rescan_w, rescan_cb, RESCAN_S, RESCAN_S);
 	ev_timer_init(&r->kick_w, kick_cb, 0., 0.);
+	r->nl_fd = -1;
 	l->devreg = r;
+	nl_set(r, evr__nlmon_open());
 	return r;
 }
 
@@ -197,14 +213,16 @@ static int idle(const struct evr__dev *d)
 	return !d->nusers && d->state != EVR__DEV_GONE;
 }
 
-/* The rescan runs while someone waits for a device to come back or a
- * device nobody uses is remembered; it never keeps the loop running by
- * itself (ev_unref). */
+/* The rescan runs while someone waits for a device to come back (where
+ * the kernel has no netlink monitor to say so) or a device nobody uses
+ * is remembered (its removal waits for librdmacm's context of it, and no
+ * event says that it began); it never keeps the loop running by itself
+ * (ev_unref). */
 static void rescan_update(struct evr__devreg *r)
 {
 	struct ev_loop *ev = r->loop->ev;
 	const struct evr__dev *d;
-	int want = r->waiting > 0;
+	int want = r->waiting > 0 && r->nl_fd < 0;
 
 	for (d = r->devs; d && !want; d = d->next)
 		want = idle(d);
@@ -775,6 +793,114 @@ static void kick_cb(struct ev_loop *l, ev_timer *w, int revents)
 	rescan(r);
 }
 
+/* ---- the kernel's netlink monitor ---- */
+
+/* Watch FD (-1: none) as the registry's monitor, instead of the one it
+ * had. */
+static void nl_stop(struct evr__devreg *r)
+{
+	if (r->nl_fd < 0)
+		return;
+	ev_ref(r->loop->ev);
+	ev_io_stop(r->loop->ev, &r->nl_w);
+	close(r->nl_fd);
+	r->nl_fd = -1;
+}
+
+static void nl_set(struct evr__devreg *r, int fd)
+{
+	struct ev_loop *ev = r->loop->ev;
+
+	nl_stop(r);
+	r->nl_fd = fd;
+	if (fd >= 0) {
+		ev_io_init(&r->nl_w, nl_cb, fd, EV_READ);
+		ev_io_start(ev, &r->nl_w);
+		ev_unref(ev);
+	}
+	if (evr__tracing(r->loop))
+		evr__trace(r->loop, "devices: %s", fd >= 0 ?
+			   "the kernel's RDMA netlink monitor says when one "
+			   "comes or goes" :
+			   "no RDMA netlink monitor: the device list is read "
+			   "again once a second while one is awaited");
+	rescan_update(r);
+}
+
+static void nl_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	struct evr__devreg *r = evr__container_of(w, struct evr__devreg,
+						  nl_w);
+	struct evr__nlmon_event evs[8];
+	unsigned char *buf;
+	int i, k, heard = 0, b;
+	long n;
+
+	buf = malloc(NL_BUF);
+	if (!buf) {
+		evr__devreg_kick(r->loop); /* what it said: look instead */
+		return;
+	}
+	for (b = 0; b < NL_BURST; b++) {
+		n = evr__nlmon_recv(r->nl_fd, buf, NL_BUF);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK ||
+			    errno == EINTR)
+				break;
+			if (errno == ENOBUFS) {
+				/* the socket overflowed: events lost */
+				r->nl_lost++;
+				heard = 1;
+				continue;
+			}
+			/* the monitor broke: back to the rescan */
+			evr__trace(r->loop, "devices: the netlink monitor "
+				   "failed (%s)", strerror(errno));
+			free(buf);
+			nl_set(r, -1);
+			evr__devreg_kick(r->loop);
+			return;
+		}
+		if (!n)
+			continue; /* not the kernel's */
+		k = evr__nlmon_parse(buf, (size_t)n, evs, 8);
+		if (k < 0) {
+			r->nl_lost++;
+			heard = 1;
+			continue;
+		}
+		for (i = 0; i < k; i++) {
+			r->nl_events++;
+			heard = 1;
+			if (evr__tracing(r->loop))
+				evr__trace(r->loop, "devices: netlink %s %s%s%s",
+					   evr__nlmon_kind_name(evs[i].kind),
+					   evs[i].dev[0] ? evs[i].dev : "?",
+					   evs[i].netdev[0] ? " netdev " : "",
+					   evs[i].netdev);
+		}
+	}
+	free(buf);
+	/* whatever came or went, the device list says which */
+	if (heard)
+		evr__devreg_kick(r->loop);
+}
+
+void evr__devreg_set_monitor(struct evr_loop *l, int fd)
+{
+	struct evr__devreg *r = reg_get(l);
+
+	if (r)
+		nl_set(r, fd);
+	else if (fd >= 0)
+		close(fd);
+}
+
+int evr__devreg_monitored(struct evr_loop *l)
+{
+	return l->devreg && l->devreg->nl_fd >= 0;
+}
+
 void evr__devreg_kick(struct evr_loop *l)
 {
 	struct evr__devreg *r = reg_get(l);
@@ -836,6 +962,7 @@ void evr__devreg_free(struct evr_loop *l)
 		unwatch(d);
 		free(d);
 	}
+	nl_stop(r);
 	rescan_update(r);
 	ev_timer_stop(l->ev, &r->kick_w);
 	free(r);

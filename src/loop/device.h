@@ -27,9 +27,10 @@
  * librdmacm's own context of the device (it keeps one per device it has
  * used until such a re-read finds the device gone).
  *
- * A device that went is looked for again (a bounded rescan of the device
- * list, once a second while anyone waits for one: Linux 6.1 has no RDMA
- * netlink notifications) and matched by name and netdev, never by GUID
+ * A device that went is looked for again (the kernel's RDMA netlink
+ * monitor says when one registers, on Linux 6.12 and later; else a
+ * bounded rescan of the device list, once a second while anyone waits
+ * for one, as on Debian 12's 6.1) and matched by name and netdev, never by GUID
  * (a reset device keeps its GUID); evr__devreg_watch()'s watchers hear of
  * it.  A port that is not active is queried once a second too, in case
  * its PORT_ACTIVE was lost.
@@ -241,5 +242,13 @@ typedef unsigned (*evr__dev_list_fn)(char names[][EVR__DEV_NAME_MAX],
 				     char netdevs[][EVR__DEV_NAME_MAX],
 				     unsigned max);
 void evr__devreg_set_lister(struct evr_loop *l, evr__dev_list_fn fn);
+
+/* The kernel's RDMA netlink monitor (nlmon.h): opened with the registry
+ * where the kernel has one.  evr__devreg_set_monitor() makes FD the
+ * registry's monitor instead (tests: one end of a SOCK_SEQPACKET socket pair;
+ * -1: none, the rescan), closing the one it had; evr__devreg_monitored()
+ * says whether it has one. */
+void evr__devreg_set_monitor(struct evr_loop *l, int fd);
+int evr__devreg_monitored(struct evr_loop *l);
 
 #endif
