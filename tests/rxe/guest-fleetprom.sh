@@ -241,6 +241,8 @@ inject() { # KIND TARGET
 				for e in host:evrdma_rstream_network_slow:ratio \
 					host:evrdma_rstream_latency_seconds:median_mean2m \
 					job:evrdma_rstream_latency_seconds:median_mean2m \
+					host:evrdma_rstream_network_seconds:best_pair \
+					job:evrdma_rstream_network_seconds:best_pair \
 					host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio; do
 					echo "$kind $tgt $a{$w}: $e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"host":"\([^"]*\)"/\1/' | tr '\n' ' ')"
 				done >>"$T/wrong"
