@@ -9,7 +9,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # SECONDS_PER_TARGET defaults to 60; TARGETs to all of them:
-#   rstream_opts mckey_opts plan rsproto mc_payload
+#   rstream_opts mckey_opts plan rsproto mc_payload nlmon
 #
 # Everything goes under $FUZZ_OUT (default build-fuzz/ at the top of the
 # tree): bin/ the targets, work/TARGET the work corpora, artifacts/TARGET
@@ -25,7 +25,7 @@
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-all="rstream_opts mckey_opts plan rsproto mc_payload"
+all="rstream_opts mckey_opts plan rsproto mc_payload nlmon"
 
 secs=60
 if [ $# -gt 0 ]; then
@@ -50,6 +50,7 @@ srcs() {
 	plan) echo src/stream/wire.c src/stream/plan.c ;;
 	rsproto) echo src/stream/rsproto.c ;;
 	mc_payload) echo src/mcast/payload.c ;;
+	nlmon) echo src/loop/nlmon.c ;;
 	esac
 }
 
@@ -62,6 +63,7 @@ maxlen() {
 	plan) echo 1040 ;;
 	rsproto) echo 1024 ;;
 	mc_payload) echo 8192 ;;
+	nlmon) echo 2048 ;;
 	esac
 }
 

@@ -15,7 +15,7 @@ top=$(cd "$here/../.." && pwd)
 corpus=$here/corpus
 CC=${CC:-cc}
 
-for t in rstream_opts mckey_opts plan rsproto mc_payload; do
+for t in rstream_opts mckey_opts plan rsproto mc_payload nlmon; do
 	mkdir -p "$corpus/$t"
 	rm -f "$corpus/$t"/seed-*
 done
@@ -111,6 +111,6 @@ $CC -std=gnu11 -O1 -I"$tmp" -I"$top/include" -I"$top/src" \
 	"$top/src/stream/rsproto.c" "$top/src/mcast/payload.c"
 "$tmp/gen_corpus" "$corpus"
 
-for t in rstream_opts mckey_opts plan rsproto mc_payload; do
+for t in rstream_opts mckey_opts plan rsproto mc_payload nlmon; do
 	printf '%s: %s files\n' "$t" "$(ls "$corpus/$t" | wc -l)"
 done

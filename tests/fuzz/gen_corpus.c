@@ -3,13 +3,14 @@
  * Writes the binary seeds of the fuzz corpora with the project's own
  * encoders, so that they are what the programs really send:
  *
- *   gen_corpus DIR      (DIR/plan, DIR/rsproto, DIR/mc_payload exist)
+ *   gen_corpus DIR      (DIR/plan, DIR/rsproto, DIR/mc_payload, DIR/nlmon exist)
  *
  * Run by tests/fuzz/gen-corpus.sh; every file it writes is "seed-*".
  */
 #include "config.h"
 
 #include <endian.h>
+#include <linux/netlink.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +345,63 @@ static void mc_seeds(void)
 	put("mc_payload", "cut", b, 2 + 2 + 64);
 }
 
+/* ---- nlmon's attributes ---- */
+
+static void nl_attr(uint8_t *b, size_t *len, uint16_t type, const void *p,
+		    size_t n)
+{
+	struct nlattr a = { .nla_len = (uint16_t)(sizeof(a) + n),
+			    .nla_type = type };
+
+	memcpy(b + *len, &a, sizeof(a));
+	memcpy(b + *len + sizeof(a), p, n);
+	*len += NLA_ALIGN(sizeof(a) + n);
+}
+
+/* ---- nlmon ---- */
+
+/* A monitor message (RDMA_NLDEV_CMD_MONITOR, type 5148) appended to B at
+ * *LEN: its event type, the device's index and name, and a netdev name
+ * when given. */
+static void nl_event(uint8_t *b, size_t *len, uint8_t kind, const char *dev,
+		     const char *netdev)
+{
+	struct nlmsghdr h = { .nlmsg_type = 5148 };
+	size_t start = *len;
+	uint32_t idx = 3;
+
+	*len += sizeof(h);
+	nl_attr(b, len, 102, &kind, 1);
+	nl_attr(b, len, 1, &idx, sizeof(idx));
+	nl_attr(b, len, 2, dev, strlen(dev) + 1);
+	if (netdev)
+		nl_attr(b, len, 51, netdev, strlen(netdev) + 1);
+	h.nlmsg_len = (uint32_t)(*len - start);
+	memcpy(b + start, &h, sizeof(h));
+}
+
+static void nl_seeds(void)
+{
+	uint8_t b[1024];
+	size_t n;
+
+	memset(b, 0, sizeof(b));
+	n = 0;
+	nl_event(b, &n, 0, "rxe0", NULL);
+	put("nlmon", "register", b, n);
+	n = 0;
+	nl_event(b, &n, 1, "rxe0", NULL);
+	nl_event(b, &n, 0, "rxe0", NULL);
+	nl_event(b, &n, 2, "rxe0", "veth0");
+	put("nlmon", "unregister-register-attach", b, n);
+	n = 0;
+	nl_event(b, &n, 3, "mlx5_0", "enp1s0f0np0");
+	nl_event(b, &n, 5, "mlx5_0", "eth4");
+	nl_event(b, &n, 9, "mlx5_0", NULL);
+	put("nlmon", "detach-rename-unknown", b, n);
+	put("nlmon", "cut", b, n - 5);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -354,5 +412,6 @@ int main(int argc, char **argv)
 	plan_seeds();
 	rs_seeds();
 	mc_seeds();
+	nl_seeds();
 	return 0;
 }
