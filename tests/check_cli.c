@@ -1011,6 +1011,26 @@ START_TEST(test_failure_str_other)
 	evr_failure_str(&f, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, "data verification failed byte 307"));
 
+	/* a port lost under the run, and one down before the connection;
+	 * a device removed, and one failed */
+	memset(&f, 0, sizeof(f));
+	f.err = -EVR_E_PORTDOWN;
+	f.phase = EVR_PH_CONNECT;
+	strcpy(f.device, "rxe0");
+	f.port = 1;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "rxe0 port 1 went down"));
+	f.detail = 1;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "rxe0 port 1 is down"));
+	ck_assert_ptr_null(strstr(buf, "went"));
+	f.err = -EVR_E_DEVGONE;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "rxe0 failed (a fatal device error)"));
+	f.detail = 0;
+	evr_failure_str(&f, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "rxe0 was removed"));
+
 	/* a short buffer is cut, still terminated */
 	memset(buf, 'X', sizeof(buf));
 	evr_failure_str(&f, buf, 8);

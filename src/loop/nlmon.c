@@ -42,8 +42,6 @@ const char *evr__nlmon_kind_name(enum evr__nlmon_kind k)
 	return (unsigned)k <= EVR__NLMON_OTHER ? kind_names[k] : "?";
 }
 
-#define ALIGN4(n) (((n) + 3u) & ~3u)
-
 /* A string attribute into OUT (OUTLEN bytes): 0, or -1 when it is not a
  * NUL-terminated string that fits. */
 static int attr_str(const unsigned char *p, size_t n, char *out, size_t outlen)
@@ -56,84 +54,98 @@ static int attr_str(const unsigned char *p, size_t n, char *out, size_t outlen)
 	return 0;
 }
 
+/* The next record of a run of N bytes at *P (a netlink message, HDR 16
+ * bytes with a 32-bit length first; an attribute, HDR 4 bytes with a
+ * 16-bit length first): its header into H, its payload into *PAY and
+ * *PLEN, and *P and *N past it (and its padding to ALIGN).  1, 0 at the
+ * end of the run, -1 when a length is out of range. */
+static int next(const unsigned char **p, size_t *n, void *h, size_t hdr,
+		size_t align, const unsigned char **pay, size_t *plen)
+{
+	size_t len, step;
+
+	if (!*n)
+		return 0;
+	if (*n < hdr)
+		return -1;
+	memcpy(h, *p, hdr);
+	if (hdr == sizeof(struct nlmsghdr))
+		len = ((struct nlmsghdr *)h)->nlmsg_len;
+	else
+		len = ((struct nlattr *)h)->nla_len;
+	if (len < hdr || len > *n)
+		return -1;
+	*pay = *p + hdr;
+	*plen = len - hdr;
+	step = (len + align - 1) & ~(align - 1);
+	if (step >= *n) {
+		*n = 0;
+	} else {
+		*p += step;
+		*n -= step;
+	}
+	return 1;
+}
+
+#define NEXT_MSG(p, n, h, pay, plen) \
+	next(p, n, h, NLMSG_HDRLEN, NLMSG_ALIGNTO, pay, plen)
+/* an attribute run ends with padding of fewer bytes than a header */
+#define NEXT_ATTR(p, n, a, pay, plen) \
+	(*(n) < NLA_HDRLEN ? 0 : next(p, n, a, NLA_HDRLEN, NLA_ALIGNTO, pay, plen))
+
 /* The monitor message's attributes (P, N bytes) into E: 0, or -1 when one
  * of them is malformed or the event type is missing. */
 static int monitor_attrs(const unsigned char *p, size_t n,
 			 struct evr__nlmon_event *e)
 {
-	int have_type = 0;
+	const unsigned char *v;
+	struct nlattr a;
+	size_t vlen;
+	int have_type = 0, r;
 
 	memset(e, 0, sizeof(*e));
-	while (n >= sizeof(struct nlattr)) {
-		struct nlattr a;
-		size_t alen, step;
-
-		memcpy(&a, p, sizeof(a));
-		alen = a.nla_len;
-		if (alen < sizeof(a) || alen > n)
-			return -1;
+	while ((r = NEXT_ATTR(&p, &n, &a, &v, &vlen)) > 0) {
 		switch (a.nla_type & NLA_TYPE_MASK) {
 		case NLDEV_ATTR_EVENT_TYPE:
-			if (alen < sizeof(a) + 1)
+			if (!vlen)
 				return -1;
-			e->kind = p[sizeof(a)] < EVR__NLMON_OTHER ?
-				  (enum evr__nlmon_kind)p[sizeof(a)] :
-				  EVR__NLMON_OTHER;
+			e->kind = v[0] < EVR__NLMON_OTHER ?
+				  (enum evr__nlmon_kind)v[0] : EVR__NLMON_OTHER;
 			have_type = 1;
 			break;
 		case NLDEV_ATTR_DEV_NAME:
-			if (attr_str(p + sizeof(a), alen - sizeof(a), e->dev,
-				     sizeof(e->dev)))
+			if (attr_str(v, vlen, e->dev, sizeof(e->dev)))
 				return -1;
 			break;
 		case NLDEV_ATTR_NDEV_NAME:
-			if (attr_str(p + sizeof(a), alen - sizeof(a),
-				     e->netdev, sizeof(e->netdev)))
+			if (attr_str(v, vlen, e->netdev, sizeof(e->netdev)))
 				return -1;
 			break;
 		default:
 			break;
 		}
-		step = ALIGN4(alen);
-		if (step >= n)
-			break;
-		p += step;
-		n -= step;
 	}
-	return have_type ? 0 : -1;
+	return r < 0 || !have_type ? -1 : 0;
 }
 
 int evr__nlmon_parse(const void *buf, size_t len,
 		     struct evr__nlmon_event *out, unsigned max)
 {
-	const unsigned char *p = buf;
-	int k = 0;
+	const unsigned char *p = buf, *v;
+	struct nlmsghdr h;
+	size_t vlen;
+	int k = 0, r;
 
-	while (len >= sizeof(struct nlmsghdr)) {
-		struct nlmsghdr h;
-		size_t mlen, step;
-
-		memcpy(&h, p, sizeof(h));
-		mlen = h.nlmsg_len;
-		if (mlen < sizeof(h) || mlen > len)
-			return -1;
-		/* the monitor's attributes follow the header (no family
-		 * header in RDMA netlink) */
+	/* the monitor's attributes follow the header (no family header in
+	 * RDMA netlink) */
+	while ((r = NEXT_MSG(&p, &len, &h, &v, &vlen)) > 0)
 		if (h.nlmsg_type == NL_TYPE(NLDEV_CMD_MONITOR) &&
 		    (unsigned)k < max) {
-			if (monitor_attrs(p + NLMSG_HDRLEN, mlen - NLMSG_HDRLEN,
-					  &out[k]))
+			if (monitor_attrs(v, vlen, &out[k]))
 				return -1;
 			k++;
 		}
-		step = NLMSG_ALIGN(mlen);
-		if (step >= len)
-			return k;
-		p += step;
-		len -= step;
-	}
-	/* bytes left that are no whole header */
-	return len ? -1 : k;
+	return r < 0 ? -1 : k;
 }
 
 long evr__nlmon_recv(int fd, void *buf, size_t len)
@@ -167,8 +179,10 @@ static int has_monitor(int fd)
 	struct nlmsghdr req;
 	unsigned char buf[4096];
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	const unsigned char *p;
-	size_t n, alen;
+	const unsigned char *p, *m, *v;
+	struct nlmsghdr h;
+	struct nlattr a;
+	size_t n, mlen, vlen;
 	long got;
 
 	memset(&req, 0, sizeof(req));
@@ -193,32 +207,14 @@ static int has_monitor(int fd)
 	got = evr__nlmon_recv(fd, buf, sizeof(buf));
 	if (got < 0)
 		return -1;
-	if ((size_t)got < NLMSG_HDRLEN)
+	p = buf;
+	n = (size_t)got;
+	if (NEXT_MSG(&p, &n, &h, &m, &mlen) <= 0 ||
+	    h.nlmsg_type != NL_TYPE(NLDEV_CMD_SYS_GET))
 		return 0;
-	{
-		struct nlmsghdr h;
-
-		memcpy(&h, buf, sizeof(h));
-		if (h.nlmsg_type != NL_TYPE(NLDEV_CMD_SYS_GET) ||
-		    h.nlmsg_len > (size_t)got || h.nlmsg_len < NLMSG_HDRLEN)
-			return 0;
-		p = buf + NLMSG_HDRLEN;
-		n = h.nlmsg_len - NLMSG_HDRLEN;
-	}
-	while (n >= sizeof(struct nlattr)) {
-		struct nlattr a;
-
-		memcpy(&a, p, sizeof(a));
-		alen = a.nla_len;
-		if (alen < sizeof(a) || alen > n)
-			return 0;
+	while (NEXT_ATTR(&m, &mlen, &a, &v, &vlen) > 0)
 		if ((a.nla_type & NLA_TYPE_MASK) == NLDEV_SYS_ATTR_MONITOR_MODE)
 			return 1;
-		if (ALIGN4(alen) >= n)
-			break;
-		p += ALIGN4(alen);
-		n -= ALIGN4(alen);
-	}
 	return 0;
 }
 

@@ -103,7 +103,8 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 	case EVR_E_PORTDOWN:
 		if (!f->device[0])
 			break;
-		snprintf(b, n, "%s port %u went down", f->device, f->port);
+		snprintf(b, n, f->detail ? "%s port %u is down" :
+			 "%s port %u went down", f->device, f->port);
 		return;
 	case EVR_E_NOTSUP:
 		snprintf(b, n, "%s is not supported",

@@ -383,10 +383,27 @@ static void established(struct rconn *rc)
 	evr__rdma_process(rc);
 }
 
+/* A connect that failed while our own port is down (its link went: the
+ * route is gone with it, or the CM cannot send) is the port's failure,
+ * named as such, not the network's: -EVR_E_PORTDOWN, else err. */
+static int port_down_err(struct rconn *rc, int err)
+{
+	struct ibv_port_attr pa;
+
+	if (err == -EVR_E_DEVGONE || err == -EVR_E_PORTDOWN || !rc->id ||
+	    !rc->id->verbs || !rc->id->port_num ||
+	    ibv_query_port(rc->id->verbs, rc->id->port_num, &pa) ||
+	    pa.state == IBV_PORT_ACTIVE)
+		return err;
+	name_device(rc);
+	rc->base.dev_detail = 1; /* down before the connection */
+	return -EVR_E_PORTDOWN;
+}
+
 /* Client: a connect attempt failed; the owner closes the connection. */
 static void connect_failed(struct rconn *rc, int err)
 {
-	evr__rdma_close_step(rc, EVR_RC_E_CONN_FAIL, err);
+	evr__rdma_close_step(rc, EVR_RC_E_CONN_FAIL, port_down_err(rc, err));
 }
 
 static int resolve_route(struct rconn *rc)
@@ -542,7 +559,7 @@ static void conn_lost(struct rconn *rc, unsigned port, int fatal)
 	name_device(rc);
 	if (!port) {
 		rc->facts |= EVR_RC_F_DEV_GONE;
-		rc->base.dev_fatal = fatal;
+		rc->base.dev_detail = fatal;
 	}
 	if (rc->err == -EIO)
 		rc->err = err;
@@ -946,7 +963,7 @@ static int x_connect(struct evr_xport *xp, struct evr_conn *c,
 	evr__rdma_set_state(rc, EVR_RC_RESOLVE_ADDR);
 	if (rdma_resolve_addr(rc->id, NULL, (struct sockaddr *)&rc->dst,
 			      RESOLVE_MS)) {
-		*err = -errno;
+		*err = port_down_err(rc, -errno);
 		return EVR_XP_FAILED_NOW;
 	}
 	return EVR_XP_CONNECTING;

@@ -144,8 +144,8 @@ enum evr_sess_want evr__sess_fail(struct evr_sess *s, int err, int detail,
 		snprintf(f->peer, sizeof(f->peer), "%s", s->conn->peer);
 		snprintf(f->device, sizeof(f->device), "%s", s->conn->dev);
 		f->port = s->conn->port;
-		if (err == -EVR_E_DEVGONE)
-			f->detail = s->conn->dev_fatal;
+		if (err == -EVR_E_DEVGONE || err == -EVR_E_PORTDOWN)
+			f->detail = s->conn->dev_detail;
 	}
 	evr__sess_set_state(s, EVR_SS_FAILED);
 	return EVR_WANT_NONE;

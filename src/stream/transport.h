@@ -78,8 +78,9 @@ struct evr_conn {
 	char dev[64];
 	unsigned port;
 	/* -EVR_E_DEVGONE: the device reported a fatal error (1), not its
-	 * removal (0) */
-	int dev_fatal;
+	 * removal (0); -EVR_E_PORTDOWN: the port was down when the
+	 * connection was to be made (1), not lost under it (0) */
+	int dev_detail;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */

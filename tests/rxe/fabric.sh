@@ -272,8 +272,22 @@ fab_clear() { # TARGET: the link up, no netem
 	fab_x "$n1" tc qdisc del dev "$i1" root 2>/dev/null
 	fab_x "$n2" tc qdisc del dev "$i2" root 2>/dev/null
 	fab_x "$n1" ip link set "$i1" up; fab_x "$n2" ip link set "$i2" up
+	case $1 in h[0-9]*) fab_unwedge "$1" ;; esac
 	fab_routes
 	fab_warm
+}
+
+# fab_unwedge HOST: Soft-RoCE's own wedge (doc/reliability.md): a link
+# taken down under a live connection leaves the host's GSI QP (QP1, the
+# RDMA CM's messages) in the error state, and nothing in the kernel
+# resets it; the device added again does.  Only then, and said.
+fab_unwedge() {
+	rdma resource show qp link "$(fab_dev "$1")/1" 2>/dev/null |
+		grep -q 'type GSI state ERR' || return 0
+	echo "fabric: $1's GSI QP is in the error state after its link came back (Soft-RoCE's wedge): $(fab_dev "$1") added again" >&2
+	fab_fault rnic-del "$1"
+	fab_fault rnic-add "$1"
+	fab_wait_active
 }
 
 # fab_spine_bytes S: bytes the spine S has forwarded (its leaf links' tx)
