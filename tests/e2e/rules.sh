@@ -158,9 +158,6 @@ brk hostslow_for 'expr: host:evrdma_rstream_responder_hold_seconds:slow
 brk median_small_fleet '
             and on (job) count by (job) (host:evrdma_mesh_probers:count) >= 4)' ')'
 brk net_share 'network_slow:ratio > 0.5' 'network_slow:ratio > 0.1'
-brk net_worst '
-            and on (job, host) (host:evrdma_rstream_network_slow:ratio
-              == on (job) group_left () max by (job) (host:evrdma_rstream_network_slow:ratio))' ''
 brk net_baseline '(3 * host_peer:evrdma_rstream_network_seconds:baseline30m' \
 	'(30 * host_peer:evrdma_rstream_network_seconds:baseline30m'
 brk net_baseline_min 'min_over_time(host_peer:evrdma_rstream_network_seconds:mean2m[30m])' \
@@ -205,6 +202,10 @@ brk rack_within '(4 * rack:evrdma_mesh_failed_in_rack:ratio2m)' '(0 * rack:evrdm
 # a fleet that slows as a whole names no host (its best pair no worse
 # than the fleet's best)
 brk latency_best_pair '(1.5 * job:evrdma_rstream_network_seconds:best_pair)' '(0 * job:evrdma_rstream_network_seconds:best_pair)'
+# of the hosts most of whose pairs are slow, only the worst best pair
+brk latency_worst_best 'host:evrdma_rstream_network_slow_most:best_pair
+              == on (job) group_left () max by (job) (host:evrdma_rstream_network_slow_most:best_pair)' \
+	'host:evrdma_rstream_network_slow_most:best_pair'
 
 # -------------------------------------------------------------- peers2sd
 
