@@ -44,10 +44,15 @@ if start_server srv "$P" "$R" -T s -b $H -p "$P"; then
 		"$(res "$T/c1.out" .split.rejected)"
 	# the means of the parts add up to the round trip's (they are of the
 	# same iterations; the round trip is on the monotonic clock, the
-	# parts on the wall clock: within 5 %)
+	# parts on the wall clock, the two clocks read at nearby points of
+	# the send and the receive: within 5 %).  Under memcheck the
+	# instructions between those points run some 50 times slower: one
+	# CI run measured 935/1000 there, so its bound is 10 %.
+	lo=950
+	[ "$E2E_VG" = 1 ] && lo=900
 	sum=$(res "$T/c1.out" \
 		'(.split.net.mean_ns + .split.peer.mean_ns + .split.local.mean_ns) / .latency.mean_ns * 1000 | floor')
-	if [ "${sum:-0}" -ge 950 ] && [ "$sum" -le 1050 ]; then
+	if [ "${sum:-0}" -ge "$lo" ] && [ "$sum" -le 1050 ]; then
 		ok "--split: net + peer + local = the round trip ($sum/1000 of its mean)"
 	else
 		not_ok "--split: the parts add up to the round trip" "sum/mean = $sum/1000"
