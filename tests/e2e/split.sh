@@ -148,14 +148,17 @@ else
 			qt=$(res "$T/q.out" '.latency.mean_ns | floor') st=$(res "$T/s.out" '.latency.mean_ns | floor')
 			say "round $round: round trip mean $qt -> $st ns, peer mean $qp -> $sp ns, net mean $qm -> $sm ns, net p50 $qn -> $sn ns"
 			# The starvation took hold: the round trip's mean grew by
-			# 0.5 ms and more (the throttled periods are 98 ms in 100).
+			# 0.1 ms and more, over 10 times an unstarved one (the
+			# throttled periods are 98 ms in 100; how many of the
+			# 2,000 iterations meet one varies by host: 0.27-0.32 ms
+			# here in three rounds, more in CI).
 			# The hold carries that growth (80 % of it and more), the
 			# network's part does not (10 % and less), and the network's
 			# median stays within 25 %.  Growths, not ratios of means:
 			# the unstarved run shares the host with the rest of the
 			# suite, and its hold is then large too, and told as such.
 			dt=$((st - qt))
-			if [ "$dt" -ge 500000 ] && [ $(((sp - qp) * 10)) -ge $((dt * 8)) ] &&
+			if [ "$dt" -ge 100000 ] && [ $(((sp - qp) * 10)) -ge $((dt * 8)) ] &&
 				[ $(((sm - qm) * 10)) -le "$dt" ] &&
 				[ $((sn * 4)) -le $((qn * 5)) ] && [ $((sn * 4)) -ge $((qn * 3)) ]; then
 				got=1
