@@ -25,15 +25,7 @@ summary() {
 }
 has() { grep -q -- "$2" "$1"; }
 
-# rxe opens its UDP socket per namespace from Linux 7.1 on; before, no
-# traffic flows between namespaces (tests/rxe/vm.sh --kernel backports)
-kv=$(uname -r)
-maj=${kv%%.*}; min=${kv#*.}; min=${min%%.*}
-if [ "$maj" -lt 7 ] || { [ "$maj" = 7 ] && [ "$min" -lt 1 ]; }; then
-	echo "SKIP: the fabric needs Soft-RoCE per network namespace (Linux 7.1+), this guest runs $kv"
-	echo "fabric-rxe: 0 passed, 0 failed (skipped: kernel $kv)"
-	exit 0
-fi
+fab_require_netns fabric-rxe "the fabric"
 
 t0=$(now)
 if fab_up 2 2 >"$T/up.err" 2>&1; then

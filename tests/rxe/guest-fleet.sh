@@ -34,13 +34,7 @@ summary() {
 	echo "fleet-rxe: $pass passed, $fail failed"
 	exit $((fail > 0))
 }
-kv=$(uname -r)
-maj=${kv%%.*}; min=${kv#*.}; min=${min%%.*}
-if [ "$maj" -lt 7 ] || { [ "$maj" = 7 ] && [ "$min" -lt 1 ]; }; then
-	echo "SKIP: the fleet needs Soft-RoCE per network namespace (Linux 7.1+), this guest runs $kv"
-	echo "fleet-rxe: 0 passed, 0 failed (skipped: kernel $kv)"
-	exit 0
-fi
+fab_require_netns fleet-rxe "the fleet"
 fab_up 2 2 >"$T/up.err" 2>&1 || { ko "fabric up" "$(tail -3 "$T/up.err")"; summary; }
 
 : >"$T/peers.txt"

@@ -55,13 +55,7 @@ summary() {
 	echo "fleetprom-rxe: $pass passed, $fail failed"
 	exit $((fail > 0))
 }
-kv=$(uname -r)
-maj=${kv%%.*}; min=${kv#*.}; min=${min%%.*}
-if [ "$maj" -lt 7 ] || { [ "$maj" = 7 ] && [ "$min" -lt 1 ]; }; then
-	echo "SKIP: the fleet needs Soft-RoCE per network namespace (Linux 7.1+), this guest runs $kv"
-	echo "fleetprom-rxe: 0 passed, 0 failed (skipped: kernel $kv)"
-	exit 0
-fi
+fab_require_netns fleetprom-rxe "the fleet"
 case $ROUNDS in ''|*[!0-9]*|0) echo "FLEET_ROUNDS must be a positive number" >&2; exit 2 ;; esac
 for k in $KINDS; do
 	case $k in dead|down|loss|delay|rnic|cpu|spine) ;; *) echo "FLEET_KINDS: no such kind: $k" >&2; exit 2 ;; esac
