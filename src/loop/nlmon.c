@@ -27,9 +27,11 @@
 #define NL_NLDEV 5                 /* RDMA_NL_NLDEV */
 #define NL_TYPE(op) ((NL_NLDEV << 10) + (op))  /* RDMA_NL_GET_TYPE */
 
-/* How long the support query waits for the kernel's reply: it answers
- * from the same system call on any kernel that has RDMA netlink. */
-#define QUERY_MS 500
+/* How long the support query waits for the kernel's reply: not at all.
+ * Netlink requests are handled within the sender's send(), so the reply
+ * is queued when it returns; the registry opens the monitor from the
+ * loop, which must not block.  No reply: no monitor, the rescan. */
+#define QUERY_MS 0
 
 static const char *const kind_names[] = {
 #define X(k) #k,
