@@ -96,9 +96,42 @@ all_up() {
 	[ -n "$view" ] || return 1
 	case "$view " in *"=0 "*|*"= "*|*noscrape*) return 1 ;; esac
 }
-wait_all_up() { # SECONDS
-	local i
-	for i in $(seq $(($1 * 2))); do all_up && return 0; sleep 0.5; done
+# runs: every prober's completed runs to every peer, "N>P=runs ..."
+# (from the scrapes view just took)
+runs() {
+	local n p
+	for n in $(seq $N); do
+		for p in $(seq $N); do
+			[ "$p" = "$n" ] && continue
+			printf '%s>%s=%s ' "$n" "$p" "$(awk -v k="evrdma_probe_runs_total{probe=\"mesh:h$p\"," \
+				'index($1, k) == 1 { print $2 }' "$T/m$n")"
+		done
+	done
+}
+# settled BASE NOW: every pair has finished 2 runs since BASE was taken:
+# the second began after the first ended, so after the repair.  A run
+# that was in flight across the fault ends (a timeout, seconds later)
+# within the first; without this, its failure lands in the next
+# injection's window and is judged there (a pair within a rack "down"
+# under a spine fault).
+settled() { # BASE NOW
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		n = split(a, x, " "); if (split(b, y, " ") != n) exit 1
+		for (i = 1; i <= n; i++) {
+			split(x[i], p, "="); split(y[i], q, "=")
+			if (p[1] != q[1] || q[2] == "" || q[2] + 0 < p[2] + 2) exit 1
+		}
+		exit n == 0 }'
+}
+wait_all_up() { # SECONDS: every pair up, and every pair settled
+	local i base=""
+	for i in $(seq $(($1 * 2))); do
+		if all_up; then
+			[ -n "$base" ] || base=$(runs)
+			settled "$base" "$(runs)" && return 0
+		fi
+		sleep 0.5
+	done
 	return 1
 }
 
