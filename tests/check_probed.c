@@ -65,7 +65,8 @@ START_TEST(test_defaults)
 	    " { \"name\": \"b\", \"type\": \"rstream\", \"host\": \"h\",\n"
 	    "   \"kind\": \"bandwidth\", \"port\": \"9000\",\n"
 	    "   \"transport\": \"tcp\", \"count\": 7,\n"
-	    "   \"verify\": true, \"negotiate\": false, \"poll_us\": 0 },\n"
+	    "   \"verify\": true, \"negotiate\": false, \"poll_us\": 0,\n"
+	    "   \"exclusive\": false },\n"
 	    " { \"name\": \"c\", \"type\": \"mckey\", \"group\": \"g\",\n"
 	    "   \"role\": \"sender\", \"transport\": \"udp\" } ] }\n");
 	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
@@ -91,6 +92,8 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c->probes[0].verify, 0);
 	ck_assert_int_eq(c->probes[0].negotiate, 1);
 	ck_assert_int_eq(c->probes[0].poll_us, EVR_DEFAULT_POLL_US);
+	/* one run on a path at a time unless told otherwise */
+	ck_assert_int_eq(c->probes[0].exclusive, 1);
 	ck_assert_double_eq(c->probes[0].interval_s, 10);
 	ck_assert_double_eq(c->probes[0].timeout_s, 5);
 	ck_assert_int_eq(c->probes[1].xport, EVR_XPORT_TCP);
@@ -101,6 +104,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c->probes[1].verify, 1);
 	ck_assert_int_eq(c->probes[1].negotiate, 0);
 	ck_assert_int_eq(c->probes[1].poll_us, EVR_POLL_NEVER); /* 0: never */
+	ck_assert_int_eq(c->probes[1].exclusive, 0);
 	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
 	ck_assert_int_eq(c->probes[2].mc_xport, EVR_MC_UDP);
 	ck_assert_int_eq(c->probes[2].sender, 1);
@@ -147,6 +151,12 @@ START_TEST(test_errors)
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"negotiate\": \"no\" } ] }",
 	    "probes[0] (\"a\"): \"negotiate\" must be true or false");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
+	    " \"host\": \"h\", \"exclusive\": 0 } ] }",
+	    "probes[0] (\"a\"): \"exclusive\" must be true or false");
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"mckey\","
+	    " \"group\": \"g\", \"exclusive\": false } ] }",
+	    "probes[0] (\"a\"): unknown key \"exclusive\"");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"mckey\","
 	    " \"group\": \"g\", \"negotiate\": false } ] }",
 	    "probes[0] (\"a\"): unknown key \"negotiate\"");

@@ -320,7 +320,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	static const char *const keys[] = {
 		"name", "type", "interval_s", "timeout_s", "host", "port",
 		"bind", "transport", "kind", "size", "count", "iters", "verify",
-		"negotiate", "poll_us", "peer", NULL,
+		"negotiate", "poll_us", "peer", "exclusive", NULL,
 	};
 	static const char *const kinds[] = { "latency", "bandwidth", NULL };
 	const struct evr_stream_opts d = stream_defaults();
@@ -343,7 +343,8 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	    get_enum(c, o, "transport", xports, EVR_XPORT_RDMA, &x) ||
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
 	    get_bool(c, o, "verify", 0, &p->verify) ||
-	    get_bool(c, o, "negotiate", 1, &p->negotiate))
+	    get_bool(c, o, "negotiate", 1, &p->negotiate) ||
+	    get_bool(c, o, "exclusive", 1, &p->exclusive))
 		return -1;
 	/* latency: one transfer per iteration, round trips; bandwidth: a
 	 * train of transfers in one iteration */

@@ -44,6 +44,10 @@ struct probe_cfg {
 	 * exactly upstream's wire, for an upstream server */
 	int negotiate;
 	int poll_us;            /* opts.poll_us; EVR_POLL_NEVER: never */
+	/* 1 (the default): one of the agent's runs on its path at a time,
+	 * the others wait; 0: its runs neither wait for the path nor hold
+	 * it (a load beside other probes, asked for) */
+	int exclusive;
 	/* a mesh peer's labels beyond probe="...": 'peer="NAME",k="v"'
 	 * (escaped), or NULL */
 	char *labels;

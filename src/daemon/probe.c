@@ -737,14 +737,15 @@ static void path_kick_cb(struct ev_loop *l, ev_timer *w, int revents)
 	run_start(p);
 }
 
-/* rstream probes only: an mckey run sends to a group, not a path */
+/* rstream probes only: an mckey run sends to a group, not a path; and
+ * not a probe configured "exclusive": false, whose runs go as they come */
 static void path_attach(struct probe *p)
 {
 	const struct probe_cfg *c = p->cfg;
 	struct probe_path *pa;
 	char key[512];
 
-	if (c->type != PROBE_RSTREAM || !c->host)
+	if (c->type != PROBE_RSTREAM || !c->host || !c->exclusive)
 		return;
 	snprintf(key, sizeof(key), "%d %s %s", (int)c->xport, c->host,
 		 c->port ? c->port : "");

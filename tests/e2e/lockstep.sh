@@ -10,7 +10,8 @@
 # and the agent runs one run on a path at a time, so lo's round trip
 # with the crowd stays within 20 % of its round trip alone (the median
 # of its runs' medians, against the larger of the two alone phases), lo
-# still runs every interval, and the waits are counted.
+# still runs every interval, and the waits are counted.  Then the crowd
+# again with every probe "exclusive": false: no run waits.
 # shellcheck source=lib.sh
 . "${E2E_LIB:-$(dirname "$0")/lib.sh}"
 
@@ -36,18 +37,19 @@ EXTRA=50                   # copies of lo beside it
 scrape() { curl -s --max-time 2 -o "$T/$1.txt" "http://$H:$HP/metrics" 2>/dev/null; }
 val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
 
-lat() { # NAME: a latency probe of the responder, 100 round trips of 64 B
-	printf '{ "name": "%s", "type": "rstream", "transport": "tcp", "host": "%s", "port": %s, "size": 64, "iters": 100, "interval_s": %s, "timeout_s": 5 }' \
-		"$1" "$H" "$MP" "$IV"
+lat() { # NAME [EXCL]: a latency probe of the responder, 100 round trips of 64 B
+	printf '{ "name": "%s", "type": "rstream", "transport": "tcp", "host": "%s", "port": %s, "size": 64, "iters": 100, "interval_s": %s, "timeout_s": 5, "exclusive": %s }' \
+		"$1" "$H" "$MP" "$IV" "${2:-true}"
 }
-conf() { # FILE EXTRA: lo, EXTRA copies of it, and with EXTRA a bandwidth probe
-	local i p
-	p=$(lat lo)
+conf() { # FILE EXTRA [EXCL]: lo, EXTRA copies of it, and with EXTRA a
+	 # bandwidth probe; EXCL false: all of them "exclusive": false
+	local i p x=${3:-true}
+	p=$(lat lo "$x")
 	if [ "$2" -gt 0 ]; then
-		for i in $(seq "$2"); do p="$p, $(lat "p$i")"; done
+		for i in $(seq "$2"); do p="$p, $(lat "p$i" "$x")"; done
 		# 300 MiB a run, a few tenths of a second: runs of the latency
 		# probes fall inside it, and wait for it
-		p="$p, { \"name\": \"bw\", \"type\": \"rstream\", \"transport\": \"tcp\", \"host\": \"$H\", \"port\": $MP, \"kind\": \"bandwidth\", \"size\": 1048576, \"count\": 300, \"interval_s\": $IV, \"timeout_s\": 5 }"
+		p="$p, { \"name\": \"bw\", \"type\": \"rstream\", \"transport\": \"tcp\", \"host\": \"$H\", \"port\": $MP, \"kind\": \"bandwidth\", \"size\": 1048576, \"count\": 300, \"interval_s\": $IV, \"timeout_s\": 5, \"exclusive\": $x }"
 	fi
 	cat >"$1" <<EOF
 { "listen_address": "$H", "listen_port": $HP,
@@ -56,21 +58,22 @@ conf() { # FILE EXTRA: lo, EXTRA copies of it, and with EXTRA a bandwidth probe
 EOF
 }
 
-# phase NAME EXTRA: run a daemon for PHASE seconds; lo's last run's median
-# round trip at every scrape (one a run) into $T/NAME.med, its runs and
-# the agent's counters at the end into $T/NAME.end
+# phase NAME EXTRA [EXCL [SECONDS]]: run a daemon for SECONDS (PHASE);
+# lo's last run's median round trip at every scrape (one a run) into
+# $T/NAME.med, its runs and the agent's counters at the end into
+# $T/NAME.end
 phase() {
-	local n=$1 i last="" r m
-	conf "$T/$n.json" "$2"
+	local n=$1 i last="" r m secs=${4:-$PHASE}
+	conf "$T/$n.json" "$2" "${3:-true}"
 	: >"$T/$n.med"
-	bg_start "$n" $((PHASE + $(tscale 60))) "$PROBED" -c "$T/$n.json"
+	bg_start "$n" $((secs + $(tscale 60))) "$PROBED" -c "$T/$n.json"
 	if ! wait_listen "$HP" "$(tscale 5)" "$n"; then
 		not_ok "$n: the daemon listens"
 		dump "$T/$n.err"
 		bg_kill "$n"
 		return 1
 	fi
-	for i in $(seq $((PHASE * 4))); do
+	for i in $(seq $((secs * 4))); do
 		sleep 0.25
 		scrape "$n.s" || continue
 		r=$(val "$T/$n.s.txt" 'evrdma_probe_runs_total{probe="lo"}')
@@ -121,5 +124,18 @@ else
 			"$(us "$c") us against $(us "$a1") and $(us "$a2") us"
 	fi
 fi
+
+# The same crowd, every probe "exclusive": false (the configuration asks
+# for runs beside each other): none waits for its path, none is counted
+# as deferred, and what lo then measures is said, not judged
+phase shared "$EXTRA" false 6
+d=$(val "$T/shared.end" evrdma_probed_runs_deferred_total)
+runs=$(val "$T/shared.end" 'evrdma_probe_runs_total{probe="lo"}')
+fails=$(grep -E '^evrdma_probe_failures_total\{' "$T/shared.end" | awk '{ s += $NF } END { print s + 0 }')
+s=$(median "$T/shared.med")
+say "shared (\"exclusive\": false): $d runs deferred, lo ran $runs times, $fails failures, its median round trip $(us "${s:-0}") us"
+assert_eq "shared: \"exclusive\": false runs wait for no path (none deferred)" 0 "${d:-x}"
+assert_eq "shared: no probe failed" 0 "$fails"
+assert_le "shared: lo ran" 1 "${runs:-0}"
 
 e2e_done
