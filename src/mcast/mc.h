@@ -108,6 +108,7 @@ struct evr_mcast {
 	struct evr_mcast_opts o;
 	char *group, *unmapped, *bind_addr;
 	const struct evr_mc_xport *x;
+	const struct evr_mc_up *up; /* the engine's, for the transport */
 	void *xp;                 /* the transport's engine state */
 	struct evr_mcast_cbs cbs;
 	void *ud;
@@ -135,10 +136,7 @@ struct evr_mcast {
 };
 
 const char *evr__mc_state_name(enum evr_mc_state s);
-void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg);
 
-/* Record a failure: its text goes out through the failure callback, and
- * the first one becomes the return status (later ones never mask it). */
 /* A failure, by name: EVR__MC_FAIL(m, .qp = n->index, .status = -1,
  * .msg = "mckey: rdma_create_id", .sys_errno = errno).  status is
  * upstream's return status; code what went wrong (-errno or -EVR_E_*;
@@ -149,21 +147,61 @@ struct evr__mc_fail_args {
 	int status, code, sys_errno;
 	const char *msg, *detail;
 };
+
+/* The engine's services to its transports: the only way a transport
+ * calls up into mcast.c, so that the engine calls the transports (its
+ * table's rows) and not the other way round (scripts/layers.sh). */
+struct evr_mc_up {
+	/* an event for a QP's machine */
+	void (*node_event)(struct evr_mc_node *n, enum evr_mc_ev ev, int arg);
+	/* Record a failure: its text goes out through the failure
+	 * callback, and the first one becomes the return status (later
+	 * ones never mask it). */
+	void (*failed)(struct evr_mcast *m, const struct evr__mc_fail_args *a);
+	/* Resolve -b or -m as upstream does (its first address); a failure
+	 * is recorded with upstream's text.  0 or -1. */
+	int (*get_addr)(struct evr_mcast *m, const char *host,
+			struct sockaddr_storage *out, socklen_t *len);
+	/* the owner's callbacks: a CM event, a QP joined */
+	void (*cm_event)(struct evr_mcast *m, unsigned qp, const char *event,
+			 int status, int is_error);
+	void (*joined)(struct evr_mcast *m, const struct evr_mc_joined *j);
+};
+
+/* The transports' (and the engine's own) calls through the table. */
+static inline void evr__mc_node_event(struct evr_mc_node *n,
+				      enum evr_mc_ev ev, int arg)
+{
+	n->mc->up->node_event(n, ev, arg);
+}
+
+static inline void evr__mc_fail(struct evr_mcast *m,
+				const struct evr__mc_fail_args *a)
+{
+	m->up->failed(m, a);
+}
 #define EVR__MC_FAIL(m, ...) \
 	evr__mc_fail((m), &(const struct evr__mc_fail_args){ __VA_ARGS__ })
-void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a);
-/* Resolve -b or -m as upstream does (its first address); a failure is
- * recorded with upstream's text.  0 or -1. */
-int evr__mc_get_addr(struct evr_mcast *m, const char *host,
-		     struct sockaddr_storage *out, socklen_t *len);
-/* Transport hooks into the engine. */
-void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
-		      int status, int is_error);
-void evr__mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j);
 
-/* A random sender id base for payload headers; the low 12 bits are left
- * for the QP index. */
-uint32_t evr__mc_sender_base(void);
+static inline int evr__mc_get_addr(struct evr_mcast *m, const char *host,
+				   struct sockaddr_storage *out,
+				   socklen_t *len)
+{
+	return m->up->get_addr(m, host, out, len);
+}
+
+static inline void evr__mc_cm_event(struct evr_mcast *m, unsigned qp,
+				    const char *event, int status,
+				    int is_error)
+{
+	m->up->cm_event(m, qp, event, status, is_error);
+}
+
+static inline void evr__mc_joined(struct evr_mcast *m,
+				  const struct evr_mc_joined *j)
+{
+	m->up->joined(m, j);
+}
 
 /* Every zero of o that stands for a default, that default; window and
  * max_senders clamped (evr_mcast_opts_resolve()). */

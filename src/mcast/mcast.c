@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "evrdma/hostcheck.h"
 #include "mc.h"
@@ -33,7 +31,7 @@ static void set_state(struct evr_mc_node *n, enum evr_mc_state st)
 	n->state = st;
 }
 
-void evr__mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a)
+static void mc_fail(struct evr_mcast *m, const struct evr__mc_fail_args *a)
 {
 	struct evr_mc_failure f = {
 		.err = a->status,
@@ -64,8 +62,8 @@ static void addr_failed(struct evr_mcast *m, int code)
 	EVR__MC_FAIL(m, .status = code, .code = -EVR_E_RESOLVE, .msg = d);
 }
 
-int evr__mc_get_addr(struct evr_mcast *m, const char *host,
-		     struct sockaddr_storage *out, socklen_t *len)
+static int mc_get_addr(struct evr_mcast *m, const char *host,
+		       struct sockaddr_storage *out, socklen_t *len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
 	unsigned i;
@@ -93,14 +91,14 @@ int evr__mc_get_addr(struct evr_mcast *m, const char *host,
 	return 0;
 }
 
-void evr__mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
-		      int status, int is_error)
+static void mc_cm_event(struct evr_mcast *m, unsigned qp, const char *event,
+			int status, int is_error)
 {
 	EVR__UPCALL(m->cb_depth, m->cbs.cm_event, m->ud, qp, event, status,
 		    is_error);
 }
 
-void evr__mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j)
+static void mc_joined(struct evr_mcast *m, const struct evr_mc_joined *j)
 {
 	EVR__UPCALL(m->cb_depth, m->cbs.joined, m->ud, j);
 }
@@ -280,7 +278,7 @@ static void group_lost(struct evr_mc_node *n, int status)
 	start_join(n, EVR_MC_REJOINING);
 }
 
-void evr__mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
+static void mc_node_event(struct evr_mc_node *n, enum evr_mc_ev ev, int arg)
 {
 	struct evr_mcast *m = n->mc;
 	int r;
@@ -556,15 +554,6 @@ static void check_all_done(struct evr_mcast *m)
 		ev_timer_start(m->loop->ev, &m->finish_w);
 }
 
-uint32_t evr__mc_sender_base(void)
-{
-	uint32_t b;
-
-	if (getrandom(&b, sizeof(b), 0) != sizeof(b))
-		b = (uint32_t)getpid() << 12 ^ (uint32_t)evr_now_ns();
-	return b & ~0xfffu;
-}
-
 static void cancel_cb(struct ev_loop *l, ev_timer *w, int revents);
 
 /* The engine's defaults, the one place they are filled in
@@ -588,6 +577,14 @@ void evr__mcast_opts_fill(struct evr_mcast_opts *o)
 		o->count = 0;
 }
 
+static const struct evr_mc_up mc_up = {
+	.node_event = mc_node_event,
+	.failed = mc_fail,
+	.get_addr = mc_get_addr,
+	.cm_event = mc_cm_event,
+	.joined = mc_joined,
+};
+
 int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 			 const struct evr_mcast_opts *o,
 			 const struct evr_mcast_cbs *cbs, void *ud,
@@ -601,6 +598,7 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
 	m->loop = loop;
 	m->o = *o;
 	m->x = x;
+	m->up = &mc_up;
 	m->cbs = *cbs;
 	m->ud = ud;
 	m->group = evr__strdup_or_null(o->group);

@@ -3,6 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../loop/bytes.h"
 
@@ -237,4 +240,16 @@ uint64_t evr__mc_sender_lost(const struct evr_mc_sender_stats *s)
 uint64_t evr__mc_sender_not_received(const struct evr_mc_sender_stats *s)
 {
 	return (uint64_t)s->count - 1 - s->highest;
+}
+
+uint32_t evr__mc_sender_base(void)
+{
+	struct timespec ts;
+	uint32_t b;
+
+	if (getrandom(&b, sizeof(b), 0) != sizeof(b)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		b = (uint32_t)getpid() << 12 ^ (uint32_t)ts.tv_nsec;
+	}
+	return b & ~0xfffu;
 }

@@ -84,6 +84,9 @@ struct evr_mc_acct {
  * multiple of 64 (evr__mc_window(), evr__mc_max_senders(): the values in
  * effect).  Allocates nothing. */
 unsigned evr__mc_window(unsigned window);
+/* A random sender id base for payload headers; the low 12 bits are left
+ * for the QP index. */
+uint32_t evr__mc_sender_base(void);
 unsigned evr__mc_max_senders(unsigned max_senders);
 void evr__mc_acct_init(struct evr_mc_acct *a, unsigned window,
 		       unsigned max_senders);
