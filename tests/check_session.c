@@ -81,8 +81,9 @@ static void bq_free(struct bq *q)
 
 #define SCRIPT_MAX 8
 
-/* The session's sched_yield and getrusage (evr__poll_async() offers its
- * CPU with one and sees with the other whether another task took it): the
+/* The session's sched_yield and getrusage (the driver's poll_async()
+ * offers its CPU with one and sees with the other whether another task
+ * took it): the
  * yields are counted; the CPU "taken" (ru_nivcsw) is fake_taken, not the
  * kernel's count (which a busy host moves at any time: CI's make -j2
  * preempted a 20 ms poll in each of five tries), and a test bumps it
@@ -3796,8 +3797,8 @@ START_TEST(test_poll_backoff)
 		ck_assert_uint_eq(evr__poll_budget(&p),
 				  expect[i] ? 0 : EVR_POLL_MAX_NS);
 	}
-	/* the waits slept through count the skip down (evr__poll_async()
-	 * does) */
+	/* the waits slept through count the skip down (the driver's
+	 * poll_async() does) */
 	while (p.skip)
 		p.skip--;
 	ck_assert_uint_eq(evr__poll_budget(&p), EVR_POLL_MAX_NS);

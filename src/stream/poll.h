@@ -2,9 +2,8 @@
 /*
  * -T a's poll estimator: how long a session polls before it sleeps, from
  * how long its waits for the peer take.  Pure (no clock, no loop): the
- * caller gives the times, and check_session drives it.  The poll itself,
- * evr__poll_async(), is declared with the session (session.h); both live
- * in poll.c.
+ * caller gives the times, and check_session drives it.  The poll itself
+ * is the driver's (sessdrive.c's poll_async()).
  */
 #ifndef EVR_SRC_POLL_H
 #define EVR_SRC_POLL_H

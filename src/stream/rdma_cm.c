@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The RDMA transport (rdma_int.h): the engine side.  The upcalls queued
- * for the engine (connected, accepted, wake, drained), setting a
- * connection up (buffers, cells, QP, evr__rdma_memlock()'s sizes), the
- * RDMA CM event channel (connect, accept, disconnect), and the transport
- * ops (listen, open, connect, free).
+ * The RDMA transport (rdma_int.h): the engine side, its top.  Setting a
+ * connection up (buffers, cell, QP), the RDMA CM event channel (connect,
+ * accept, disconnect, a device's removal), and the transport ops
+ * (listen, open, connect, free); it fills rdma_xport.up, through which
+ * the files below call back up.
  */
 #include "config.h"
 
@@ -18,106 +18,11 @@
 #include "../loop/channel.h"
 #include "rdma_int.h"
 
-#define DEFAULT_INLINE 64
-#define MIN_BUF 4096
 #define RESOLVE_MS 2000
 #define RESOLVE_RETRIES 3
 #define LISTEN_BACKLOG 1024
 #define PDATA_MAX 256
 #define RELISTEN_S 1.0     /* a lost listener tries again this often */
-
-/* ---- deferred upcalls ---- */
-
-void evr__rdma_defer_kick(struct rdma_xport *x)
-{
-	if (!ev_is_active(&x->defer_w)) {
-		ev_timer_set(&x->defer_w, 0., 0.);
-		ev_timer_start(x->base.loop->ev, &x->defer_w);
-	}
-}
-
-void evr__rdma_pend_add(struct rconn *rc, unsigned what)
-{
-	struct rdma_xport *x = rc->x;
-
-	if (!rc->pend) {
-		rc->pend_next = NULL;
-		if (x->pend_tail)
-			x->pend_tail->pend_next = rc;
-		else
-			x->pend_head = rc;
-		x->pend_tail = rc;
-	}
-	rc->pend |= what;
-	evr__rdma_defer_kick(x);
-}
-
-void evr__rdma_pend_remove(struct rconn *rc)
-{
-	struct rdma_xport *x = rc->x;
-	struct rconn **pp, *prev = NULL;
-
-	if (!rc->pend)
-		return;
-	for (pp = &x->pend_head; *pp; prev = *pp, pp = &(*pp)->pend_next) {
-		if (*pp == rc) {
-			*pp = rc->pend_next;
-			if (x->pend_tail == rc)
-				x->pend_tail = prev;
-			break;
-		}
-	}
-	rc->pend = 0;
-	rc->pend_next = NULL;
-}
-
-void evr__rdma_wake(struct rconn *rc)
-{
-	if (evr__rdma_has(rc, EVR_RC_F_OWNED))
-		evr__rdma_pend_add(rc, PEND_WAKE);
-}
-
-/* The queued upcalls, in order; each entry is off the queue before its
- * upcall, which may queue more (or close rc). */
-void evr__rdma_run_pend(struct rdma_xport *x)
-{
-	struct rconn *rc;
-
-	while ((rc = x->pend_head)) {
-		unsigned p = rc->pend;
-
-		x->pend_head = rc->pend_next;
-		if (!x->pend_head)
-			x->pend_tail = NULL;
-		rc->pend = 0;
-		rc->pend_next = NULL;
-		/* each upcall may close rc: touch nothing of it after */
-		if (p & PEND_ACCEPTED) {
-			rc->facts |= EVR_RC_F_OWNED;
-			x->base.cbs->accepted(x->base.ud, &rc->base,
-					      rdma_get_peer_addr(rc->id));
-		} else if (p & PEND_CONNECTED) {
-			x->base.cbs->connected(x->base.ud, &rc->base,
-					       rc->conn_err);
-		} else if ((p & (PEND_WAKE | PEND_POLLED)) &&
-			   evr__rdma_has(rc, EVR_RC_F_OWNED)) {
-			if (rc->base.wake)
-				rc->base.wake(&rc->base);
-		} else if (p & PEND_POLLED) {
-			evr__rdma_closing_polled(rc); /* may destroy rc */
-		}
-	}
-	if (x->drain_pend && !x->nlinger) {
-		x->drain_pend = 0;
-		if (x->base.cbs->drained)
-			x->base.cbs->drained(x->base.ud);
-	}
-}
-
-static void defer_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	evr__rdma_run_pend(evr__container_of(w, struct rdma_xport, defer_w));
-}
 
 /* ---- setting a connection up ---- */
 
@@ -138,7 +43,7 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 	}
 	rc->x = x;
 	rc->id_no = x->next_no++;
-	rc->inline_req = inline_size < 0 ? DEFAULT_INLINE : inline_size;
+	rc->inline_req = inline_size < 0 ? EVR_RDMA_DEFAULT_INLINE : inline_size;
 	ev_init(&rc->close_w, evr__rdma_close_cb);
 	ev_init(&rc->ka_w, evr__rdma_ka_cb);
 	rc->next = x->conns;
@@ -147,105 +52,6 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 	x->conns = rc;
 	x->nconns++;
 	return rc;
-}
-
-static void *page_alloc(size_t size)
-{
-	void *p;
-
-	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), size))
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
-
-static uint8_t *cell_get(struct rdma_xport *x)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
-	uint8_t *c, **pages_;
-
-	if (!x->cell_free) {
-		c = page_alloc(pg);
-		if (!c)
-			return NULL;
-		pages_ = realloc(x->cell_pages,
-				 (x->ncell_pages + 1) * sizeof(*pages_));
-		if (!pages_) {
-			free(c);
-			return NULL;
-		}
-		x->cell_pages = pages_;
-		x->cell_pages[x->ncell_pages++] = c;
-		for (i = 0; i + CELL_SIZE <= pg; i += CELL_SIZE) {
-			memcpy(c + i, &x->cell_free, sizeof(x->cell_free));
-			x->cell_free = c + i;
-		}
-	}
-	c = x->cell_free;
-	memcpy(&x->cell_free, c, sizeof(x->cell_free));
-	memset(c, 0, CELL_SIZE);
-	return c;
-}
-
-void evr__rdma_cell_put(struct rdma_xport *x, uint8_t *c)
-{
-	if (!c)
-		return;
-	memcpy(c, &x->cell_free, sizeof(x->cell_free));
-	x->cell_free = c;
-}
-
-/* Pages, as the kernel pins them. */
-static uint64_t pages(uint64_t bytes)
-{
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-
-	return (bytes + pg - 1) / pg * pg;
-}
-
-/*
- * A connection's sizes among n of the engine (evr__rs_scale): its queue
- * depths, and its rings (twice -B, as rsockets and Linux double
- * SO_SNDBUF) unless -B fixed them.
- */
-static void conn_sizes(const struct evr_stream_opts *o, unsigned n,
-		       uint32_t *ring, uint32_t *sq, uint32_t *rq)
-{
-	uint64_t bs = o->buffer_size > 0 ? (uint64_t)o->buffer_size :
-		      EVR_DEFAULT_BUFFER_SIZE;
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-
-	*ring = bs * 2 < MIN_BUF ? MIN_BUF : (uint32_t)(bs * 2);
-	if (o->buffer_size <= 0)
-		*ring = (uint32_t)(evr__rs_scale(*ring, EVR_RS_RING_MIN, n) /
-				   pg * pg);
-	*sq = evr__rs_scale(RS_SQ_SIZE, EVR_RS_QP_MIN, n);
-	*rq = evr__rs_scale(RS_RQ_SIZE, EVR_RS_QP_MIN, n);
-}
-
-/*
- * What create_ep() locks per connection: the rings, its cell (a share of
- * a page),
- * and the CQ and QP rings a hardware provider allocates in user memory
- * and pins (64-byte CQEs, send WQEs of 64 bytes plus the inline data,
- * 64-byte receive WQEs: about, not the provider's exact layout).  The
- * device may cap the queue depths lower; the figure stays the upper
- * bound.
- */
-uint64_t evr__rdma_memlock(const struct evr_stream_opts *o)
-{
-	uint64_t inl = o->inline_size > 0 ? (uint64_t)o->inline_size :
-		       DEFAULT_INLINE;
-	unsigned n = o->server || !o->conns ? 1 : o->conns;
-	uint32_t buf, sq, rq0;
-	uint64_t rq, one;
-
-	conn_sizes(o, n, &buf, &sq, &rq0);
-	rq = rq0 + RQ_EXTRA;
-	/* the cell's page is charged to each registration on it */
-	one = pages(2 * (uint64_t)buf) + pages(CELL_USED) +
-	      pages((sq + rq) * 64) + pages(sq * (64 + inl) + rq * 64);
-	return one * n;
 }
 
 /* The peer's private data, once per connection. */
@@ -295,7 +101,7 @@ static int create_ep(struct rconn *rc, const char **what)
 		return -EPROTONOSUPPORT;
 	name_device(rc);
 	/* a client knows how many it opens; a server counts what it holds */
-	conn_sizes(o, o->server || o->conns <= 1 ? rc->x->nconns :
+	evr__rdma_conn_sizes(o, o->server || o->conns <= 1 ? rc->x->nconns :
 		   (unsigned)o->conns, &rc->sbuf_size, &rc->sq_size,
 		   &rc->rq_size);
 	rc->rbuf_size = rc->sbuf_size;
@@ -336,8 +142,8 @@ static int create_ep(struct rconn *rc, const char **what)
 	/* both rings in one run of pages (the receive ring on a cache
 	 * line, whatever -B made the send ring) */
 	soff = ((size_t)rc->sbuf_size + 63) & ~(size_t)63;
-	rc->sbuf = page_alloc(soff + rc->rbuf_size);
-	rc->tsgl = cell_get(rc->x);
+	rc->sbuf = evr__rdma_page_alloc(soff + rc->rbuf_size);
+	rc->tsgl = evr__rdma_cell_get(rc->x);
 	rc->rmsg = calloc(rc->rq_post + 1, sizeof(*rc->rmsg));
 	if (!rc->sbuf || !rc->tsgl || !rc->rmsg)
 		return -ENOMEM;
@@ -1033,7 +839,15 @@ int evr__rdma_xport_new(struct evr_xport **out, const struct evr_xport *base,
 	}
 	ev_io_init(&x->cm_w, cm_cb, x->ch->fd, EV_READ);
 	ev_io_start(base->loop->ev, &x->cm_w);
-	ev_init(&x->defer_w, defer_cb);
+	x->up = (struct rdma_up){
+		.recv_wc = evr__rdma_recv_wc,
+		.send_wc = evr__rdma_send_wc,
+		.repost = evr__rdma_repost,
+		.closing_polled = evr__rdma_closing_polled,
+		.dev_note = evr__rdma_dev_note,
+		.cm_drain = evr__rdma_cm_drain,
+	};
+	evr__rdma_upcall_init(x);
 	ev_timer_init(&x->relisten_w, relisten_cb, RELISTEN_S, RELISTEN_S);
 	*out = &x->base;
 	return 0;

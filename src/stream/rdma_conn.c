@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RDMA transport (rdma_int.h): one connection's life once it is set
- * up.  Control messages (credits, keepalive, our DISCONNECT), the data
+ * up.  What its completions say (the rsocket messages), control messages (credits, keepalive, our DISCONNECT), the data
  * path (r_send, r_recv: RDMA writes with immediate, the cork), the close
  * (close_step(), executing rclose.c's decisions, and teardown), the
  * settings, and the connection ops.
@@ -46,13 +46,134 @@ static void set_disc(struct rconn *rc, enum evr_rc_disc d)
 	rc->disc = d;
 }
 
-void evr__rdma_trace_err(struct rconn *rc, const char *what, int err)
-{
-	struct evr_loop *l = rc->x->base.loop;
+/* ---- completions: what the peer's messages say ---- */
 
-	if (evr__tracing(l))
-		evr__trace(l, "rdma %u: %s: %s", rc->id_no, what,
-			   strerror(err < 0 ? -err : err));
+int evr__rdma_post_recvs(struct rconn *rc, unsigned n)
+{
+	struct ibv_recv_wr wr[CQ_BATCH], *bad;
+	unsigned i, k;
+
+	while (n) {
+		k = n < CQ_BATCH ? n : CQ_BATCH;
+		memset(wr, 0, sizeof(wr[0]) * k);
+		for (i = 0; i < k; i++) {
+			/* no SGE: every message is an RDMA write with
+			 * immediate, whose bytes land in our ring */
+			wr[i].wr_id = WR_RECV | evr__rdma_wr_id(rc, 0, 0);
+			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		}
+		if (ibv_post_recv(rc->id->qp, wr, &bad))
+			return -EIO;
+		n -= k;
+	}
+	return 0;
+}
+
+/* One receive completion; returns 1 when its receive is to be re-posted. */
+int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
+{
+	struct evr_rs_sge sge;
+	uint32_t msg, data;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR && evr__rdma_live(rc))
+			evr__rdma_set_err(rc, -EIO,
+					  ibv_wc_status_str(wc->status));
+		return 0;
+	}
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+		return 1; /* a plain send: not rsocket's, ignored */
+	msg = evr__rs_imm_decode(wc->imm_data);
+	data = evr__rs_msg_data(msg);
+	switch (evr__rs_msg_op(msg)) {
+	case EVR_RS_OP_SGL:
+		/* With 16 bytes the peer has written its next ring half
+		 * into our target SGL; trust it only now that the write is
+		 * complete, and keep our own copy of the entries. */
+		if (wc->byte_len >= EVR_RS_SGE_LEN) {
+			evr__rs_sge_decode(rc->tsgl + EVR_RS_SGE_LEN *
+					   rc->tx.target_next, &sge);
+			evr__rs_tx_sgl(&rc->tx, data, &sge);
+		} else {
+			evr__rs_tx_sgl(&rc->tx, data, NULL);
+		}
+		break;
+	case EVR_RS_OP_CTRL:
+		/* facts only: the close decides at its next step */
+		if (data == EVR_RS_CTRL_DISCONNECT) {
+			rc->facts |= EVR_RC_F_PEER_DISC;
+			evr__rdma_wake(rc);
+		} else if (data == EVR_RS_CTRL_SHUTDOWN) {
+			rc->facts |= EVR_RC_F_PEER_SHUT;
+			if (evr__rdma_shut(rc))
+				rc->facts |= EVR_RC_F_PEER_DISC;
+			evr__rdma_wake(rc);
+		}
+		break;
+	case EVR_RS_OP_IOMAP_SGL:
+	case EVR_RS_OP_WRITE:
+		break; /* we advertise no iomap; nothing to do */
+	default: /* DATA, and the reserved ops upstream files as data */
+		if (evr__rdma_has(rc, EVR_RC_F_PEER_DISC))
+			break;
+		if (!data) {
+			/* nothing to read, but a credit to give back */
+			rc->rx.rseq_no++;
+			break;
+		}
+		rc->n_msgs++;
+		switch (evr__rs_rx_push(&rc->rx, data)) {
+		case 0:
+			break;
+		case -EMSGSIZE:
+			evr__rdma_set_err(rc, -EPROTO, "peer wrote past the "
+					  "ring space we offered");
+			break;
+		default:
+			evr__rdma_set_err(rc, -EPROTO,
+					  "peer exceeded its credits");
+			break;
+		}
+		break;
+	}
+	return 1;
+}
+
+void evr__rdma_send_wc(struct rconn *rc, const struct ibv_wc *wc)
+{
+	unsigned kind = WR_KIND(wc->wr_id);
+
+	switch (kind) {
+	case WK_DATA:
+		evr__rs_tx_data_done(&rc->tx, WR_LEN(wc->wr_id));
+		break;
+	case WK_DISC:
+		evr__rs_tx_ctrl_done(&rc->tx);
+		/* whatever its status; only moves rc->disc */
+		evr__rdma_close_step(rc, EVR_RC_E_DISC_DONE, 0);
+		return;
+	default:
+		evr__rs_tx_ctrl_done(&rc->tx);
+		break;
+	}
+	if (wc->status != IBV_WC_SUCCESS && evr__rdma_live(rc) &&
+	    !evr__rdma_shut(rc))
+		evr__rdma_set_err(rc, -EIO, ibv_wc_status_str(wc->status));
+}
+
+/* Receives go back at once, whether or not the data was read: credits,
+ * not receives, bound what the peer may send. */
+void evr__rdma_repost(struct rconn *rc)
+{
+	unsigned n = rc->repost;
+
+	if (n < REPOST_BATCH)
+		return;
+	rc->repost = 0;
+	if (!evr__rdma_has(rc, EVR_RC_F_PEER_DISC) &&
+	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
+	    evr__rdma_post_recvs(rc, n))
+		evr__rdma_set_err(rc, -EIO, "ibv_post_recv");
 }
 
 /* ---- control messages ---- */
@@ -243,7 +364,7 @@ static int block_wait(struct rconn *rc, uint64_t deadline)
 	if (p[0].revents)
 		evr__rdma_dev_events(rc->rcq->dev, rc);
 	if (p[1].revents)
-		evr__rdma_cm_drain(rc->x);
+		rc->x->up.cm_drain(rc->x);
 	return 1;
 }
 

@@ -4,7 +4,9 @@
  * Each device's completion channel (struct rdev, an fd in the loop) and
  * the CQs its connections share (struct rcq); a completion goes to its
  * connection by the slot in its wr_id (x->slots), and the owners that
- * sleep are woken.
+ * sleep are woken.  What a completion means is the connection's
+ * (rdma_conn.c's handlers, reached through rdma_xport.up): this file
+ * reads no message.
  */
 #include "config.h"
 
@@ -15,7 +17,6 @@
 #include "../loop/channel.h"
 #include "rdma_int.h"
 
-#define CQ_BATCH 16
 
 /* ---- completions ---- */
 
@@ -69,128 +70,6 @@ int evr__rdma_arm(struct rconn *rc)
 	return rc->rcq ? arm_cq(rc->rcq) : 0;
 }
 
-void evr__rdma_set_err(struct rconn *rc, int err, const char *what)
-{
-	if (rc->err)
-		return;
-	evr__rdma_trace_err(rc, what, err);
-	rc->err = err;
-	evr__rdma_wake(rc);
-}
-
-int evr__rdma_post_recvs(struct rconn *rc, unsigned n)
-{
-	struct ibv_recv_wr wr[CQ_BATCH], *bad;
-	unsigned i, k;
-
-	while (n) {
-		k = n < CQ_BATCH ? n : CQ_BATCH;
-		memset(wr, 0, sizeof(wr[0]) * k);
-		for (i = 0; i < k; i++) {
-			/* no SGE: every message is an RDMA write with
-			 * immediate, whose bytes land in our ring */
-			wr[i].wr_id = WR_RECV | evr__rdma_wr_id(rc, 0, 0);
-			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
-		}
-		if (ibv_post_recv(rc->id->qp, wr, &bad))
-			return -EIO;
-		n -= k;
-	}
-	return 0;
-}
-
-/* One receive completion; returns 1 when its receive is to be re-posted. */
-static int recv_wc(struct rconn *rc, const struct ibv_wc *wc)
-{
-	struct evr_rs_sge sge;
-	uint32_t msg, data;
-
-	if (wc->status != IBV_WC_SUCCESS) {
-		if (wc->status != IBV_WC_WR_FLUSH_ERR && evr__rdma_live(rc))
-			evr__rdma_set_err(rc, -EIO,
-					  ibv_wc_status_str(wc->status));
-		return 0;
-	}
-	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
-		return 1; /* a plain send: not rsocket's, ignored */
-	msg = evr__rs_imm_decode(wc->imm_data);
-	data = evr__rs_msg_data(msg);
-	switch (evr__rs_msg_op(msg)) {
-	case EVR_RS_OP_SGL:
-		/* With 16 bytes the peer has written its next ring half
-		 * into our target SGL; trust it only now that the write is
-		 * complete, and keep our own copy of the entries. */
-		if (wc->byte_len >= EVR_RS_SGE_LEN) {
-			evr__rs_sge_decode(rc->tsgl + EVR_RS_SGE_LEN *
-					   rc->tx.target_next, &sge);
-			evr__rs_tx_sgl(&rc->tx, data, &sge);
-		} else {
-			evr__rs_tx_sgl(&rc->tx, data, NULL);
-		}
-		break;
-	case EVR_RS_OP_CTRL:
-		/* facts only: the close decides at its next step */
-		if (data == EVR_RS_CTRL_DISCONNECT) {
-			rc->facts |= EVR_RC_F_PEER_DISC;
-			evr__rdma_wake(rc);
-		} else if (data == EVR_RS_CTRL_SHUTDOWN) {
-			rc->facts |= EVR_RC_F_PEER_SHUT;
-			if (evr__rdma_shut(rc))
-				rc->facts |= EVR_RC_F_PEER_DISC;
-			evr__rdma_wake(rc);
-		}
-		break;
-	case EVR_RS_OP_IOMAP_SGL:
-	case EVR_RS_OP_WRITE:
-		break; /* we advertise no iomap; nothing to do */
-	default: /* DATA, and the reserved ops upstream files as data */
-		if (evr__rdma_has(rc, EVR_RC_F_PEER_DISC))
-			break;
-		if (!data) {
-			/* nothing to read, but a credit to give back */
-			rc->rx.rseq_no++;
-			break;
-		}
-		rc->n_msgs++;
-		switch (evr__rs_rx_push(&rc->rx, data)) {
-		case 0:
-			break;
-		case -EMSGSIZE:
-			evr__rdma_set_err(rc, -EPROTO, "peer wrote past the "
-					  "ring space we offered");
-			break;
-		default:
-			evr__rdma_set_err(rc, -EPROTO,
-					  "peer exceeded its credits");
-			break;
-		}
-		break;
-	}
-	return 1;
-}
-
-static void send_wc(struct rconn *rc, const struct ibv_wc *wc)
-{
-	unsigned kind = WR_KIND(wc->wr_id);
-
-	switch (kind) {
-	case WK_DATA:
-		evr__rs_tx_data_done(&rc->tx, WR_LEN(wc->wr_id));
-		break;
-	case WK_DISC:
-		evr__rs_tx_ctrl_done(&rc->tx);
-		/* whatever its status; only moves rc->disc */
-		evr__rdma_close_step(rc, EVR_RC_E_DISC_DONE, 0);
-		return;
-	default:
-		evr__rs_tx_ctrl_done(&rc->tx);
-		break;
-	}
-	if (wc->status != IBV_WC_SUCCESS && evr__rdma_live(rc) &&
-	    !evr__rdma_shut(rc))
-		evr__rdma_set_err(rc, -EIO, ibv_wc_status_str(wc->status));
-}
-
 /* The connection a completion is for, or NULL (gone since). */
 static struct rconn *wc_conn(const struct rdma_xport *x, uint64_t id)
 {
@@ -199,21 +78,6 @@ static struct rconn *wc_conn(const struct rdma_xport *x, uint64_t id)
 	if (slot >= x->nslots || x->slots[slot].gen != WR_GEN(id))
 		return NULL;
 	return x->slots[slot].rc;
-}
-
-/* Receives go back at once, whether or not the data was read: credits,
- * not receives, bound what the peer may send. */
-static void repost(struct rconn *rc)
-{
-	unsigned n = rc->repost;
-
-	if (n < REPOST_BATCH)
-		return;
-	rc->repost = 0;
-	if (!evr__rdma_has(rc, EVR_RC_F_PEER_DISC) &&
-	    !evr__rc_disconnected(rc->state) && rc->id->qp &&
-	    evr__rdma_post_recvs(rc, n))
-		evr__rdma_set_err(rc, -EIO, "ibv_post_recv");
 }
 
 /* Someone other than the poller got completions: an owner asleep is
@@ -249,9 +113,9 @@ int evr__rdma_poll_rcq(struct rcq *q, struct rconn *self)
 			if (!rc)
 				continue;
 			if (wc[i].wr_id & WR_RECV)
-				rc->repost += recv_wc(rc, &wc[i]);
+				rc->repost += x->up.recv_wc(rc, &wc[i]);
 			else
-				send_wc(rc, &wc[i]);
+				x->up.send_wc(rc, &wc[i]);
 			mine += rc == self;
 			rc->n_wc++;
 			if (!rc->touched) {
@@ -265,7 +129,7 @@ int evr__rdma_poll_rcq(struct rcq *q, struct rconn *self)
 		touched = rc->touch_next;
 		rc->touched = 0;
 		rc->touch_next = NULL;
-		repost(rc);
+		x->up.repost(rc);
 		if (rc != self)
 			notify(rc);
 	}
@@ -334,7 +198,7 @@ static struct rdev *dev_get(struct rdma_xport *x, struct ibv_context *verbs,
 	}
 	d->x = x;
 	d->verbs = verbs;
-	d->user.note = evr__rdma_dev_note;
+	d->user.note = x->up.dev_note;
 	*err = evr__dev_attach(x->base.loop, verbs, &d->user);
 	if (*err) {
 		ibv_destroy_comp_channel(d->cch);

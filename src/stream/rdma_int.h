@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The RDMA transport's insides, shared by its three files (rdma.h is its
- * face to the engine):
- *   rdma_dev.c   completions, devices, shared CQs, connection slots;
- *   rdma_conn.c  a connection: control messages, the data path, the close
- *                (close_step(), rclose.c's machine), settings;
- *   rdma_cm.c    the deferred upcalls, setting a connection up, the RDMA
- *                CM channel, the engine side (evr__rdma_xport_new()).
+ * The RDMA transport's insides, shared by its files (rdma.h is its face
+ * to the engine), top to bottom:
+ *   rdma_cm.c     setting a connection up, the RDMA CM channel, the
+ *                 engine side (evr__rdma_xport_new());
+ *   rdma_conn.c   a connection: what its completions say, control
+ *                 messages, the data path, the close (close_step(),
+ *                 rclose.c's machine), settings;
+ *   rdma_dev.c    completions, devices, shared CQs, connection slots;
+ *   rdma_upcall.c the deferred upcalls, a connection's sticky error;
+ *   rdma_mem.c    rings, cells, sizes.
+ * A file calls only the files below it; the two lower ones call back up
+ * only through rdma_xport.up, which rdma_cm.c fills (scripts/layers.sh
+ * checks that no two files call each other).
  *
  * The RDMA transport of the stream engine: upstream's rsocket stream
  * protocol (spec/rsocket-protocol.md; the rules live in rsproto.c) on RDMA
@@ -54,6 +60,9 @@
 #include "rsproto.h"
 
 #define RS_SQ_SIZE 384            /* upstream's default queue depths */
+#define EVR_RDMA_DEFAULT_INLINE 64 /* -I's default, as rsockets' */
+#define CQ_BATCH 16               /* completions polled, receives posted,
+				   * a call */
 #define RS_RQ_SIZE 384            /* = the credits we grant */
 /* Receives beyond the credits: the peer's control messages (up to 4 in
  * flight, and more while our re-posting lags) then never meet an empty
@@ -195,8 +204,26 @@ struct rconn {
 	ev_timer ka_w;
 };
 
+/* The calls the lower files (rdma_dev.c, rdma_upcall.c, and rdma_conn.c
+ * for -T b's wait) make upward, filled by rdma_cm.c. */
+struct rdma_up {
+	/* rdma_conn.c: a receive's completion (1: repost its receive), a
+	 * send's, the receives taken given back, a held connection's
+	 * completions processed (may destroy it) */
+	int (*recv_wc)(struct rconn *rc, const struct ibv_wc *wc);
+	void (*send_wc)(struct rconn *rc, const struct ibv_wc *wc);
+	void (*repost)(struct rconn *rc);
+	void (*closing_polled)(struct rconn *rc);
+	/* rdma_cm.c: the registry's word about a device, the CM channel
+	 * drained */
+	void (*dev_note)(struct evr__dev_user *u, enum evr__dev_note n,
+			 unsigned port);
+	void (*cm_drain)(struct rdma_xport *x);
+};
+
 struct rdma_xport {
 	struct evr_xport base;
+	struct rdma_up up;
 	struct rdma_event_channel *ch;
 	ev_io cm_w;
 	struct rdma_cm_id *lid;        /* listener */
@@ -274,11 +301,26 @@ static inline int evr__rdma_may_write(const struct rconn *rc)
 	       rc->disc != EVR_RC_DISC_POSTED && rc->disc != EVR_RC_DISC_DONE;
 }
 
+/* rdma_mem.c: rings, cells, sizes */
+void *evr__rdma_page_alloc(size_t size);
+uint8_t *evr__rdma_cell_get(struct rdma_xport *x);
+void evr__rdma_cell_put(struct rdma_xport *x, uint8_t *c);
+void evr__rdma_conn_sizes(const struct evr_stream_opts *o, unsigned n,
+			  uint32_t *ring, uint32_t *sq, uint32_t *rq);
+
+/* rdma_upcall.c: the deferred upcalls, a connection's sticky error */
+void evr__rdma_upcall_init(struct rdma_xport *x);
+void evr__rdma_defer_kick(struct rdma_xport *x);
+void evr__rdma_pend_add(struct rconn *rc, unsigned what);
+void evr__rdma_pend_remove(struct rconn *rc);
+void evr__rdma_wake(struct rconn *rc);
+void evr__rdma_run_pend(struct rdma_xport *x);
+void evr__rdma_trace_err(struct rconn *rc, const char *what, int err);
+void evr__rdma_set_err(struct rconn *rc, int err, const char *what);
+
 /* rdma_dev.c: completions, devices, shared CQs, slots */
 void evr__rdma_set_waiting(struct rconn *rc, int on);
 int evr__rdma_arm(struct rconn *rc);
-void evr__rdma_set_err(struct rconn *rc, int err, const char *what);
-int evr__rdma_post_recvs(struct rconn *rc, unsigned n);
 int evr__rdma_poll_rcq(struct rcq *q, struct rconn *self);
 int evr__rdma_poll_cq(struct rconn *rc);
 int evr__rdma_dev_events(struct rdev *d, struct rconn *self);
@@ -289,10 +331,13 @@ void evr__rdma_cq_release(struct rconn *rc);
 int evr__rdma_slot_get(struct rconn *rc);
 void evr__rdma_slot_put(struct rconn *rc);
 
-/* rdma_conn.c: a connection's state, control messages, the data path,
- * closing */
+/* rdma_conn.c: a connection's completions, state, control messages, the
+ * data path, closing */
+int evr__rdma_post_recvs(struct rconn *rc, unsigned n);
+int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc);
+void evr__rdma_send_wc(struct rconn *rc, const struct ibv_wc *wc);
+void evr__rdma_repost(struct rconn *rc);
 void evr__rdma_set_state(struct rconn *rc, enum evr_rc_state st);
-void evr__rdma_trace_err(struct rconn *rc, const char *what, int err);
 void evr__rdma_ka_cb(struct ev_loop *l, ev_timer *w, int revents);
 void evr__rdma_process(struct rconn *rc);
 void evr__rdma_closing_polled(struct rconn *rc);
@@ -301,14 +346,7 @@ void evr__rdma_close_cb(struct ev_loop *l, ev_timer *w, int revents);
 void evr__rdma_close_step(struct rconn *rc, enum evr_rc_event ev, int err);
 extern const struct evr_conn_ops evr__rdma_conn_ops;
 
-/* rdma_cm.c: the deferred upcalls, setting a connection up, the CM
- * channel, the engine side */
-void evr__rdma_defer_kick(struct rdma_xport *x);
-void evr__rdma_pend_add(struct rconn *rc, unsigned what);
-void evr__rdma_pend_remove(struct rconn *rc);
-void evr__rdma_wake(struct rconn *rc);
-void evr__rdma_run_pend(struct rdma_xport *x);
-void evr__rdma_cell_put(struct rdma_xport *x, uint8_t *c);
+/* rdma_cm.c: setting a connection up, the CM channel, the engine side */
 void evr__rdma_cm_drain(struct rdma_xport *x);
 void evr__rdma_dev_note(struct evr__dev_user *u, enum evr__dev_note n,
 			unsigned port);

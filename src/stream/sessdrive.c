@@ -2,21 +2,28 @@
 /*
  * The session's driver (session.h): the loop watchers that feed the pure
  * machine of session.c (fd readiness, the idle watcher of a session that
- * retries or yields, the stall watchdog, progress reports), apply() that
- * turns what the machine waits for into them, and spin(), how a session
- * waits in place between two calls.
+ * retries or yields, the stall watchdog, progress reports, the
+ * connection's wake-ups), apply() that turns what the machine waits for
+ * into them, and how a session waits in place between two calls: spin()
+ * (-T n) and poll_async() (-T a, with poll.c's estimator).  The engines
+ * call the driver; the driver calls the machine; the machine calls
+ * neither.
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
+#include "poll.h"
 #include "session.h"
 
 static void apply(struct evr_sess *s, enum evr_sess_want w);
 static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w);
+static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w);
 
 /* -T a: a session that will poll if its call finds nothing makes that
- * call without arming its completion channel (evr__poll_async() arms it
+ * call without arming its completion channel (poll_async() arms it
  * before it sleeps): an arm is a system call, and the completion it asks
  * for another (an event to read and acknowledge) on every exchange. */
 static void poll_intent(struct evr_sess *s)
@@ -167,7 +174,7 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * How a session waits between two calls, by I/O mode: -T b blocks in the
  * call (its SO_RCVTIMEO/SO_SNDTIMEO is the stall timeout); -T n retries
  * at once, as upstream does (spin()); -T a polls a while, then arms its
- * channel and sleeps (evr__poll_async(), poll.c).
+ * channel and sleeps (poll_async(), below; poll.c estimates how long).
  *
  * Alone on its loop, a spinning session retries in place for up to
  * SPIN_BUDGET_NS rather than going back to the loop after each EAGAIN: a
@@ -210,7 +217,7 @@ static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 	unsigned n;
 
 	if (s->io == EVR_IO_ASYNC)
-		return evr__poll_async(s, w);
+		return poll_async(s, w);
 	if (s->io != EVR_IO_NONBLOCK || evr__loop_shared(s->loop))
 		return w;
 	for (;;) {
@@ -235,4 +242,255 @@ void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg)
 		evr__loop_play(s->loop, 1);
 	}
 	apply(s, spin(s, evr__sess_event(s, ev, arg)));
+}
+
+static void sess_wake(struct evr_conn *c)
+{
+	struct evr_sess *s = c->wake_ud;
+
+	/* The transport has news the fd may not show (an RDMA CM event):
+	 * let the machine look, as if the fd were ready. */
+	if (s->conn == c && !evr__sess_terminal(s))
+		evr__sess_drive(s, EVR_SE_READY, 0);
+}
+
+void evr__sess_attach(struct evr_sess *s, struct evr_conn *c)
+{
+	s->conn = c;
+	if (c) {
+		c->wake = sess_wake;
+		c->wake_ud = s;
+	}
+}
+
+void evr__sess_fini(struct evr_sess *s)
+{
+	if (s->loop && (s->wd_state || s->in_play))
+		evr__sess_stop_watchers(s);
+	evr__sess_release(s);
+}
+
+/* ---- -T a: the poll (the estimator is poll.c's) ---- */
+
+#define POLL_TRIES 4
+
+/*
+ * The CPU offer (poll_offer_cpu()): a poll is for a CPU nobody else
+ * wants.  A wait that goes on offers it every EVR_POLL_OFFER_NS
+ * (sched_yield), so that a task that wants it (the peer on the same CPU,
+ * a busy host's other work) runs then, not at the end of the poll's time
+ * slice.  When one did, or the kernel preempted the poll meanwhile (the
+ * thread's involuntary context switches moved; not a time gap, which a
+ * vCPU its host descheduled or a softirq also makes), the poll ends: the
+ * session sleeps, back at the base length, and backs off at once.
+ * Without it, the two sides of a ping-pong on one CPU took a kernel time
+ * slice a round trip.
+ *
+ * The slicing (poll_slice()): alone on its loop, a session that stays hot
+ * gives the loop a turn every slice all the same (the poll's length, at
+ * most EVR_POLL_SLICE_NS), or it would keep the loop for its whole run;
+ * so does a long poll still waiting, which then polls on from where it
+ * was (evr_pollest.cont_t0).  Shared (sessdrive.c), its poll is one try a
+ * loop pass, for its budget across the passes, and the CPU is offered by
+ * the loop, once every EVR_POLL_OFFER_NS (evr_loop.offered_ns), not by
+ * every connection; an offer that finds the CPU taken backs off every
+ * connection of the loop (evr_loop.lost_cpu), not only the one whose
+ * turn made it: the others polling on kept the loop off the sleep that
+ * lets the peer on the same CPU run, and four connections did less than
+ * one on a busy host (0.73-1.04 x; 1.15-1.57 x since).
+ *
+ */
+
+/* How often the kernel has given this thread's CPU to another task
+ * (preempted it, or a sched_yield let one run: ru_nivcsw), -1 if it
+ * cannot tell.  Not a time gap: a vCPU its host descheduled, or a
+ * softirq, takes as long, and neither is a task this poll holds up. */
+static long cpu_taken(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
+/* The estimator's side of a find (data came while polling, or while the
+ * poll gave the loop its turn): the wait in hand ended now, the poll keeps
+ * its length.  Returns the budget for the wait that begins. */
+static uint64_t poll_found(struct evr_sess *s, uint64_t now)
+{
+	s->pe.n_found++;
+	evr__poll_mark(&s->pe, s->bytes, now);
+	s->pe.taken = -1;
+	evr__poll_result(&s->pe, EVR_POLL_FOUND);
+	return evr__poll_budget(&s->pe);
+}
+
+/* A poll that gave the loop its turn goes on from where it was (*start),
+ * if the wait it polled for goes on (no byte moved meanwhile); if bytes
+ * moved, the call that resumed it found them: returns 1. */
+static int poll_resume(struct evr_sess *s, uint64_t now, uint64_t *start)
+{
+	struct evr_pollest *p = &s->pe;
+	int found = 0;
+
+	*start = now;
+	if (p->cont_t0 && p->t0 && s->bytes == p->bytes)
+		*start = p->cont_t0;
+	else if (p->cont_t0 && p->t0)
+		found = 1;
+	else
+		p->taken = -1;
+	p->cont_t0 = 0;
+	return found;
+}
+
+/* The estimator at the start of a wait: the wait marked (or found, see
+ * poll_resume()), and the budget to poll it for; 0: it sleeps at once
+ * (cold, or backing off: this wait is one it sleeps through). */
+static uint64_t poll_estimate(struct evr_sess *s, uint64_t now, int found)
+{
+	uint64_t budget;
+
+	if (found) {
+		budget = poll_found(s, now);
+	} else {
+		evr__poll_mark(&s->pe, s->bytes, now);
+		budget = evr__poll_budget(&s->pe);
+	}
+	if (!budget) {
+		s->pe.n_unpolled++;
+		if (s->pe.skip)
+			s->pe.skip--;
+	}
+	return budget;
+}
+
+/* The CPU offer: a wait that has gone on for offer_ns offers the CPU
+ * (sched_yield), at most once per offer_ns (*offp: this poll's last
+ * offer, or, shared, the loop's), so that a task that wants it (the peer,
+ * on this CPU) runs now rather than when the kernel preempts the poll.
+ * Returns 1 when one ran, or a preemption came meanwhile: the CPU is not
+ * the poll's. */
+static int poll_offer_cpu(struct evr_sess *s, uint64_t now, uint64_t start,
+			  uint64_t *offp)
+{
+	struct evr_pollest *p = &s->pe;
+
+	if (!p->offer_ns || now - start < p->offer_ns ||
+	    now - *offp < p->offer_ns)
+		return 0;
+	if (p->taken < 0)
+		p->taken = cpu_taken();
+	sched_yield();
+	*offp = evr_now_ns();
+	return p->taken >= 0 && cpu_taken() != p->taken;
+}
+
+/* The slicing: alone, a session that has polled a slice since the call
+ * (the poll's length, at most EVR_POLL_SLICE_NS: a ping-pong that finds
+ * every reply, or a long poll still waiting) gives the loop its turn
+ * (timers, fds), then polls on from where it was.  Shared, every try is
+ * a turn's (poll_async() yields after the CPU offer). */
+static int poll_slice(int shared, uint64_t polled, uint64_t budget)
+{
+	uint64_t slice = budget < EVR_POLL_SLICE_NS ? budget :
+						      EVR_POLL_SLICE_NS;
+
+	return !shared && polled >= slice;
+}
+
+/* The poll is over and the session sleeps: a completion channel is armed
+ * first (once more, not polling, unless the last call armed it already),
+ * and the wait in hand is marked. */
+static enum evr_sess_want poll_sleep(struct evr_sess *s,
+				     enum evr_sess_want w, int unarmed)
+{
+	s->conn->polling = 0;
+	if (unarmed && evr__sess_waiting(w))
+		w = evr__sess_event(s, EVR_SE_READY, 0);
+	if (evr__sess_waiting(w))
+		evr__poll_mark(&s->pe, s->bytes, evr_now_ns());
+	else
+		s->pe.t0 = 0;
+	return w;
+}
+
+static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
+{
+	uint64_t now = evr_now_ns(), entry = now, start, budget;
+	uint64_t offered = 0, *offp;
+	unsigned n, tries;
+	int unarmed, found, yield = 0, preempted = 0;
+	int shared = evr__loop_shared(s->loop);
+
+	found = poll_resume(s, now, &start);
+	if (!evr__sess_waiting(w)) {
+		/* done, or its turn again soon: whatever comes next (a close
+		 * that waits for completions) arms as it needs */
+		if (s->conn)
+			s->conn->polling = 0;
+		s->pe.t0 = 0;
+		return w;
+	}
+	/* whether the call that returned w left the channel unarmed
+	 * (poll_intent() in sessdrive.c) */
+	unarmed = s->conn->polling;
+	if (shared && s->pe_lost != s->loop->lost_cpu) {
+		s->pe_lost = s->loop->lost_cpu;
+		s->pe.n_preempted++;
+		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
+	}
+	budget = poll_estimate(s, now, found);
+	s->conn->polling = budget > 0;
+	/* shared, the call of this turn was the try; the offers are the
+	 * loop's, not each connection's */
+	tries = shared ? 0 : POLL_TRIES;
+	offp = shared ? &s->loop->offered_ns : &offered;
+	while (budget) {
+		if (tries)
+			unarmed = 1;
+		for (n = 0; n < tries && evr__sess_waiting(w); n++)
+			w = evr__sess_try_again(s, w);
+		now = evr_now_ns();
+		if (s->bytes != s->pe.bytes) {
+			start = now;
+			budget = poll_found(s, now);
+		}
+		if (!evr__sess_waiting(w))
+			break;
+		if (now - start >= budget) {
+			/* nothing came: it sleeps, and backs off if that
+			 * keeps happening */
+			s->pe.n_ran_out++;
+			evr__poll_result(&s->pe, EVR_POLL_RAN_OUT);
+			break;
+		}
+		if (poll_slice(shared, now - entry, budget)) {
+			yield = 1;
+			break;
+		}
+		if (poll_offer_cpu(s, now, start, offp)) {
+			preempted = 1;
+			break;
+		}
+		if (shared) {
+			yield = 1;  /* the others' turns, then this one's */
+			break;
+		}
+	}
+	if (preempted) {
+		/* it sleeps (the peer, or whoever wanted the CPU, runs),
+		 * and backs off */
+		s->pe.n_preempted++;
+		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
+		if (shared)
+			s->pe_lost = ++s->loop->lost_cpu;
+	}
+	if (yield) {
+		/* not armed: the idle watcher brings it back next turn */
+		s->pe.n_yields++;
+		s->pe.cont_t0 = start;
+		s->conn->polling = 0;
+		return EVR_WANT_YIELD;
+	}
+	return poll_sleep(s, w, unarmed);
 }

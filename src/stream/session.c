@@ -32,7 +32,7 @@ const char *evr__sess_state_name(enum evr_sess_state s)
 
 static int terminal(const struct evr_sess *s)
 {
-	return s->state == EVR_SS_DONE || s->state == EVR_SS_FAILED;
+	return evr__sess_terminal(s);
 }
 
 void evr__sess_set_state(struct evr_sess *s, enum evr_sess_state st)
@@ -683,29 +683,10 @@ void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size)
 	s->buf_ext = 1;
 }
 
-static void sess_wake(struct evr_conn *c)
+/* The machine's half of evr__sess_fini() (sessdrive.c), which stops the
+ * watchers first. */
+void evr__sess_release(struct evr_sess *s)
 {
-	struct evr_sess *s = c->wake_ud;
-
-	/* The transport has news the fd may not show (an RDMA CM event):
-	 * let the machine look, as if the fd were ready. */
-	if (s->conn == c && !terminal(s))
-		evr__sess_drive(s, EVR_SE_READY, 0);
-}
-
-void evr__sess_attach(struct evr_sess *s, struct evr_conn *c)
-{
-	s->conn = c;
-	if (c) {
-		c->wake = sess_wake;
-		c->wake_ud = s;
-	}
-}
-
-void evr__sess_fini(struct evr_sess *s)
-{
-	if (s->loop && (s->wd_state || s->in_play))
-		evr__sess_stop_watchers(s);
 	if (s->conn) {
 		s->conn->wake = NULL;
 		s->conn->ops->close(s->conn);

@@ -187,7 +187,6 @@ const char *evr__sess_state_name(enum evr_sess_state s);
 int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 		   const struct evr_conn_plan *plan, unsigned conn_index,
 		   unsigned conn_total, const struct evr_stream_opts *o);
-void evr__sess_attach(struct evr_sess *s, struct evr_conn *c);
 /* Feed one event; returns what the machine waits for next.  Pure state
  * machine: it touches no watcher, so tests can drive it directly. */
 enum evr_sess_want evr__sess_event(struct evr_sess *s,
@@ -201,16 +200,29 @@ void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size);
 void evr__sess_set_budget(struct evr_sess *s, struct evr_membudget *b);
 /* The buffer a transfer of size bytes needs on this machine. */
 size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size);
-/* Release the buffer and the connection. */
-void evr__sess_fini(struct evr_sess *s);
+/* Release the buffer and the connection (evr__sess_fini()'s second
+ * half, once the driver has stopped its watchers). */
+void evr__sess_release(struct evr_sess *s);
+
+/* Done or failed: nothing more to drive. */
+static inline int evr__sess_terminal(const struct evr_sess *s)
+{
+	return s->state == EVR_SS_DONE || s->state == EVR_SS_FAILED;
+}
 
 /* A progress report to the owner, if a test is in its data phase (the
  * driver's interval_ms timer). */
 void evr__sess_progress(struct evr_sess *s);
 
-/* The driver (sessdrive.c): watchers on the loop that feed the machine. */
+/* The driver (sessdrive.c): watchers on the loop that feed the machine;
+ * the engines call these, and the machine calls none of them. */
 void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg);
 void evr__sess_stop_watchers(struct evr_sess *s);
+/* Give the machine its connection, whose wake-ups (news the fd may not
+ * show: an RDMA CM event) drive it as a ready fd would. */
+void evr__sess_attach(struct evr_sess *s, struct evr_conn *c);
+/* Stop the watchers, release the buffer and the connection. */
+void evr__sess_fini(struct evr_sess *s);
 
 /* Whether the machine waits for its connection (the last call would
  * block). */
@@ -231,10 +243,5 @@ static inline enum evr_sess_want evr__sess_try_again(struct evr_sess *s,
 		return w;
 	return evr__sess_event(s, EVR_SE_READY, 0);
 }
-
-/* -T a (poll.c): poll for the budget, then arm and sleep.  Alone on its
- * loop it polls in place; shared (evr__loop_shared()) its poll is one try
- * a loop pass: the call its turn made, then the loop's turn. */
-enum evr_sess_want evr__poll_async(struct evr_sess *s, enum evr_sess_want w);
 
 #endif
