@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The session machine's negotiation (session.h's HELLO_SEND to
- * REPLY_SEND): the client's HELLO and plan, the server's ACK, its check
- * of the plan against its limits and its reply (with the features it
- * takes: END marks, --split's hold stamps), and the server's fallback
- * when the first bytes are an upstream client's sync.  Part of the pure
- * machine: session.c hands it these states and lends it its steps
- * (negotiate.h).
+ * REPLY_SEND), a sub-machine: the client's HELLO and plan, the server's
+ * ACK, its check of the plan against its limits and its reply (with the
+ * features it takes: END marks, --split's hold stamps), and the server's
+ * fallback when the first bytes are an upstream client's sync.  It
+ * decides, the machine acts: each step returns what comes next (struct
+ * evr_nego_next: an operation on the control buffer, a failure, the
+ * first test), and session.c carries it out.  It calls nothing of
+ * session.c's (scripts/layers.sh).
  */
 #include "config.h"
 
@@ -16,9 +18,34 @@
 #include <string.h>
 
 #include "negotiate.h"
-#include "session.h"
 
-static void encode_plan(struct evr_sess *s)
+static void op(struct evr_nego_next *n, enum evr_sess_state st, int send,
+	       size_t off, size_t len)
+{
+	memset(n, 0, sizeof(*n));
+	n->what = EVR_NEGO_OP;
+	n->st = st;
+	n->send = send;
+	n->off = off;
+	n->len = len;
+}
+
+static void act(struct evr_nego_next *n, enum evr_nego_do what)
+{
+	memset(n, 0, sizeof(*n));
+	n->what = what;
+}
+
+static void fail(struct evr_nego_next *n, int err, int detail,
+		 const char *where)
+{
+	act(n, EVR_NEGO_FAIL);
+	n->err = err;
+	n->detail = detail;
+	n->where = where;
+}
+
+static void encode_plan(struct evr_sess *s, struct evr_nego_next *n)
 {
 	struct evr_plan_hdr h = {
 		.version = s->dur_mode ? EVR_WIRE_VERSION_DURATION :
@@ -44,11 +71,11 @@ static void encode_plan(struct evr_sess *s)
 		evr__plan_entry_encode(s->ctl + EVR_PLAN_HDR_LEN +
 				       i * EVR_PLAN_ENTRY_LEN,
 				       &s->plan.tests[i]);
-	evr__sess_op(s, EVR_SS_PLAN_SEND, 1, s->ctl,
-		     EVR_PLAN_HDR_LEN + s->plan.ntests * EVR_PLAN_ENTRY_LEN);
+	op(n, EVR_SS_PLAN_SEND, 1, 0,
+	   EVR_PLAN_HDR_LEN + s->plan.ntests * EVR_PLAN_ENTRY_LEN);
 }
 
-static void reply(struct evr_sess *s, int status)
+static void reply(struct evr_sess *s, int status, struct evr_nego_next *n)
 {
 	uint32_t limit = EVR_MAX_XFER_SIZE;
 
@@ -65,39 +92,61 @@ static void reply(struct evr_sess *s, int status)
 	if (status == EVR_PLAN_OK)
 		evr__plan_reply_set_features(s->ctl, EVR_REPLY_F_END |
 						      EVR_REPLY_F_HOLD);
-	evr__sess_op(s, EVR_SS_REPLY_SEND, 1, s->ctl, EVR_PLAN_REPLY_LEN);
+	op(n, EVR_SS_REPLY_SEND, 1, 0, EVR_PLAN_REPLY_LEN);
 }
 
-/* Server: the client's plan entries have arrived. */
-static void plan_received(struct evr_sess *s)
+/* Server: the plan's entries from ctl into np; 0 or the reply's status */
+static int plan_decode(const struct evr_sess *s, struct evr_conn_plan *np)
 {
 	struct evr_plan_hdr h;
-	struct evr_conn_plan np;
 	unsigned i;
 	int st;
 
 	evr__plan_hdr_decode(s->ctl, &h); /* checked in PLAN_HDR_RECV */
-	memset(&np, 0, sizeof(np));
-	np.opt = EVR_OPT_MIXED;
-	np.ntests = h.ntests;
+	memset(np, 0, sizeof(*np));
+	np->opt = EVR_OPT_MIXED;
+	np->ntests = h.ntests;
 	for (i = 0; i < h.ntests; i++) {
 		st = evr__plan_entry_decode(s->ctl + EVR_PLAN_HDR_LEN +
 					    i * EVR_PLAN_ENTRY_LEN,
-					    &np.tests[i], EVR_MAX_XFER_SIZE);
-		if (st) {
-			reply(s, st);
-			return;
-		}
+					    &np->tests[i], EVR_MAX_XFER_SIZE);
+		if (st)
+			return st;
 	}
-	/* Any size is served through a buffer of at most our chunk: what
-	 * the plan can cost us is ours to bound, not the peer's. */
-	st = evr__sess_ensure_buf(s, evr__sess_xfer_buf(s,
-					evr__conn_plan_max_size(&np)));
+	return 0;
+}
+
+/* Server: the client's plan entries have arrived: a reply if one is
+ * bad, else what its largest transfer needs (EVR_NEGO_PLAN: the machine
+ * gets the buffer, then evr__nego_plan_take()).  What the plan can cost
+ * us is ours to bound, not the peer's. */
+static void plan_received(struct evr_sess *s, struct evr_nego_next *n)
+{
+	struct evr_conn_plan np;
+	int st = plan_decode(s, &np);
+
 	if (st) {
-		reply(s, st == -ENOBUFS ? EVR_PLAN_E_BUDGET :
-					  EVR_PLAN_E_NOMEM);
+		reply(s, st, n);
 		return;
 	}
+	act(n, EVR_NEGO_PLAN);
+	n->need = evr__conn_plan_max_size(&np);
+}
+
+void evr__nego_plan_take(struct evr_sess *s, int buf_err,
+			 struct evr_nego_next *n)
+{
+	struct evr_plan_hdr h;
+	struct evr_conn_plan np;
+	unsigned i;
+
+	if (buf_err) {
+		reply(s, buf_err == -ENOBUFS ? EVR_PLAN_E_BUDGET :
+					       EVR_PLAN_E_NOMEM, n);
+		return;
+	}
+	evr__plan_hdr_decode(s->ctl, &h);
+	(void)plan_decode(s, &np); /* as plan_received() found it */
 	s->plan = np;
 	/* The server follows the client's plan, verification included; the
 	 * client's send counter is where our receive counter starts. */
@@ -115,39 +164,28 @@ static void plan_received(struct evr_sess *s)
 	/* the request's arrival, from the kernel's clock where it has one */
 	if (i < np.ntests && s->conn && s->conn->ops->rx_stamps)
 		(void)s->conn->ops->rx_stamps(s->conn);
-	reply(s, EVR_PLAN_OK);
-}
-
-static enum evr_sess_want decided(struct evr_sess *s)
-{
-	if (s->owner && s->owner->decided && s->owner->decided(s))
-		return EVR_WANT_DETACH;
-	return EVR_WANT_READ; /* go on */
+	reply(s, EVR_PLAN_OK, n);
 }
 
 /* Server: the first 16 bytes of a connection were not a HELLO, so this is
  * an upstream client (or ours in verify mode) and they were the sync of
  * the first test.  A verifying client is known by its pattern, and where
  * its counter stands: the exchange is symmetric, so our send counter
- * starts there too (this is what keeps -T f and reconnections right). */
-static enum evr_sess_want first_sync(struct evr_sess *s)
+ * starts there too (this is what keeps -T f and reconnections right).
+ * The machine takes it from there (EVR_NEGO_FIRST_SYNC). */
+static void first_sync(struct evr_sess *s, struct evr_nego_next *n)
 {
 	uint8_t first;
 
 	s->ti = 0;
 	s->iter = 0;
 	s->xfer = 0;
-	evr__sess_set_state(s, EVR_SS_SYNC_RECV);
 	if (evr__pattern_detect(s->ctl, EVR_SYNC_LEN, &first)) {
 		s->verify = 1;
 		s->rpat.next = first;
 		s->spat.next = first;
 	}
-	memcpy(s->buf, s->ctl, EVR_SYNC_LEN);
-	if (evr__sess_check_pattern(s, s->buf, EVR_SYNC_LEN))
-		return EVR_WANT_NONE;
-	evr__sess_sync_send(s);
-	return decided(s);
+	act(n, EVR_NEGO_FIRST_SYNC);
 }
 
 /* Client: the parts' samples, once the server says it stamps. */
@@ -162,101 +200,110 @@ static int split_alloc(struct evr_sess *s)
 	return 0;
 }
 
-/* A step of the negotiation (the states before the first test's sync)
- * has moved all its bytes: decide what comes next (session.c's op_done()
- * hands these states here). */
-enum evr_sess_want evr__sess_negotiate_done(struct evr_sess *s)
+void evr__nego_start(struct evr_sess *s, struct evr_nego_next *n)
+{
+	if (!s->client) {
+		op(n, EVR_SS_FIRST_RECV, 0, 0, EVR_SYNC_LEN);
+	} else if (s->allow_negotiate) {
+		memcpy(s->ctl, evr__hello_msg, EVR_SYNC_LEN);
+		op(n, EVR_SS_HELLO_SEND, 1, 0, EVR_SYNC_LEN);
+	} else {
+		act(n, EVR_NEGO_BEGIN);
+	}
+}
+
+void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 {
 	struct evr_plan_hdr h;
 	int st;
 
 	switch (s->state) {
 	case EVR_SS_HELLO_SEND:
-		evr__sess_op(s, EVR_SS_HELLO_RECV, 0, s->ctl, EVR_SYNC_LEN);
-		break;
+		op(n, EVR_SS_HELLO_RECV, 0, 0, EVR_SYNC_LEN);
+		return;
 	case EVR_SS_HELLO_RECV:
-		if (evr__is_busy(s->ctl))
-			return evr__sess_fail(s, -EVR_E_REJECTED,
-					      EVR_PLAN_E_CONNS, "server busy");
-		if (evr__is_ack(s->ctl)) {
-			encode_plan(s);
+		if (evr__is_busy(s->ctl)) {
+			fail(n, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
+			     "server busy");
+		} else if (evr__is_ack(s->ctl)) {
+			encode_plan(s, n);
 		} else if (s->dur_mode) {
 			/* An upstream server cannot learn where a test
 			 * ends: give up before any data moves. */
-			return evr__sess_fail(s, -EVR_E_NOTSUP,
-					      EVR_NOTSUP_DURATION, NULL);
+			fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_DURATION, NULL);
 		} else if (s->side_by_side > 1) {
 			/* ... nor serve more than one connection at a time:
 			 * the others would wait in its backlog until it
 			 * closes it (a reset, or the stall timeout) */
-			return evr__sess_fail(s, -EVR_E_NOTSUP,
-					      EVR_NOTSUP_CONNS, NULL);
+			fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_CONNS, NULL);
 		} else {
 			/* An upstream server: that exchange was the first
 			 * test's sync. */
-			evr__sess_set_state(s, EVR_SS_SYNC_RECV);
-			return evr__sess_start_data(s);
+			act(n, EVR_NEGO_UPSTREAM);
 		}
-		break;
+		return;
 	case EVR_SS_PLAN_SEND:
-		evr__sess_op(s, EVR_SS_REPLY_RECV, 0, s->ctl,
-			     EVR_PLAN_REPLY_LEN);
-		break;
+		op(n, EVR_SS_REPLY_RECV, 0, 0, EVR_PLAN_REPLY_LEN);
+		return;
 	case EVR_SS_REPLY_RECV:
 		st = evr__plan_reply_decode(s->ctl, NULL);
-		if (st < 0)
-			return evr__sess_fail(s, -EVR_E_PROTO, 0, "plan reply");
-		if (st)
-			return evr__sess_fail(s, -EVR_E_REJECTED, st, "plan");
+		if (st < 0) {
+			fail(n, -EVR_E_PROTO, 0, "plan reply");
+			return;
+		}
+		if (st) {
+			fail(n, -EVR_E_REJECTED, st, "plan");
+			return;
+		}
 		s->negotiated = 1;
 		s->end_ok = !!(evr__plan_reply_features(s->ctl) &
 			       EVR_REPLY_F_END);
 		s->hold_ok = s->split_on &&
 			     (evr__plan_reply_features(s->ctl) &
 			      EVR_REPLY_F_HOLD);
-		if (s->hold_ok && split_alloc(s))
-			return evr__sess_fail(s, -ENOMEM, 0, "malloc");
+		if (s->hold_ok && split_alloc(s)) {
+			fail(n, -ENOMEM, 0, "malloc");
+			return;
+		}
 		if (s->hold_ok && s->conn->ops->rx_stamps)
 			(void)s->conn->ops->rx_stamps(s->conn);
-		evr__sess_begin_test(s);
-		break;
+		act(n, EVR_NEGO_BEGIN);
+		return;
 	case EVR_SS_FIRST_RECV:
 		if (evr__is_hello(s->ctl)) {
 			memcpy(s->ctl, evr__ack_msg, EVR_SYNC_LEN);
-			evr__sess_op(s, EVR_SS_ACK_SEND, 1, s->ctl,
-				     EVR_SYNC_LEN);
-			break;
+			op(n, EVR_SS_ACK_SEND, 1, 0, EVR_SYNC_LEN);
+			return;
 		}
-		return first_sync(s);
+		first_sync(s, n);
+		return;
 	case EVR_SS_ACK_SEND:
-		evr__sess_op(s, EVR_SS_PLAN_HDR_RECV, 0, s->ctl,
-			     EVR_PLAN_HDR_LEN);
-		break;
+		op(n, EVR_SS_PLAN_HDR_RECV, 0, 0, EVR_PLAN_HDR_LEN);
+		return;
 	case EVR_SS_PLAN_HDR_RECV:
 		st = evr__plan_hdr_decode(s->ctl, &h);
 		if (st < 0)
-			return evr__sess_fail(s, -EVR_E_PROTO, 0,
-					      "plan header");
-		if (st) {
-			reply(s, st);
-			break;
-		}
-		evr__sess_op(s, EVR_SS_PLAN_RECV, 0, s->ctl + EVR_PLAN_HDR_LEN,
-			     (size_t)h.ntests * EVR_PLAN_ENTRY_LEN);
-		break;
+			fail(n, -EVR_E_PROTO, 0, "plan header");
+		else if (st)
+			reply(s, st, n);
+		else
+			op(n, EVR_SS_PLAN_RECV, 0, EVR_PLAN_HDR_LEN,
+			   (size_t)h.ntests * EVR_PLAN_ENTRY_LEN);
+		return;
 	case EVR_SS_PLAN_RECV:
-		plan_received(s);
-		break;
+		plan_received(s, n);
+		return;
 	case EVR_SS_REPLY_SEND:
-		if (s->reply_status)
-			return evr__sess_fail(s, -EVR_E_REJECTED,
-					      s->reply_status, "plan");
+		if (s->reply_status) {
+			fail(n, -EVR_E_REJECTED, s->reply_status, "plan");
+			return;
+		}
 		s->negotiated = 1;
 		s->ti = 0;
-		evr__sess_begin_test(s);
-		return decided(s);
+		act(n, EVR_NEGO_BEGIN_DECIDED);
+		return;
 	default:
-		return evr__sess_fail(s, -EVR_E_PROTO, 0, "state");
+		fail(n, -EVR_E_PROTO, 0, "state");
+		return;
 	}
-	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
 }

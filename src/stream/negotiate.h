@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Between the two halves of the session machine (session.h): session.c
- * runs it and the tests, negotiate.c the negotiation before the first
- * test.  Internal to those two files; nothing here is exported.
+ * The negotiation (negotiate.c), a sub-machine of the session's: it reads
+ * and fills the machine's negotiation fields (ctl, the plan, reply
+ * status, features) and says what comes next; session.c does it.  It
+ * calls nothing of session.c's.
  */
 #ifndef EVR_SRC_NEGOTIATE_H
 #define EVR_SRC_NEGOTIATE_H
@@ -12,27 +13,42 @@
 
 #include "session.h"
 
-/* negotiate.c: the negotiation's step (HELLO_SEND to REPLY_SEND) whose
- * bytes have all moved: what comes next (as session.c's op_done()). */
-enum evr_sess_want evr__sess_negotiate_done(struct evr_sess *s);
+enum evr_nego_do {
+	EVR_NEGO_OP,            /* the next operation: state st, send (or
+				 * receive) len bytes of ctl from off */
+	EVR_NEGO_FAIL,          /* FAILED: err, detail, where */
+	EVR_NEGO_UPSTREAM,      /* client: an upstream server; that exchange
+				 * was the first test's sync: its data */
+	EVR_NEGO_BEGIN,         /* the first test's sync (negotiated, or a
+				 * client that does not negotiate) */
+	EVR_NEGO_BEGIN_DECIDED, /* server: negotiated: the first test's
+				 * sync, then the owner decides */
+	EVR_NEGO_FIRST_SYNC,    /* server: ctl holds an upstream client's
+				 * first sync: check it, answer it, then the
+				 * owner decides */
+	EVR_NEGO_PLAN,          /* server: the plan is good: a buffer for
+				 * transfers of need bytes, then
+				 * evr__nego_plan_take() */
+};
 
-/* session.c: the machine's steps the negotiation takes too. */
-void evr__sess_set_state(struct evr_sess *s, enum evr_sess_state st);
-/* The next operation: st, sending or receiving len bytes at buf. */
-void evr__sess_op(struct evr_sess *s, enum evr_sess_state st, int send,
-		  uint8_t *buf, size_t len);
-/* FAILED, s->fail filled in (where: what failed); EVR_WANT_NONE. */
-enum evr_sess_want evr__sess_fail(struct evr_sess *s, int err, int detail,
-				  const char *where);
-/* -1 (FAILED) if -V's pattern does not hold in b[0..len). */
-int evr__sess_check_pattern(struct evr_sess *s, const uint8_t *b,
-			    size_t len);
-void evr__sess_sync_send(struct evr_sess *s);
-/* The current test (s->ti) from its sync. */
-void evr__sess_begin_test(struct evr_sess *s);
-/* After the sync: the clock starts and the client sends first. */
-enum evr_sess_want evr__sess_start_data(struct evr_sess *s);
-/* Grow the buffer to size: 0, -ENOMEM, or -ENOBUFS (the budget). */
-int evr__sess_ensure_buf(struct evr_sess *s, size_t size);
+struct evr_nego_next {
+	enum evr_nego_do what;
+	enum evr_sess_state st;
+	int send;
+	size_t off, len;
+	int err, detail;
+	const char *where;
+	size_t need;
+};
+
+/* Connected: the first step (HELLO, or the server's first receive). */
+void evr__nego_start(struct evr_sess *s, struct evr_nego_next *n);
+/* A step of the negotiation (HELLO_SEND to REPLY_SEND) has moved all its
+ * bytes: what comes next. */
+void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n);
+/* After EVR_NEGO_PLAN: buf_err is 0 (the buffer is had), -ENOBUFS (the
+ * budget) or -ENOMEM; the reply to send. */
+void evr__nego_plan_take(struct evr_sess *s, int buf_err,
+			 struct evr_nego_next *n);
 
 #endif

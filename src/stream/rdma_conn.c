@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RDMA transport (rdma_int.h): one connection's life once it is set
- * up.  What its completions say (the rsocket messages), control messages (credits, keepalive, our DISCONNECT), the data
- * path (r_send, r_recv: RDMA writes with immediate, the cork), the close
- * (close_step(), executing rclose.c's decisions, and teardown), the
- * settings, and the connection ops.
+ * up.  What its completions say (the rsocket messages), control
+ * messages (credits, keepalive, our DISCONNECT), the data path (r_send,
+ * r_recv: RDMA writes with immediate, the cork), the close (close_step(),
+ * executing rclose.c's decisions, and teardown), the settings, and the
+ * connection ops.
  */
 #include "config.h"
 

@@ -25,6 +25,8 @@
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_SESS_STATES);
 
+static int ensure_buf(struct evr_sess *s, size_t size);
+
 const char *evr__sess_state_name(enum evr_sess_state s)
 {
 	return EVR__NAME_AT(state_names, s);
@@ -35,7 +37,7 @@ static int terminal(const struct evr_sess *s)
 	return evr__sess_terminal(s);
 }
 
-void evr__sess_set_state(struct evr_sess *s, enum evr_sess_state st)
+static void set_state(struct evr_sess *s, enum evr_sess_state st)
 {
 	if (s->state != st && s->loop && evr__tracing(s->loop)) {
 		evr__trace(s->loop, "conn %u: %s -> %s", s->id,
@@ -55,10 +57,10 @@ void evr__sess_set_state(struct evr_sess *s, enum evr_sess_state st)
 	s->state = st;
 }
 
-void evr__sess_op(struct evr_sess *s, enum evr_sess_state st, int send,
-		  uint8_t *buf, size_t len)
+static void op(struct evr_sess *s, enum evr_sess_state st, int send,
+	       uint8_t *buf, size_t len)
 {
-	evr__sess_set_state(s, st);
+	set_state(s, st);
 	s->op_send = send;
 	s->op_buf = buf;
 	s->op_len = len;
@@ -114,8 +116,8 @@ static enum evr_phase phase_of(enum evr_sess_state st)
 	}
 }
 
-enum evr_sess_want evr__sess_fail(struct evr_sess *s, int err, int detail,
-				  const char *where)
+static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
+			       const char *where)
 {
 	struct evr_failure *f = &s->fail;
 	const struct evr_test *t = cur(s);
@@ -147,20 +149,20 @@ enum evr_sess_want evr__sess_fail(struct evr_sess *s, int err, int detail,
 		if (err == -EVR_E_DEVGONE || err == -EVR_E_PORTDOWN)
 			f->detail = s->conn->dev_detail;
 	}
-	evr__sess_set_state(s, EVR_SS_FAILED);
+	set_state(s, EVR_SS_FAILED);
 	return EVR_WANT_NONE;
 }
 
-void evr__sess_sync_send(struct evr_sess *s)
+static void sync_send(struct evr_sess *s)
 {
 	if (s->verify)
 		evr__pattern_fill(&s->spat, s->buf, EVR_SYNC_LEN);
-	evr__sess_op(s, EVR_SS_SYNC_SEND, 1, s->buf, EVR_SYNC_LEN);
+	op(s, EVR_SS_SYNC_SEND, 1, s->buf, EVR_SYNC_LEN);
 }
 
 static void sync_recv(struct evr_sess *s)
 {
-	evr__sess_op(s, EVR_SS_SYNC_RECV, 0, s->buf, EVR_SYNC_LEN);
+	op(s, EVR_SS_SYNC_RECV, 0, s->buf, EVR_SYNC_LEN);
 }
 
 size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size)
@@ -175,7 +177,7 @@ static void data_piece(struct evr_sess *s, enum evr_sess_state st)
 
 	if (st == EVR_SS_DATA_SEND && s->verify)
 		evr__pattern_fill(&s->spat, s->buf, n);
-	evr__sess_op(s, st, st == EVR_SS_DATA_SEND, s->buf, n);
+	op(s, st, st == EVR_SS_DATA_SEND, s->buf, n);
 	/* A client's echo is only counted unless it verifies (its buffer
 	 * keeps what it sent, which is what a faithful echo holds): the
 	 * copy out of an RDMA ring is saved.  A server reads what it echoes
@@ -248,12 +250,12 @@ static void data_recv(struct evr_sess *s)
 	data_piece(s, EVR_SS_DATA_RECV);
 }
 
-void evr__sess_begin_test(struct evr_sess *s)
+static void begin_test(struct evr_sess *s)
 {
 	s->iter = 0;
 	s->xfer = 0;
 	if (s->client)
-		evr__sess_sync_send(s);
+		sync_send(s);
 	else
 		sync_recv(s);
 }
@@ -262,15 +264,14 @@ void evr__sess_begin_test(struct evr_sess *s)
  * buffer grows here, to this test's size (a server's: at most its
  * chunk): a connection holds no more than the test in hand needs (many
  * connections, -c). */
-enum evr_sess_want evr__sess_start_data(struct evr_sess *s)
+static enum evr_sess_want start_data(struct evr_sess *s)
 {
-	int err = evr__sess_ensure_buf(s,
-				       evr__sess_xfer_buf(s, cur(s)->size));
+	int err = ensure_buf(s, evr__sess_xfer_buf(s, cur(s)->size));
 
 	if (err == -ENOBUFS)
-		return evr__sess_fail(s, err, EVR_REJECT_BUDGET, "buffer");
+		return fail(s, err, EVR_REJECT_BUDGET, "buffer");
 	if (err)
-		return evr__sess_fail(s, err, 0, "malloc");
+		return fail(s, err, 0, "malloc");
 	s->iter = 0;
 	s->xfer = 0;
 	s->it_last = 0;
@@ -297,15 +298,14 @@ enum evr_sess_want evr__sess_start_data(struct evr_sess *s)
 	return EVR_WANT_READ;
 }
 
-int evr__sess_check_pattern(struct evr_sess *s, const uint8_t *b,
-			    size_t len)
+static int check_pattern(struct evr_sess *s, const uint8_t *b, size_t len)
 {
 	uint64_t bad = 0;
 
 	if (!s->verify || !evr__pattern_check(&s->rpat, b, len, &bad))
 		return 0;
-	evr__sess_fail(s, -EVR_E_VERIFY,
-		       (int)(bad > 0x7fffffff ? 0x7fffffff : bad), "verify");
+	fail(s, -EVR_E_VERIFY, (int)(bad > 0x7fffffff ? 0x7fffffff : bad),
+	     "verify");
 	s->fail.bytes_done = bad; /* the stream offset of the bad byte */
 	return -1;
 }
@@ -337,17 +337,17 @@ static enum evr_sess_want test_done(struct evr_sess *s)
 	s->split_valid = 0;
 	s->hold_test = 0;
 	if (++s->ti < s->plan.ntests) {
-		evr__sess_begin_test(s);
+		begin_test(s);
 		return EVR_WANT_YIELD;
 	}
 	if (s->owner && s->owner->plan_done)
 		s->owner->plan_done(s);
 	if (s->client) {
 		s->conn->ops->shutdown(s->conn);
-		evr__sess_set_state(s, EVR_SS_DONE);
+		set_state(s, EVR_SS_DONE);
 		return EVR_WANT_NONE;
 	}
-	evr__sess_op(s, EVR_SS_DRAIN, 0, s->buf, s->bufsize);
+	op(s, EVR_SS_DRAIN, 0, s->buf, s->bufsize);
 	return EVR_WANT_YIELD;
 }
 
@@ -361,7 +361,7 @@ static void uncharge(struct evr_sess *s)
 /* Grow the buffer to size: -ENOMEM, or -ENOBUFS when the budget cannot
  * take it (the sync-sized buffer every machine starts with is charged
  * but never refused: the connection count bounds those). */
-int evr__sess_ensure_buf(struct evr_sess *s, size_t size)
+static int ensure_buf(struct evr_sess *s, size_t size)
 {
 	struct evr_membudget *bg = s->budget;
 	uint8_t *b;
@@ -389,6 +389,60 @@ int evr__sess_ensure_buf(struct evr_sess *s, size_t size)
 	return 0;
 }
 
+/* Server: the client is known (negotiated, or upstream's first sync
+ * came): the owner may take the connection elsewhere (-T f). */
+static enum evr_sess_want decided(struct evr_sess *s)
+{
+	if (s->owner && s->owner->decided && s->owner->decided(s))
+		return EVR_WANT_DETACH;
+	return EVR_WANT_READ; /* go on */
+}
+
+/* What the negotiation said comes next (negotiate.h), done. */
+static enum evr_sess_want nego_act(struct evr_sess *s,
+				   const struct evr_nego_next *n)
+{
+	struct evr_nego_next after;
+	int err;
+
+	switch (n->what) {
+	case EVR_NEGO_OP:
+		op(s, n->st, n->send, s->ctl + n->off, n->len);
+		break;
+	case EVR_NEGO_FAIL:
+		return fail(s, n->err, n->detail, n->where);
+	case EVR_NEGO_UPSTREAM:
+		set_state(s, EVR_SS_SYNC_RECV);
+		return start_data(s);
+	case EVR_NEGO_BEGIN:
+		begin_test(s);
+		break;
+	case EVR_NEGO_BEGIN_DECIDED:
+		begin_test(s);
+		return decided(s);
+	case EVR_NEGO_FIRST_SYNC:
+		set_state(s, EVR_SS_SYNC_RECV);
+		memcpy(s->buf, s->ctl, EVR_SYNC_LEN);
+		if (check_pattern(s, s->buf, EVR_SYNC_LEN))
+			return EVR_WANT_NONE;
+		sync_send(s);
+		return decided(s);
+	case EVR_NEGO_PLAN:
+		err = ensure_buf(s, evr__sess_xfer_buf(s, n->need));
+		evr__nego_plan_take(s, err, &after);
+		return nego_act(s, &after);
+	}
+	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
+}
+
+static enum evr_sess_want negotiated_step(struct evr_sess *s)
+{
+	struct evr_nego_next n;
+
+	evr__nego_done(s, &n);
+	return nego_act(s, &n);
+}
+
 /* The current operation has moved all its bytes: decide what comes next. */
 static enum evr_sess_want op_done(struct evr_sess *s)
 {
@@ -404,25 +458,25 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 	case EVR_SS_PLAN_HDR_RECV:
 	case EVR_SS_PLAN_RECV:
 	case EVR_SS_REPLY_SEND:
-		return evr__sess_negotiate_done(s);
+		return negotiated_step(s);
 	case EVR_SS_SYNC_SEND:
 		if (s->client)
 			sync_recv(s);
 		else
-			return evr__sess_start_data(s);
+			return start_data(s);
 		break;
 	case EVR_SS_SYNC_RECV:
 		/* an evrdma server at its --max-conns, to a client that
 		 * did not negotiate: the first sync says so */
 		if (s->client && !s->negotiated && !s->ti &&
 		    evr__is_busy(s->buf))
-			return evr__sess_fail(s, -EVR_E_REJECTED,
-					      EVR_PLAN_E_CONNS, "server busy");
-		if (evr__sess_check_pattern(s, s->buf, EVR_SYNC_LEN))
+			return fail(s, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
+				    "server busy");
+		if (check_pattern(s, s->buf, EVR_SYNC_LEN))
 			return EVR_WANT_NONE;
 		if (s->client)
-			return evr__sess_start_data(s);
-		evr__sess_sync_send(s);
+			return start_data(s);
+		sync_send(s);
 		break;
 	case EVR_SS_DATA_SEND:
 		s->xoff += (uint32_t)s->op_len;
@@ -443,7 +497,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		data_recv(s);
 		break;
 	case EVR_SS_DATA_RECV:
-		if (evr__sess_check_pattern(s, s->buf, s->op_len))
+		if (check_pattern(s, s->buf, s->op_len))
 			return EVR_WANT_NONE;
 		/* the mark is the first byte of the iteration */
 		if (s->dur_mode && !s->client && s->xfer == 0 && !s->xoff) {
@@ -452,8 +506,8 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			else if (s->buf[0] == EVR_ITER_END)
 				s->it_end = 1;  /* (we said we take it) */
 			else if (s->buf[0] != EVR_ITER_MORE)
-				return evr__sess_fail(s, -EVR_E_PROTO, 0,
-						      "iteration mark");
+				return fail(s, -EVR_E_PROTO, 0,
+					    "iteration mark");
 		}
 		s->xoff += (uint32_t)s->op_len;
 		if (s->xoff < t->size) {
@@ -491,7 +545,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		data_send(s);
 		break;
 	default:
-		return evr__sess_fail(s, -EVR_E_PROTO, 0, "state");
+		return fail(s, -EVR_E_PROTO, 0, "state");
 	}
 	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
 }
@@ -529,8 +583,7 @@ static enum evr_sess_want run(struct evr_sess *s)
 					 s->op_buf + s->op_off, left);
 		if (n > 0) {
 			if (s->state == EVR_SS_DRAIN)
-				return evr__sess_fail(s, -EVR_E_EXTRA, 0,
-						      "drain");
+				return fail(s, -EVR_E_EXTRA, 0, "drain");
 			if (s->hold_cap && s->op_off < EVR_HOLD_LEN)
 				memcpy(s->hold_b + s->op_off,
 				       s->op_buf + s->op_off,
@@ -556,49 +609,42 @@ static enum evr_sess_want run(struct evr_sess *s)
 		}
 		if (n == 0) {
 			if (s->state == EVR_SS_DRAIN) {
-				evr__sess_set_state(s, EVR_SS_DONE);
+				set_state(s, EVR_SS_DONE);
 				return EVR_WANT_NONE;
 			}
-			return evr__sess_fail(s, -EVR_E_EOF, 0, "recv");
+			return fail(s, -EVR_E_EOF, 0, "recv");
 		}
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN)
 			return s->op_send ? EVR_WANT_WRITE : EVR_WANT_READ;
-		return evr__sess_fail(s, (int)n, 0,
-				      s->op_send ? "send" : "recv");
+		return fail(s, (int)n, 0, s->op_send ? "send" : "recv");
 	}
 }
 
 enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 				   int arg)
 {
+	struct evr_nego_next n;
+
 	if (terminal(s))
 		return EVR_WANT_NONE;
 	switch (ev) {
 	case EVR_SE_CONNECTED:
 		if (s->state != EVR_SS_CONNECTING || !s->conn)
-			return evr__sess_fail(s, -EVR_E_PROTO, 0, "connected");
-		if (!s->client) {
-			evr__sess_op(s, EVR_SS_FIRST_RECV, 0, s->ctl,
-				     EVR_SYNC_LEN);
-		} else if (s->allow_negotiate) {
-			memcpy(s->ctl, evr__hello_msg, EVR_SYNC_LEN);
-			evr__sess_op(s, EVR_SS_HELLO_SEND, 1, s->ctl,
-				     EVR_SYNC_LEN);
-		} else {
-			evr__sess_begin_test(s);
-		}
+			return fail(s, -EVR_E_PROTO, 0, "connected");
+		evr__nego_start(s, &n);
+		if (nego_act(s, &n) == EVR_WANT_NONE)
+			return EVR_WANT_NONE;
 		return run(s);
 	case EVR_SE_CONN_ERROR:
 		if (s->conn && s->conn->setup_where) {
 			/* the resources were not had: no connect was made */
-			evr__sess_fail(s, arg ? arg : -EIO, 0,
-				       s->conn->setup_where);
+			fail(s, arg ? arg : -EIO, 0, s->conn->setup_where);
 			s->fail.phase = EVR_PH_SETUP;
 			return EVR_WANT_NONE;
 		}
-		return evr__sess_fail(s, arg ? arg : -EIO, 0, "connect");
+		return fail(s, arg ? arg : -EIO, 0, "connect");
 	case EVR_SE_READY:
 		if (s->state == EVR_SS_CONNECTING)
 			return EVR_WANT_CONNECT;
@@ -607,13 +653,12 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 		if (s->state == EVR_SS_DRAIN) {
 			/* All tests passed; a client that never closes is
 			 * simply let go. */
-			evr__sess_set_state(s, EVR_SS_DONE);
+			set_state(s, EVR_SS_DONE);
 			return EVR_WANT_NONE;
 		}
-		return evr__sess_fail(s, -EVR_E_STALL, (int)s->stall_ms,
-				      "watchdog");
+		return fail(s, -EVR_E_STALL, (int)s->stall_ms, "watchdog");
 	case EVR_SE_CANCEL:
-		return evr__sess_fail(s, -EVR_E_CANCELLED, 0, "cancel");
+		return fail(s, -EVR_E_CANCELLED, 0, "cancel");
 	}
 	return EVR_WANT_NONE;
 }
@@ -660,7 +705,7 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	}
 	/* the sync message for now; each test grows it
 	 * (evr__sess_start_data) */
-	return evr__sess_ensure_buf(s, EVR_SYNC_LEN);
+	return ensure_buf(s, EVR_SYNC_LEN);
 }
 
 void evr__sess_set_budget(struct evr_sess *s, struct evr_membudget *b)
