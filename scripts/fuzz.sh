@@ -48,7 +48,7 @@ srcs() {
 	rstream_opts) echo src/cli/rstream_opts.c src/cli/parse.c src/stream/plan.c ;;
 	mckey_opts) echo src/cli/mckey_opts.c src/cli/parse.c ;;
 	plan) echo src/stream/wire.c src/stream/plan.c ;;
-	rsproto) echo src/stream/rsproto.c ;;
+	rsproto) echo src/stream/rdma/rsproto.c ;;
 	mc_payload) echo src/mcast/payload.c ;;
 	nlmon) echo src/loop/nlmon.c ;;
 	esac

@@ -30,6 +30,8 @@ done
 shift $((OPTIND - 1))
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build}
+# the sources the objects were built from (a VPATH build's srcdir)
+src=${EVR_SRCDIR:-$top}
 if [ ! -d "$build/src" ]; then
 	echo "layers: no $build/src: build first (scripts/build.sh)" >&2
 	exit 2
@@ -49,6 +51,9 @@ while IFS= read -r o; do
 	b=${f##*/}
 	b=${b#*-}
 	f=${f%/*}/${b%.o}.c
+	# an object whose source is gone (a file moved since it was
+	# built) is stale: its symbols would count twice
+	[ -f "$src/$f" ] || continue
 	# "D file symbol" for a definition, "U file symbol" for a use
 	nm -g --defined-only "$o" | awk -v f="$f" 'NF == 3 { print "D", f, $3 }' >>"$tmp"
 	nm -u "$o" | awk -v f="$f" '{ print "U", f, $NF }' >>"$tmp"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The close of an RDMA connection (src/stream/rclose.c), driven by hand
+ * The close of an RDMA connection (src/stream/rdma/rclose.c), driven by hand
  * through a mock connection that carries the actions out as rdma_conn.c's
  * close_step does: every ordering of the close (ours first, the peer's
  * DISCONNECT first, CM DISCONNECTED first, shutdown then close, errors,
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/rclose.h"
+#include "stream/rdma/rclose.h"
 
 /* ------------------------------------------------------------------ */
 /* the mock connection                                                 */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/rsproto.h"
+#include "stream/rdma/rsproto.h"
 
 /* spec §2.1: a REQ (128 KiB ring, 384 credits) and rstream's REP (1 MiB) */
 static const uint8_t req_bytes[40] = {

@@ -20,7 +20,7 @@
 
 #include "loop/bytes.h"
 #include "stream/plan.h"
-#include "stream/session.h"
+#include "stream/session/session.h"
 #include "stream/transport.h"
 #include "stream/wire.h"
 

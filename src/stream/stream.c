@@ -21,7 +21,7 @@
 
 #include "evrdma/hostcheck.h"
 #include "addr.h"
-#include "rdma.h"
+#include "rdma/rdma.h"
 #include "stream_int.h"
 #include "tcp.h"
 

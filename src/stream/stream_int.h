@@ -20,7 +20,7 @@
 #include "../loop/resolve.h"
 #include "evrdma/stream.h"
 #include "plan.h"
-#include "session.h"
+#include "session/session.h"
 #include "transport.h"
 
 /*

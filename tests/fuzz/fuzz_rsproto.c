@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "stream/rsproto.h"
+#include "stream/rdma/rsproto.h"
 
 #define SQES 12
 #define RQ_SIZE 8

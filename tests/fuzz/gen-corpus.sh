@@ -108,7 +108,7 @@ sed -e 's/@EVR_VERSION_MAJOR@/0/; s/@EVR_VERSION_MINOR@/0/' \
 $CC -std=gnu11 -O1 -I"$tmp" -I"$top/include" -I"$top/src" \
 	-o "$tmp/gen_corpus" "$here/gen_corpus.c" \
 	"$top/src/stream/wire.c" "$top/src/stream/plan.c" \
-	"$top/src/stream/rsproto.c" "$top/src/mcast/payload.c"
+	"$top/src/stream/rdma/rsproto.c" "$top/src/mcast/payload.c"
 "$tmp/gen_corpus" "$corpus"
 
 for t in rstream_opts mckey_opts plan rsproto mc_payload nlmon; do

@@ -18,7 +18,7 @@
 
 #include "mcast/payload.h"
 #include "stream/plan.h"
-#include "stream/rsproto.h"
+#include "stream/rdma/rsproto.h"
 #include "stream/wire.h"
 
 static const char *dir;

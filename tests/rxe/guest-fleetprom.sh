@@ -141,10 +141,26 @@ all_up() { [ "$(qval "count(host_peer:evrdma_probe_up:last == 1)")" = "$PAIRS" ]
 # nothing firing, nothing pending: an injection starts from a clean
 # state, so that no alert of the one before is taken for its own
 quiet() { [ -z "$(firing 'firing|pending')" ]; }
-wait_settled() { # SECONDS: every pair up and no alert firing or pending
-	local i
+# runs: every mesh probe's completed runs, "LABELS VALUE" a line
+runs() { q 'evrdma_probe_runs_total{probe=~"mesh:.+"}' | sort; }
+# two_more BASE NOW: every series of BASE has 2 runs more in NOW: the
+# second began after the first ended, so after BASE was taken.  A run in
+# flight across the fault ends (a timeout, seconds later) within the
+# first; without this its failure landed in the next injection's window
+# and was judged there.
+two_more() {
+	awk 'NR == FNR { b[$1] = $2; next } ($1 in b) && $2 + 0 >= b[$1] + 2 { ok++ }
+		END { n = 0; for (k in b) n++; exit !(n > 0 && ok == n) }' "$1" "$2"
+}
+wait_settled() { # SECONDS: every pair up, no alert firing or pending,
+	# and every pair's two runs since
+	local i based=""
 	for i in $(seq $(($1 * 2))); do
-		all_up && quiet && return 0
+		if all_up && quiet; then
+			[ -n "$based" ] || { runs >"$T/runs0"; based=1; }
+			runs >"$T/runs1"
+			two_more "$T/runs0" "$T/runs1" && return 0
+		fi
 		sleep 0.5
 	done
 	return 1

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../loop/device.h"
+#include "../../loop/device.h"
 #include "rdma_int.h"
 
 #define CLOSE_WAIT_MS 2000        /* our DISCONNECT's completion */

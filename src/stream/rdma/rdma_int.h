@@ -53,8 +53,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "../loop/device.h"
-#include "../loop/loop.h"
+#include "../../loop/device.h"
+#include "../../loop/loop.h"
 #include "rclose.h"
 #include "rdma.h"
 #include "rsproto.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../loop/channel.h"
+#include "../../loop/channel.h"
 #include "rdma_int.h"
 
 

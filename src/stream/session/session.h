@@ -10,14 +10,14 @@
 #include <ev.h>
 #include <stdint.h>
 
-#include "../loop/loop.h"
+#include "../../loop/loop.h"
 #include "evrdma/stream.h"
-#include "latstats.h"
-#include "latsplit.h"
-#include "plan.h"
+#include "../latstats.h"
+#include "../latsplit.h"
+#include "../plan.h"
 #include "poll.h"
-#include "transport.h"
-#include "wire.h"
+#include "../transport.h"
+#include "../wire.h"
 
 #define EVR_SESS_STATES(X) \
 	X(CONNECTING)    /* waiting for the transport to connect */ \

@@ -8,7 +8,7 @@
 #ifndef EVR_SRC_RDMA_H
 #define EVR_SRC_RDMA_H
 
-#include "transport.h"
+#include "../transport.h"
 
 /* One RDMA CM event channel for the engine (evr__xport_new_fn).  Returns
  * 0, or a negative errno with f filled (-EVR_E_NODEV when there is no

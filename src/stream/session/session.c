@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../loop/bytes.h"
+#include "../../loop/bytes.h"
 #include "negotiate.h"
 #include "session.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "rsproto.h"
-#include "../loop/bytes.h"
+#include "../../loop/bytes.h"
 
 uint32_t evr__rs_imm_encode(uint32_t msg)
 {

@@ -3,7 +3,7 @@
 #include "config.h"
 
 #include "rclose.h"
-#include "../loop/loop.h"
+#include "../../loop/loop.h"
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_RC_STATES);
 

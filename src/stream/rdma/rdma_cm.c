@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "evrdma/hostcheck.h"
-#include "../loop/channel.h"
+#include "../../loop/channel.h"
 #include "rdma_int.h"
 
 #define RESOLVE_MS 2000
