@@ -30,6 +30,7 @@ pkgs=(
 	                          # (promtool check metrics: names, base units, _total)
 	jq                        # tests parse the JSON output with it
 	mandoc                    # tests/e2e/manpages.sh lints the man pages
+	pmccabe                   # scripts/complexity.sh: branching per function
 	python3-jsonschema        # tests/e2e/schema.sh checks --json against doc/*.schema.json
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	procps psmisc             # ps, killall used by tests (and iproute2's ip netns)

@@ -31,15 +31,6 @@ BIG=536870912
 [ "$E2E_VG" = 1 ] && BIG=33554432
 HWM_MAX_KB=65536
 
-mem_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
-mem_le() { # DESC A B
-	if [ "$E2E_VG" = 1 ]; then
-		skip "$1: under valgrind the footprint is memcheck's"
-	else
-		assert_le "$@"
-	fi
-}
-
 # ------------------------------- 1. four hostile 512 MiB plans at once
 P=$(e2e_port)
 if start_server big "$P" "$R" -T s -b $H -p "$P"; then

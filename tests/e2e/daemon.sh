@@ -28,22 +28,6 @@ H=127.0.0.1
 
 # ------------------------------------------------------------ helpers
 
-# scrape NAME PORT: GET /metrics into $T/NAME.txt; HTTP code, content
-# type and time in $T/NAME.meta; bounded at 2 s (scaled: under valgrind
-# a daemon's first scrape translates the whole HTTP and metrics path; the
-# checks that a scrape is quick compare its time themselves)
-scrape() {
-	curl -s --max-time "$(tscale 2)" -o "$T/$1.txt" \
-		-w '%{http_code}|%{content_type}|%{time_total}\n' \
-		"http://$H:$2/metrics" >"$T/$1.meta" 2>/dev/null
-}
-
-# val FILE SERIES: the value of one sample (SERIES exactly, labels and
-# all), or "" when absent
-val() {
-	awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"
-}
-
 # family_ok DESC FILE FAMILY [TYPE]: FILE has FAMILY's HELP and TYPE lines
 family_ok() {
 	if grep -q "^# TYPE $3 ${4:-}" "$2" && grep -q "^# HELP $3 " "$2"; then
@@ -81,14 +65,6 @@ until_scraped() {
 	done
 }
 scrape_hp() { scrape "$1" "$HP"; }
-
-num_ge() { # DESC A B: A >= B, numbers (A may be "")
-	if [ -n "$2" ] && awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then
-		ok "$1 ($2 >= $3)"
-	else
-		not_ok "$1" "'$2' is not >= $3"
-	fi
-}
 
 num_gt() { # DESC A B
 	if [ -n "$2" ] && [ -n "$3" ] &&
@@ -186,17 +162,8 @@ meta_ok() { # DESC NAME: 200 and the 0.0.4 content type
 	esac
 }
 
-cpu_ticks() { # PID: utime + stime in clock ticks
-	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
-}
-
 # ------------------------------------------------------------ configs
 
-# e2e_port in this shell, not in $(...): it remembers the ports it gave
-port() { # VAR
-	e2e_port >"$T/port" || exit 1
-	printf -v "$1" '%s' "$(cat "$T/port")"
-}
 port SP            # the rstream server
 port HP            # the daemon's HTTP
 port DEAD          # nothing listens here
@@ -1313,10 +1280,9 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 		"$(mc mtx sender 5 2)" "$(mc mnojoin receiver 5 2 "10.$X.8.1")" \
 		>"$T/mc.json"
 	bg_start mcd 60 "${NX[@]}" "$PROBED" -c "$T/mc.json"
-	scrape_mc() {
-		"${NX[@]}" curl -s --max-time 2 -o "$T/$1.txt" \
-			-w '%{http_code}|%{content_type}|%{time_total}\n' \
-			http://127.0.0.1:9471/metrics >"$T/$1.meta" 2>/dev/null
+	scrape_mc() { # (scrape and val: lib.sh's)
+		local E2E_SCRAPE_IN=("${NX[@]}")
+		scrape "$1" 9471
 	}
 	sleep 3.6
 	until_scraped scrape_mc mc1 3 'evrdma_probe_runs_total{probe="mrx"}' 2 \

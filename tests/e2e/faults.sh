@@ -37,20 +37,7 @@ if [ "$E2E_SAN" = yes ]; then
 	export ASAN_OPTIONS
 fi
 
-# A memory check (as assert_le).  Under valgrind the footprint is
-# memcheck's own (its freelist keeps freed blocks, 20 MB by default): the
-# check would measure valgrind, and memcheck's leak check at exit covers
-# what it is for, so it is skipped there, loudly.
-mem_le() { # DESC A B
-	if [ "$E2E_VG" = 1 ]; then
-		skip "$1: under valgrind the footprint is memcheck's (its leak check at exit covers this)"
-	else
-		assert_le "$@"
-	fi
-}
-
 fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
-mem_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 estab() { ss -Htn state established "( sport = :$1 )" 2>/dev/null | wc -l; }
 
 # Wait (at most SECS) until PID has at most N fds.

@@ -22,25 +22,6 @@ command -v curl >/dev/null || e2e_skip_all "curl is not installed"
 T=$E2E_TMP
 H=127.0.0.1
 
-port() { # VAR
-	e2e_port >"$T/port" || exit 1
-	printf -v "$1" '%s' "$(cat "$T/port")"
-}
-
-# val FILE SERIES: one sample's value, or ""
-val() {
-	[ -f "$1" ] || return 0
-	awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"
-}
-
-num_ge() { # DESC A B
-	if [ -n "$2" ] && awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then
-		ok "$1 ($2 >= $3)"
-	else
-		not_ok "$1" "'$2' is not >= $3"
-	fi
-}
-
 # The hostile client: N connections to HOST PORT, each reopened as soon as
 # the server closes it, for SECS seconds; "idle" ones send nothing,
 # "partial" ones the first line of a request and never its end;
@@ -91,13 +72,6 @@ while time.monotonic() < end:
 print('opened %d closed %d failed %d' % (st['opened'], st['closed'], st['failed']), flush=True)
 EOF
 
-# scrape NAME PORT: GET /metrics into $T/NAME.txt; "CODE TIME" in
-# $T/NAME.meta; bounded at 2 s (scaled for valgrind and ASan)
-scrape() {
-	curl -s --max-time "$(tscale 2)" -o "$T/$1.txt" \
-		-w '%{http_code} %{time_total}\n' \
-		"http://$H:$2/metrics" >"$T/$1.meta" 2>/dev/null
-}
 
 # ------------------------------------------- a flood from our own address
 
@@ -111,7 +85,7 @@ if ! wait_listen "$P" 10 pa; then
 	e2e_done
 fi
 scrape a0 "$P"
-assert_eq "a scrape before the flood" 200 "$(cut -d' ' -f1 "$T/a0.meta")"
+assert_eq "a scrape before the flood" 200 "$(scrape_code a0)"
 
 # Under valgrind (20-50 times slower) a smaller flood, that still
 # overruns an address's share of 16: the same paths, checked by memcheck.
@@ -126,8 +100,7 @@ end=$(( $(date +%s%N) / 1000000 + (FLOOD - 1) * 1000 ))
 n=0
 while [ "$(( $(date +%s%N) / 1000000 ))" -lt "$end" ] && [ "$n" -lt 40 ]; do
 	scrape f "$P"
-	cat "$T/f.meta" >>"$T/flood.meta"
-	[ -s "$T/f.meta" ] || echo "000 -" >>"$T/flood.meta"
+	echo "$(scrape_code f) $(scrape_secs f)" >>"$T/flood.meta"
 	n=$((n + 1))
 	sleep 0.4
 done
@@ -141,7 +114,7 @@ assert_eq "every scrape during the flood answered 200 within 2 s" 0 "$bad"
 closed=$(awk '{ print $4 }' "$T/part.out")
 num_ge "the daemon closed the half-sent requests, over and over" "${closed:-0}" "$NPART"
 scrape a1 "$P"
-assert_eq "a scrape after the flood" 200 "$(cut -d' ' -f1 "$T/a1.meta")"
+assert_eq "a scrape after the flood" 200 "$(scrape_code a1)"
 ev=$(val "$T/a1.txt" 'evrdma_http_connections_dropped_total{reason="evicted"}')
 num_ge "dropped_total{reason=evicted} counts them" "$ev" "$NPART"
 num_ge "connections_total counts every one" \
@@ -198,7 +171,7 @@ if wait_listen "$P" 10 pb; then
 	scrape b1 "$P"
 	say "from the half-sent requests' start to the scrape's answer: $(( $(now_ms) - t_once )) ms (request_timeout_s $RT)"
 	assert_eq "a scrape from the address whose share they take" \
-		200 "$(cut -d' ' -f1 "$T/b1.meta")"
+		200 "$(scrape_code b1)"
 	bg_wait once "$(( RT + $(tscale 4) + 5 ))"
 	assert_eq "the server closed all four: one evicted, three at their timeout" \
 		"opened 4 closed 4 failed 0" "$(cat "$T/once.out")"
@@ -275,11 +248,11 @@ if wait_listen "$P" 10 pd; then
 	[ "$E2E_VG" = 1 ] && tries=3
 	for i in $(seq "$tries"); do
 		scrape d1 "$P"
-		[ "$(cut -d' ' -f1 "$T/d1.meta")" != 000 ] && break
+		[ "$(scrape_code d1)" != 000 ] && break
 		sleep 0.5
 	done
 	assert_eq "a scrape with no descriptor left, the half-sent requests holding them (try $i of at most $tries)" \
-		200 "$(cut -d' ' -f1 "$T/d1.meta")"
+		200 "$(scrape_code d1)"
 	num_ge "dropped_total{reason=fds}: the shortage counted" \
 		"$(val "$T/d1.txt" 'evrdma_http_connections_dropped_total{reason="fds"}')" 1
 	num_ge "dropped_total{reason=evicted}: idle ones gave their descriptors" \
@@ -319,18 +292,18 @@ EOF
 		"^evrdma-probed: warning: cannot listen on $(ere_quote "$A"):9471: Cannot assign requested address: not on this host \\(yet\\?\\); trying again"
 	ip -n "$NS" addr add "$A/24" dev lo
 	scr() {
-		"${NX[@]}" curl -s --max-time 2 -o "$T/$1.txt" -w '%{http_code}' \
-			"http://$A:9471/metrics" >"$T/$1.meta" 2>/dev/null
+		local E2E_SCRAPE_IN=("${NX[@]}")
+		scrape "$1" 9471 "$A"
 	}
 	# tried again every 5 s at most
 	end=$(( $(date +%s%N) / 1000000 + $(tscale 8) * 1000 ))
 	while :; do
 		scr c1
-		[ "$(cat "$T/c1.meta")" = 200 ] && break
+		[ "$(scrape_code c1)" = 200 ] && break
 		[ "$(( $(date +%s%N) / 1000000 ))" -ge "$end" ] && break
 		sleep 0.2
 	done
-	assert_eq "/metrics answers once the address is added" 200 "$(cat "$T/c1.meta")"
+	assert_eq "/metrics answers once the address is added" 200 "$(scrape_code c1)"
 	assert_match "... logged" \
 		"^evrdma-probed: info: serving /metrics on $(ere_quote "$A") port 9471 \\(its address is up\\)$" "$T/pc.err"
 	RL="responder=\"tcp:$A:7471\""

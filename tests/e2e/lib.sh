@@ -439,6 +439,60 @@ e2e_port() {
 
 # --------------------------------------------------------------- processes
 
+# scrape NAME [PORT [HOST]]: GET http://HOST:PORT/metrics (HOST:
+# 127.0.0.1; PORT: $E2E_SCRAPE_PORT) into $E2E_TMP/NAME.txt, and into
+# NAME.meta "CODE|CONTENT-TYPE|SECONDS" (code 000: nothing answered).
+# Bounded at $E2E_SCRAPE_MAX seconds (2, scaled: under valgrind a
+# daemon's first scrape translates the whole HTTP and metrics path; the
+# checks that a scrape is quick compare its time themselves).  Inside
+# the command in the array E2E_SCRAPE_IN when it is set (ip netns exec).
+# The one scrape of the e2e scripts.
+scrape() {
+	local curl_in=("${E2E_SCRAPE_IN[@]}")
+	"${curl_in[@]}" curl -s --max-time "$(tscale "${E2E_SCRAPE_MAX:-2}")" \
+		-o "$E2E_TMP/$1.txt" \
+		-w '%{http_code}|%{content_type}|%{time_total}\n' \
+		"http://${3:-127.0.0.1}:${2:-$E2E_SCRAPE_PORT}/metrics" \
+		>"$E2E_TMP/$1.meta" 2>/dev/null
+}
+# scrape_code NAME / scrape_secs NAME: the last scrape's HTTP code and
+# time (from NAME.meta)
+scrape_code() { cut -d'|' -f1 "$E2E_TMP/$1.meta" 2>/dev/null; }
+scrape_secs() { cut -d'|' -f3 "$E2E_TMP/$1.meta" 2>/dev/null; }
+# val FILE SERIES: the value of one sample in a scraped FILE (SERIES
+# exactly, labels and all), or "" when absent (or no FILE)
+val() {
+	[ -f "$1" ] || return 0
+	awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"
+}
+# port VAR: a free port of this script's into VAR (e2e_port in this
+# shell, not in $(...): it remembers the ports it gave)
+port() {
+	e2e_port >"$E2E_TMP/port" || exit 1
+	printf -v "$1" '%s' "$(cat "$E2E_TMP/port")"
+}
+# num_ge DESC A B: A >= B, numbers (A may be "")
+num_ge() {
+	if [ -n "$2" ] && awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then
+		ok "$1 ($2 >= $3)"
+	else
+		not_ok "$1" "'$2' is not >= $3"
+	fi
+}
+# mem_kb PID FIELD: a /proc/PID/status figure (VmRSS, VmHWM ...), in kB
+mem_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# mem_le DESC A B: assert_le, but a skip under valgrind, whose footprint
+# is memcheck's (its leak check at exit covers what this would)
+mem_le() {
+	if [ "$E2E_VG" = 1 ]; then
+		skip "$1: under valgrind the footprint is memcheck's (its leak check at exit covers this)"
+	else
+		assert_le "$@"
+	fi
+}
+E2E_SCRAPE_IN=()
+E2E_SCRAPE_PORT=9471
+
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # Start CMD in the background under timeout(1), which puts it in a process

@@ -27,6 +27,7 @@ e2e_port >"$T/port" || exit 1
 HP=$(cat "$T/port")
 e2e_port >"$T/port" || exit 1
 MP=$(cat "$T/port")
+E2E_SCRAPE_PORT=$HP        # lib.sh's scrape
 IV=2                       # every probe's interval, s
 PHASE=10                   # seconds a phase is watched
 EXTRA=50                   # copies of lo beside it
@@ -34,8 +35,6 @@ EXTRA=50                   # copies of lo beside it
 # the queue's memory, not the round trips (and 50 copies would time out)
 [ "$E2E_VG" = 1 ] && EXTRA=5
 
-scrape() { curl -s --max-time 2 -o "$T/$1.txt" "http://$H:$HP/metrics" 2>/dev/null; }
-val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
 
 lat() { # NAME [EXCL]: a latency probe of the responder, 100 round trips of 64 B
 	printf '{ "name": "%s", "type": "rstream", "transport": "tcp", "host": "%s", "port": %s, "size": 64, "iters": 100, "interval_s": %s, "timeout_s": 5, "exclusive": %s }' \

@@ -28,19 +28,12 @@ command -v curl >/dev/null || e2e_skip_all "curl is not installed"
 command -v python3 >/dev/null || e2e_skip_all "python3 is not installed"
 T=$E2E_TMP
 H=127.0.0.1
-port() { # VAR
-	e2e_port >"$T/port" || exit 1
-	printf -v "$1" '%s' "$(cat "$T/port")"
-}
 port HP
 port MP
 port HOLDP
+E2E_SCRAPE_PORT=$HP        # lib.sh's scrape
 ADDRS="127.0.0.11 127.0.0.12 127.0.0.13 127.0.0.14 127.0.0.15 127.0.0.16"
 
-scrape() { # NAME
-	curl -s --max-time 2 -o "$T/$1.txt" "http://$H:$HP/metrics" 2>/dev/null
-}
-val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
 runs_of() { # FILE PEER
 	val "$1" "evrdma_probe_runs_total{probe=\"mesh:$2\",peer=\"$2\"}"
 }

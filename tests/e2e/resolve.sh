@@ -31,6 +31,8 @@ trap 'ip netns del "$NS" 2>/dev/null; rm -rf "/etc/netns/$NS"; e2e_cleanup' EXIT
 # one try, no retransmission within the slow answer's 2 s
 printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' >"/etc/netns/$NS/resolv.conf"
 NX=(ip netns exec "$NS")
+# lib.sh's scrape, in the namespace; a lookup may hold a scrape up 5 s
+E2E_SCRAPE_IN=("${NX[@]}") E2E_SCRAPE_MAX=5
 X=$(( $$ % 200 + 20 ))
 ip -n "$NS" link set lo up
 ip -n "$NS" link set lo multicast on
@@ -81,6 +83,7 @@ bg_start dns 120 "${NX[@]}" python3 "$T/dns.py" "$T/dns.log" "239.$X.9.1"
 wait_match "$T/dns.out" '^ready$' 10 || { dump "$T/dns.err"; not_ok "the slow name server starts"; }
 
 HP=9481
+E2E_SCRAPE_PORT=$HP        # lib.sh's scrape
 SP=9482
 cat >"$T/conf.json" <<EOF
 { "listen_address": "127.0.0.1", "listen_port": $HP,
@@ -101,11 +104,6 @@ cat >"$T/conf.json" <<EOF
 EOF
 bg_start md 120 "${NX[@]}" "$PROBED" -c "$T/conf.json"
 
-scrape() { # NAME: into $T/NAME.txt, curl's time in $T/NAME.time
-	"${NX[@]}" curl -s --max-time 5 -o "$T/$1.txt" -w '%{time_total}\n' \
-		"http://127.0.0.1:$HP/metrics" >"$T/$1.time" 2>/dev/null
-}
-val() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
 
 # Up: the first scrape that answers (the daemon started)
 end=$(( $(now_ms) + $(tscale 10) * 1000 ))
@@ -121,7 +119,7 @@ end=$(( $(now_ms) + 4000 ))
 while [ "$(now_ms)" -lt "$end" ] && [ "$n" -lt 60 ]; do
 	n=$((n + 1))
 	scrape "w$n"
-	t=$(awk '{ printf "%d", $1 * 1000 }' "$T/w$n.time" 2>/dev/null)
+	t=$(scrape_secs "w$n" | awk '{ printf "%d", $1 * 1000 }')
 	[ "${t:-99999}" -gt "$worst" ] && worst=${t:-99999}
 	sleep 0.1
 done
