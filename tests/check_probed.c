@@ -232,6 +232,16 @@ START_TEST(test_stream_reason)
 	f.phase = EVR_PH_RECV;
 	f.err = -EVR_E_STALL;
 	ck_assert_int_eq(probe_stream_reason(&f), R_STALL);
+	/* a failed RDMA completion: the peer's or its path's when the
+	 * completion blamed them (a peer whose RNIC was removed mid-run:
+	 * it was "error", and the prober was named for it), else ours */
+	f.phase = EVR_PH_NEGOTIATE;
+	f.err = -EIO;
+	f.detail = EVR_EIO_PEER;
+	ck_assert_int_eq(probe_stream_reason(&f), R_UNREACHABLE);
+	f.detail = 0;
+	ck_assert_int_eq(probe_stream_reason(&f), R_ERROR);
+	f.phase = EVR_PH_RECV;
 	/* every engine code: the reason of its stable name, else "error" */
 	f.err = -EVR_E_EOF;
 	ck_assert_int_eq(probe_stream_reason(&f), R_EOF);

@@ -201,6 +201,12 @@ enum evr_phase {
 #undef EVR__PH_ENUM
 };
 
+/* An -EIO failure's detail over RDMA: the work completion that failed
+ * blamed the peer or its path (IBV_WC_RETRY_EXC_ERR, RNR_RETRY_EXC_ERR,
+ * REM_*_ERR), not this host.  The text stays upstream's ("Input/output
+ * error"); a monitor tells the two apart by this. */
+#define EVR_EIO_PEER 1
+
 struct evr_failure {
 	int err;                    /* -errno or -EVR_E_* */
 	int detail;                 /* gai code, EVR_REJECT_* (also the
@@ -223,7 +229,10 @@ struct evr_failure {
 	unsigned conn_index, conn_total;
 	/* RDMA: the device and port the connection ran on ("" and 0 when
 	 * it had none yet); for -EVR_E_DEVGONE, detail is 1 when the device
-	 * reported a fatal error rather than its removal */
+	 * reported a fatal error rather than its removal; for -EIO, detail
+	 * is EVR_EIO_PEER when the failed work completion says the peer or
+	 * its path failed (its acknowledgements stopped, it had no receive
+	 * for us, or it refused our request), 0 when it was our side's */
 	char device[64];
 	unsigned port;
 };

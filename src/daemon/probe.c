@@ -66,6 +66,11 @@ enum probe_reason probe_stream_reason(const struct evr_failure *f)
 	if (f->phase == EVR_PH_SETUP && f->err != -EVR_E_RESOLVE &&
 	    f->err != -EVR_E_NODEV && f->err != -ENODEV)
 		return R_ERROR;
+	/* a completion that blamed the peer or its path (RDMA: our
+	 * requests went unacknowledged) is the network's, as a connect
+	 * that timed out, not this host's "error" */
+	if (f->err == -EIO && f->detail == EVR_EIO_PEER)
+		return R_UNREACHABLE;
 	return reason_by_code(reason_codes, R_MAX, f->err, R_ERROR);
 }
 

@@ -70,6 +70,34 @@ int evr__rdma_post_recvs(struct rconn *rc, unsigned n)
 	return 0;
 }
 
+/* A work request failed: the connection is broken (-EIO, as rsockets
+ * say it), and whose side failed is kept for the failure's detail: the
+ * peer's or its path's when our requests went unacknowledged (retries
+ * ran out), found no receive, or were refused by the peer. */
+static void wc_failed(struct rconn *rc, const struct ibv_wc *wc)
+{
+	int peer;
+
+	if (rc->err)
+		return;
+	switch (wc->status) {
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_ABORT_ERR:
+	case IBV_WC_REM_INV_RD_REQ_ERR:
+		peer = 1;
+		break;
+	default:
+		peer = 0;
+		break;
+	}
+	rc->base.err_detail = peer ? EVR_EIO_PEER : 0;
+	evr__rdma_set_err(rc, -EIO, ibv_wc_status_str(wc->status));
+}
+
 /* One receive completion; returns 1 when its receive is to be re-posted. */
 int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 {
@@ -78,8 +106,7 @@ int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR && evr__rdma_live(rc))
-			evr__rdma_set_err(rc, -EIO,
-					  ibv_wc_status_str(wc->status));
+			wc_failed(rc, wc);
 		return 0;
 	}
 	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
@@ -159,7 +186,7 @@ void evr__rdma_send_wc(struct rconn *rc, const struct ibv_wc *wc)
 	}
 	if (wc->status != IBV_WC_SUCCESS && evr__rdma_live(rc) &&
 	    !evr__rdma_shut(rc))
-		evr__rdma_set_err(rc, -EIO, ibv_wc_status_str(wc->status));
+		wc_failed(rc, wc);
 }
 
 /* Receives go back at once, whether or not the data was read: credits,
