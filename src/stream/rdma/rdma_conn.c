@@ -73,7 +73,13 @@ int evr__rdma_post_recvs(struct rconn *rc, unsigned n)
 /* A work request failed: the connection is broken (-EIO, as rsockets
  * say it), and whose side failed is kept for the failure's detail: the
  * peer's or its path's when our requests went unacknowledged (retries
- * ran out), found no receive, or were refused by the peer. */
+ * ran out), found no receive, or were refused by the peer; and when a
+ * send of a live connection was flushed: its QP was put in error under
+ * it, not by our close (seen when the peer's RNIC went away just after
+ * the connection was made: "negotiation: recv: Input/output error",
+ * with "Work Request Flushed Error" in the trace).  Our own device's
+ * and port's failures have their own codes (EVR_E_DEVGONE,
+ * EVR_E_PORTDOWN). */
 static void wc_failed(struct rconn *rc, const struct ibv_wc *wc)
 {
 	int peer;
@@ -81,6 +87,7 @@ static void wc_failed(struct rconn *rc, const struct ibv_wc *wc)
 	if (rc->err)
 		return;
 	switch (wc->status) {
+	case IBV_WC_WR_FLUSH_ERR:
 	case IBV_WC_RETRY_EXC_ERR:
 	case IBV_WC_RNR_RETRY_EXC_ERR:
 	case IBV_WC_REM_INV_REQ_ERR:
