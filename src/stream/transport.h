@@ -77,13 +77,14 @@ struct evr_conn {
 	 * device's name and the port, for a failure to name them */
 	char dev[64];
 	unsigned port;
-	/* The failure's detail (evr_failure.detail), by its code:
-	 * -EVR_E_DEVGONE: the device reported a fatal error (1), not its
+	/* -EVR_E_DEVGONE: the device reported a fatal error (1), not its
 	 * removal (0); -EVR_E_PORTDOWN: the port was down when the
-	 * connection was to be made (1), not lost under it (0); -EIO:
-	 * EVR_EIO_PEER when a work completion blamed the peer or its
-	 * path, else 0 */
-	int err_detail;
+	 * connection was to be made (1), not lost under it (0) */
+	int dev_detail;
+	/* -EIO: EVR_EIO_PEER when the work completion that failed blamed
+	 * the peer or its path, else 0 (a field of its own: a flushed send
+	 * often comes before the port-down that explains it) */
+	int eio_detail;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */

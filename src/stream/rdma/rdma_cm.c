@@ -202,7 +202,7 @@ static int port_down_err(struct rconn *rc, int err)
 	    pa.state == IBV_PORT_ACTIVE)
 		return err;
 	name_device(rc);
-	rc->base.err_detail = 1; /* down before the connection */
+	rc->base.dev_detail = 1; /* down before the connection */
 	return -EVR_E_PORTDOWN;
 }
 
@@ -365,7 +365,7 @@ static void conn_lost(struct rconn *rc, unsigned port, int fatal)
 	name_device(rc);
 	if (!port) {
 		rc->facts |= EVR_RC_F_DEV_GONE;
-		rc->base.err_detail = fatal;
+		rc->base.dev_detail = fatal;
 	}
 	if (rc->err == -EIO)
 		rc->err = err;

@@ -101,7 +101,7 @@ static void wc_failed(struct rconn *rc, const struct ibv_wc *wc)
 		peer = 0;
 		break;
 	}
-	rc->base.err_detail = peer ? EVR_EIO_PEER : 0;
+	rc->base.eio_detail = peer ? EVR_EIO_PEER : 0;
 	evr__rdma_set_err(rc, -EIO, ibv_wc_status_str(wc->status));
 }
 

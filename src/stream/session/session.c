@@ -146,9 +146,10 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 		snprintf(f->peer, sizeof(f->peer), "%s", s->conn->peer);
 		snprintf(f->device, sizeof(f->device), "%s", s->conn->dev);
 		f->port = s->conn->port;
-		if (err == -EVR_E_DEVGONE || err == -EVR_E_PORTDOWN ||
-		    err == -EIO)
-			f->detail = s->conn->err_detail;
+		if (err == -EVR_E_DEVGONE || err == -EVR_E_PORTDOWN)
+			f->detail = s->conn->dev_detail;
+		else if (err == -EIO)
+			f->detail = s->conn->eio_detail;
 	}
 	set_state(s, EVR_SS_FAILED);
 	return EVR_WANT_NONE;
