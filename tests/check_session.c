@@ -3523,6 +3523,7 @@ END_TEST
  * -1: nobody wakes them) stall out. */
 START_TEST(test_driver_shared_poll_preempted)
 {
+	struct evr_sched_seat third = { 0 };
 	struct evr_stream_opts oc;
 	struct evr_conn_plan pc;
 	uint64_t until;
@@ -3547,12 +3548,13 @@ START_TEST(test_driver_shared_poll_preempted)
 	/* a third connection in play from the start (it never moves):
 	 * the first client's first wait is a shared one already, not a
 	 * poll in place before the second is in play */
-	evr__loop_play(loop, 1);
+	ck_assert_int_eq(evr__sched_join(&third, loop), 0);
 	evr__sess_drive(&cl.s, EVR_SE_CONNECTED, 0);
 	evr__sess_drive(&sv.s, EVR_SE_CONNECTED, 0);
-	ck_assert_uint_eq(loop->sessions, 3);
+	ck_assert_uint_eq(loop->sched->seats, 3);
 	evr_loop_run(loop);
-	evr__loop_play(loop, 0);
+	evr__sched_leave(&third, loop);
+	ck_assert_ptr_null(loop->sched);
 	yield_taken_at = 0;
 	ck_assert_uint_eq(finished_n[0], 2);
 	for (i = 0; i < 2; i++) {

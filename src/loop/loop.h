@@ -29,10 +29,9 @@ struct evr_loop {
 	int owned;
 	evr_trace_fn trace;
 	void *trace_ud;
-	/* the scheduler (evr__loop_shared()) */
-	unsigned sessions;      /* connections in play on this loop */
-	uint64_t offered_ns;    /* when a shared poll last offered the CPU */
-	unsigned long lost_cpu; /* shared polls that found the CPU wanted */
+	/* the stream scheduler's state (src/stream/session/sched.h), while
+	 * a connection is in play; the loop only holds it */
+	struct evr_sched *sched;
 	struct evr__lookups *lookups; /* names (resolve.c), at first use */
 	struct evr__devreg *devreg;   /* RDMA devices (device.c), at first
 				       * use */
@@ -49,28 +48,6 @@ struct evr_loop {
 			(depth)--; \
 		} \
 	} while (0)
-
-/* The scheduler, one rule for every connection of a loop (HACKING.md,
- * "Many connections in one loop"): a connection that would poll or spin
- * in place (-T n's retries, -T a's poll) does so only while it is the
- * only one in play.  Shared, it takes one try per loop pass and hands the
- * loop on: every connection gets one turn a pass (libev runs each
- * pending watcher once a pass), a turn moves at most a slice, and the
- * pass itself (epoll_wait with no timeout while anyone polls) is what
- * finds the fds that are ready.  A connection is in play from its
- * driver's first step to its end (evr__loop_play). */
-static inline void evr__loop_play(struct evr_loop *l, int on)
-{
-	if (on)
-		l->sessions++;
-	else
-		l->sessions--;
-}
-
-static inline int evr__loop_shared(const struct evr_loop *l)
-{
-	return l->sessions > 1;
-}
 
 /* Small services the engines share.  strdup(s), or NULL for NULL. */
 char *evr__strdup_or_null(const char *s);

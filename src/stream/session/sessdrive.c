@@ -11,11 +11,11 @@
  */
 #include "config.h"
 
-#include <sched.h>
+#include <errno.h>
 #include <stdint.h>
-#include <sys/resource.h>
 
 #include "poll.h"
+#include "sched.h"
 #include "session.h"
 
 static void apply(struct evr_sess *s, enum evr_sess_want w);
@@ -100,9 +100,7 @@ void evr__sess_stop_watchers(struct evr_sess *s)
 	if (s->wd_state)
 		ev_timer_stop(l, &s->prog_w);
 	s->wd_state = 0;
-	if (s->in_play)
-		evr__loop_play(s->loop, 0);
-	s->in_play = 0;
+	evr__sched_leave(&s->seat, s->loop);
 }
 
 static void apply(struct evr_sess *s, enum evr_sess_want w)
@@ -177,22 +175,22 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * channel and sleeps (poll_async(), below; poll.c estimates how long).
  *
  * Alone on its loop, a spinning session retries in place for up to
- * SPIN_BUDGET_NS rather than going back to the loop after each EAGAIN: a
- * loop pass is a system call (clock, epoll_wait, timers), and on a loaded
+ * EVR_SCHED_SPIN_BUDGET_NS rather than going back to the loop after each
+ * EAGAIN: a loop pass is a system call (clock, epoll_wait, timers), and on a loaded
  * host each one lets the scheduler switch the spinner out, which
  * upstream's spin, making no system call, never risks.  The loop's
  * timers and other fds wait at most that long.  A budget of a round trip
  * or two made a loop pass that often over an emulated device and cost
  * the difference.  Figures: doc/benchmarks.md.
  *
- * Shared with other connections (evr__loop_shared(): a client's -c N, a
+ * Shared with other connections (sched.h: a client's -c N, a
  * server's clients, a daemon's probes beside its responders), a session
  * neither spins nor polls in place, which would hold up the others whose
  * data has come: the call of its turn is its try, and it hands the loop
  * on (EVR_WANT_YIELD: its idle watcher, at the top priority, brings it
  * back next pass).  libev runs every pending watcher once a pass, so each
  * connection gets one turn a pass, and a turn moves at most a slice
- * (SLICE_MSGS transfers, SLICE_BYTES: run() in session.c): round robin.
+ * (evr__sched_slice_over(): run() in session.c): round robin.
  * While anyone waits that way the loop does not sleep, and its
  * epoll_wait, not a try per fd, finds the sockets that are ready
  * (HACKING.md, "the scheduler").
@@ -202,44 +200,34 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * (evr__sess_try_again()): a try that finds nothing skips the session's
  * step, the credit and cork checks, and costs a CQ poll.
  */
-#ifndef SPIN_TRIES
-#define SPIN_TRIES 64
-#endif
-#ifndef SPIN_BUDGET_NS
-#define SPIN_BUDGET_NS 1000000u
-#endif
-
-/* -T n: retry at once.  Alone, in place, for up to SPIN_BUDGET_NS;
- * shared, the call of its turn was the try: the loop's turn next. */
+/* -T n: retry at once.  Alone, in place, for up to
+ * EVR_SCHED_SPIN_BUDGET_NS; shared, the call of its turn was the try:
+ * the loop's turn next. */
 static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 {
-	uint64_t t0 = 0, now;
-	unsigned n;
+	uint64_t t0 = 0;
+	unsigned n, round;
 
 	if (s->io == EVR_IO_ASYNC)
 		return poll_async(s, w);
-	if (s->io != EVR_IO_NONBLOCK || evr__loop_shared(s->loop))
+	if (s->io != EVR_IO_NONBLOCK)
 		return w;
-	for (;;) {
-		for (n = 0; n < SPIN_TRIES && evr__sess_waiting(w); n++)
+	for (round = 0; evr__sess_waiting(w) &&
+			evr__sched_spin_on(&s->seat, round, &t0); round++)
+		for (n = 0; n < EVR_SCHED_SPIN_TRIES && evr__sess_waiting(w);
+		     n++)
 			w = evr__sess_try_again(s, w);
-		if (!evr__sess_waiting(w) || evr__loop_shared(s->loop))
-			return w;
-		now = evr_now_ns();
-		if (!t0)
-			t0 = now;
-		else if (now - t0 >= SPIN_BUDGET_NS)
-			return w;
-	}
+	return w;
 }
 
 void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg)
 {
 	/* in play before its first step: a wait of that step already
 	 * counts the others in (it never polls in place beside them) */
-	if (!s->in_play) {
-		s->in_play = 1;
-		evr__loop_play(s->loop, 1);
+	if (!evr__sched_in_play(&s->seat) &&
+	    evr__sched_join(&s->seat, s->loop)) {
+		ev = EVR_SE_FAIL;
+		arg = -ENOMEM;
 	}
 	apply(s, spin(s, evr__sess_event(s, ev, arg)));
 }
@@ -265,7 +253,7 @@ void evr__sess_attach(struct evr_sess *s, struct evr_conn *c)
 
 void evr__sess_fini(struct evr_sess *s)
 {
-	if (s->loop && (s->wd_state || s->in_play))
+	if (s->loop && (s->wd_state || evr__sched_in_play(&s->seat)))
 		evr__sess_stop_watchers(s);
 	evr__sess_release(s);
 }
@@ -275,7 +263,7 @@ void evr__sess_fini(struct evr_sess *s)
 #define POLL_TRIES 4
 
 /*
- * The CPU offer (poll_offer_cpu()): a poll is for a CPU nobody else
+ * The CPU offer (evr__sched_offer_cpu()): a poll is for a CPU nobody else
  * wants.  A wait that goes on offers it every EVR_POLL_OFFER_NS
  * (sched_yield), so that a task that wants it (the peer on the same CPU,
  * a busy host's other work) runs then, not at the end of the poll's time
@@ -292,25 +280,14 @@ void evr__sess_fini(struct evr_sess *s)
  * so does a long poll still waiting, which then polls on from where it
  * was (evr_pollest.cont_t0).  Shared (sessdrive.c), its poll is one try a
  * loop pass, for its budget across the passes, and the CPU is offered by
- * the loop, once every EVR_POLL_OFFER_NS (evr_loop.offered_ns), not by
+ * the loop, once every EVR_POLL_OFFER_NS (evr_sched.offered_ns), not by
  * every connection; an offer that finds the CPU taken backs off every
- * connection of the loop (evr_loop.lost_cpu), not only the one whose
+ * connection of the loop (evr_sched.lost_cpu), not only the one whose
  * turn made it: the others polling on kept the loop off the sleep that
  * lets the peer on the same CPU run, and four connections did less than
  * one on a busy host (0.73-1.04 x; 1.15-1.57 x since).
  *
  */
-
-/* How often the kernel has given this thread's CPU to another task
- * (preempted it, or a sched_yield let one run: ru_nivcsw), -1 if it
- * cannot tell.  Not a time gap: a vCPU its host descheduled, or a
- * softirq, takes as long, and neither is a task this poll holds up. */
-static long cpu_taken(void)
-{
-	struct rusage ru;
-
-	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
-}
 
 /* The estimator's side of a find (data came while polling, or while the
  * poll gave the loop its turn): the wait in hand ended now, the poll keeps
@@ -364,27 +341,6 @@ static uint64_t poll_estimate(struct evr_sess *s, uint64_t now, int found)
 	return budget;
 }
 
-/* The CPU offer: a wait that has gone on for offer_ns offers the CPU
- * (sched_yield), at most once per offer_ns (*offp: this poll's last
- * offer, or, shared, the loop's), so that a task that wants it (the peer,
- * on this CPU) runs now rather than when the kernel preempts the poll.
- * Returns 1 when one ran, or a preemption came meanwhile: the CPU is not
- * the poll's. */
-static int poll_offer_cpu(struct evr_sess *s, uint64_t now, uint64_t start,
-			  uint64_t *offp)
-{
-	struct evr_pollest *p = &s->pe;
-
-	if (!p->offer_ns || now - start < p->offer_ns ||
-	    now - *offp < p->offer_ns)
-		return 0;
-	if (p->taken < 0)
-		p->taken = cpu_taken();
-	sched_yield();
-	*offp = evr_now_ns();
-	return p->taken >= 0 && cpu_taken() != p->taken;
-}
-
 /* The slicing: alone, a session that has polled a slice since the call
  * (the poll's length, at most EVR_POLL_SLICE_NS: a ping-pong that finds
  * every reply, or a long poll still waiting) gives the loop its turn
@@ -417,10 +373,10 @@ static enum evr_sess_want poll_sleep(struct evr_sess *s,
 static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 {
 	uint64_t now = evr_now_ns(), entry = now, start, budget;
-	uint64_t offered = 0, *offp;
+	uint64_t offered = 0;
 	unsigned n, tries;
 	int unarmed, found, yield = 0, preempted = 0;
-	int shared = evr__loop_shared(s->loop);
+	int shared = evr__sched_shared(&s->seat);
 
 	found = poll_resume(s, now, &start);
 	if (!evr__sess_waiting(w)) {
@@ -434,8 +390,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 	/* whether the call that returned w left the channel unarmed
 	 * (poll_intent() in sessdrive.c) */
 	unarmed = s->conn->polling;
-	if (shared && s->pe_lost != s->loop->lost_cpu) {
-		s->pe_lost = s->loop->lost_cpu;
+	if (evr__sched_lost_since(&s->seat)) {
 		s->pe.n_preempted++;
 		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
 	}
@@ -444,7 +399,6 @@ static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 	/* shared, the call of this turn was the try; the offers are the
 	 * loop's, not each connection's */
 	tries = shared ? 0 : POLL_TRIES;
-	offp = shared ? &s->loop->offered_ns : &offered;
 	while (budget) {
 		if (tries)
 			unarmed = 1;
@@ -468,7 +422,8 @@ static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 			yield = 1;
 			break;
 		}
-		if (poll_offer_cpu(s, now, start, offp)) {
+		if (evr__sched_offer_cpu(&s->seat, s->pe.offer_ns, now, start,
+					 &offered, &s->pe.taken)) {
 			preempted = 1;
 			break;
 		}
@@ -482,8 +437,7 @@ static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 		 * and backs off */
 		s->pe.n_preempted++;
 		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
-		if (shared)
-			s->pe_lost = ++s->loop->lost_cpu;
+		evr__sched_lost_cpu(&s->seat);
 	}
 	if (yield) {
 		/* not armed: the idle watcher brings it back next turn */

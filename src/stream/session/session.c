@@ -20,8 +20,6 @@
 #include "session.h"
 
 /* A slice of work before the machine lets other watchers run. */
-#define SLICE_MSGS 64
-#define SLICE_BYTES (1u << 20)
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_SESS_STATES);
 
@@ -605,7 +603,7 @@ static enum evr_sess_want run(struct evr_sess *s)
 			if ((s->state == EVR_SS_DATA_SEND ||
 			     s->state == EVR_SS_DATA_RECV) && s->xoff)
 				continue;
-			if (++msgs >= SLICE_MSGS || moved >= SLICE_BYTES)
+			if (evr__sched_slice_over(++msgs, moved))
 				return EVR_WANT_YIELD;
 			continue;
 		}
@@ -661,6 +659,8 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 		return fail(s, -EVR_E_STALL, (int)s->stall_ms, "watchdog");
 	case EVR_SE_CANCEL:
 		return fail(s, -EVR_E_CANCELLED, 0, "cancel");
+	case EVR_SE_FAIL:
+		return fail(s, arg ? arg : -EIO, 0, "driver");
 	}
 	return EVR_WANT_NONE;
 }
@@ -678,7 +678,6 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	evr__poll_init(&s->pe, o->poll_us <= EVR_POLL_NEVER ? 0 :
 			   (uint64_t)(o->poll_us ? o->poll_us :
 				      EVR_DEFAULT_POLL_US) * 1000u);
-	s->pe_lost = loop->lost_cpu;
 	s->allow_negotiate = client && !o->no_negotiate &&
 			     (!o->verify || o->force_negotiate);
 	s->verify = o->verify;

@@ -16,6 +16,7 @@
 #include "../latsplit.h"
 #include "../plan.h"
 #include "poll.h"
+#include "sched.h"
 #include "../transport.h"
 #include "../wire.h"
 
@@ -51,6 +52,7 @@ enum evr_sess_event {
 	EVR_SE_READY,       /* the fd may be ready, or a retry is due */
 	EVR_SE_STALL,       /* the watchdog saw no progress */
 	EVR_SE_CANCEL,
+	EVR_SE_FAIL,        /* the driver cannot go on (arg: -errno) */
 };
 
 /* What the machine waits for after an event. */
@@ -140,12 +142,11 @@ struct evr_sess {
 	int held;               /* its owner holds it back (connected,
 				 * waiting for others): no stall */
 	int wd_state;           /* its watchers are set up (apply()) */
-	int in_play;            /* counted in its loop's sessions, from its
-				 * driver's first step to its end */
+	struct evr_sched_seat seat; /* in play on its loop's scheduler
+				     * (sched.h), from its driver's first
+				     * step to its end */
 	/* -T a's adaptive polling (poll.c) */
 	struct evr_pollest pe;
-	unsigned long pe_lost;  /* the loop's lost_cpu when this session
-				 * last heard of it (poll.c) */
 	/* duration mode (-D): the client marks each iteration's first
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
 	int dur_mode;
