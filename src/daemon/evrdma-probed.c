@@ -137,7 +137,7 @@ static void probe_drop(void *ud, size_t j)
 	struct probe *p = ((struct apply_rc *)ud)->d->probes[j];
 
 	plog(PLOG_INFO, "probe \"%s\": removed%s", p->cfg->name,
-	     p->running ? ", its run cancelled" : "");
+	     probe_running(p) ? ", its run cancelled" : "");
 	probe_free(p);
 }
 

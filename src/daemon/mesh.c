@@ -79,7 +79,7 @@ static void sample_cb(struct ev_loop *l, ev_timer *w, int revents)
 	(void)l;
 	(void)revents;
 	for (i = 0; i < m->npeers; i++)
-		busy += m->probes[i]->running;
+		busy += probe_running(m->probes[i]);
 	if (busy >= k) {
 		/* the turn waits: the same peer is next */
 		plog(PLOG_DEBUG, "mesh: %zu runs in flight, a sample's turn "

@@ -119,6 +119,15 @@ void split_hist_fold(struct split_hist *into, const struct split_hist *h)
 	into->count += h->count;
 }
 
+const char *probe_run_state_name(enum probe_run_state s)
+{
+#define X(n) #n,
+	static const char *const names[] = { PROBE_RUN_STATES(X) };
+#undef X
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
 /* The agent's own delay: one host, one histogram for all its probes. */
 static struct split_hist local_delay;
 
@@ -135,11 +144,11 @@ static void run_over(struct probe *p, int ok)
 	struct probe_stats *s = &p->st;
 	const char *name = p->cfg->name;
 
-	p->running = 0;
+	p->state = PR_IDLE;
 	path_release(p);
 	ev_timer_stop(p->evl, &p->timeout_w);
 	s->runs++;
-	s->last_duration_s = (evr_now_ns() - p->t0_ns) / 1e9;
+	s->last_duration_s = (evr_now_ns() - p->run.t0_ns) / 1e9;
 	s->up = ok;
 	if (ok) {
 		s->successes++;
@@ -152,13 +161,13 @@ static void run_over(struct probe *p, int ok)
 		p->failing = 0;
 		return;
 	}
-	s->failures[p->reason]++;
+	s->failures[p->run.reason]++;
 	if (!p->failing)
 		plog(PLOG_WARN, "probe \"%s\": failing (%s): %s", name,
-		     probe_reason_names[p->reason], p->why);
+		     probe_reason_names[p->run.reason], p->run.why);
 	else
 		plog(PLOG_DEBUG, "probe \"%s\": failed (%s): %s", name,
-		     probe_reason_names[p->reason], p->why);
+		     probe_reason_names[p->run.reason], p->run.why);
 	p->failing = 1;
 }
 
@@ -187,23 +196,23 @@ static void rs_sample(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 {
 	struct probe *p = ud;
 
-	probe_hist_add(p->pend_hist, &p->pend_hist_sum, &p->pend_hist_count,
+	probe_hist_add(p->run.hist, &p->run.hist_sum, &p->run.hist_count,
 		       lo_ns, hi_ns, n);
 }
 
 static void rs_net(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 {
-	split_hist_add(&((struct probe *)ud)->pend_net, lo_ns, hi_ns, n);
+	split_hist_add(&((struct probe *)ud)->run.net, lo_ns, hi_ns, n);
 }
 
 static void rs_hold(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 {
-	split_hist_add(&((struct probe *)ud)->pend_hold, lo_ns, hi_ns, n);
+	split_hist_add(&((struct probe *)ud)->run.hold, lo_ns, hi_ns, n);
 }
 
 static void rs_local(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 {
-	split_hist_add(&((struct probe *)ud)->pend_self, lo_ns, hi_ns, n);
+	split_hist_add(&((struct probe *)ud)->run.self, lo_ns, hi_ns, n);
 }
 
 /* The one test's row: held until done() says the run as a whole went
@@ -213,26 +222,26 @@ static void rs_result(void *ud, const struct evr_result *r)
 {
 	struct probe *p = ud;
 
-	memset(p->pend_hist, 0, sizeof(p->pend_hist));
-	p->pend_hist_sum = 0;
-	p->pend_hist_count = 0;
+	memset(p->run.hist, 0, sizeof(p->run.hist));
+	p->run.hist_sum = 0;
+	p->run.hist_count = 0;
 	evr_result_lat_walk(r, rs_sample, p);
-	memset(&p->pend_net, 0, sizeof(p->pend_net));
-	memset(&p->pend_hold, 0, sizeof(p->pend_hold));
-	memset(&p->pend_self, 0, sizeof(p->pend_self));
-	p->pend_have_split = r->split != NULL;
-	p->pend_rejected = r->split ? r->split->rejected : 0;
+	memset(&p->run.net, 0, sizeof(p->run.net));
+	memset(&p->run.hold, 0, sizeof(p->run.hold));
+	memset(&p->run.self, 0, sizeof(p->run.self));
+	p->run.have_split = r->split != NULL;
+	p->run.rejected = r->split ? r->split->rejected : 0;
 	evr_result_split_walk(r, EVR_SPLIT_NET, rs_net, p);
 	evr_result_split_walk(r, EVR_SPLIT_PEER, rs_hold, p);
 	evr_result_split_walk(r, EVR_SPLIT_LOCAL, rs_local, p);
 
-	p->pend_have = 1;
-	p->pend_elapsed_ns = r->elapsed_ns;
-	p->pend_iters = r->iters;
-	p->pend_bytes = r->bytes;
-	p->pend_have_lat = r->lat != NULL;
+	p->run.have = 1;
+	p->run.elapsed_ns = r->elapsed_ns;
+	p->run.iters = r->iters;
+	p->run.bytes = r->bytes;
+	p->run.have_lat = r->lat != NULL;
 	if (r->lat)
-		p->pend_lat = *r->lat;
+		p->run.lat = *r->lat;
 }
 
 static void rs_done(void *ud, int status, const struct evr_failure *f,
@@ -243,42 +252,42 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 	double secs;
 	int i;
 
-	if (!p->running)
+	if (!probe_running(p))
 		return;
-	if (!status && p->pend_have && p->pend_iters && p->pend_elapsed_ns) {
-		secs = p->pend_elapsed_ns / 1e9;
+	if (!status && p->run.have && p->run.iters && p->run.elapsed_ns) {
+		secs = p->run.elapsed_ns / 1e9;
 		/* every iteration's round trip of this run */
 		for (i = 0; i <= PROBE_NBUCKETS; i++)
-			s->hist[i] += p->pend_hist[i];
-		s->hist_sum += p->pend_hist_sum;
-		s->hist_count += p->pend_hist_count;
-		s->throughput_Bps = p->pend_bytes / secs;
-		if (p->pend_have_split) {
+			s->hist[i] += p->run.hist[i];
+		s->hist_sum += p->run.hist_sum;
+		s->hist_count += p->run.hist_count;
+		s->throughput_Bps = p->run.bytes / secs;
+		if (p->run.have_split) {
 			s->have_split = 1;
-			split_hist_fold(&s->net, &p->pend_net);
-			split_hist_fold(&s->hold, &p->pend_hold);
-			split_hist_fold(&local_delay, &p->pend_self);
-			s->split_rejected += p->pend_rejected;
+			split_hist_fold(&s->net, &p->run.net);
+			split_hist_fold(&s->hold, &p->run.hold);
+			split_hist_fold(&local_delay, &p->run.self);
+			s->split_rejected += p->run.rejected;
 		}
-		if (p->pend_have_lat && p->pend_lat.samples) {
+		if (p->run.have_lat && p->run.lat.samples) {
 			s->have_lat = 1;
-			s->last_lat = p->pend_lat;
-			s->rtt_sum += p->pend_lat.mean_ns / 1e9 *
-				      p->pend_lat.samples;
-			s->rtt_count += p->pend_lat.samples;
+			s->last_lat = p->run.lat;
+			s->rtt_sum += p->run.lat.mean_ns / 1e9 *
+				      p->run.lat.samples;
+			s->rtt_count += p->run.lat.samples;
 		}
 		run_over(p, 1);
 	} else {
-		if (p->timed_out) {
-			p->reason = R_TIMEOUT;
-			snprintf(p->why, sizeof(p->why),
+		if (p->state == PR_TIMED_OUT) {
+			p->run.reason = R_TIMEOUT;
+			snprintf(p->run.why, sizeof(p->run.why),
 				 "no result within %.1f s", p->cfg->timeout_s);
 		} else if (f) {
-			p->reason = probe_stream_reason(f);
-			evr_failure_str(f, p->why, sizeof(p->why));
+			p->run.reason = probe_stream_reason(f);
+			evr_failure_str(f, p->run.why, sizeof(p->run.why));
 		} else {
-			p->reason = R_ERROR;
-			snprintf(p->why, sizeof(p->why),
+			p->run.reason = R_ERROR;
+			snprintf(p->run.why, sizeof(p->run.why),
 				 "the run ended without a result (status %d)",
 				 status);
 		}
@@ -338,22 +347,19 @@ static void start_rstream(struct probe *p)
 		o.host = p->num[0];
 	if (p->num[1][0])
 		o.bind_addr = p->num[1];
-	p->pend_have = 0;
-	p->pend_hist_count = 0;
-	p->pend_have_split = 0;
 	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->rs = NULL;
-		p->reason = R_ERROR;
-		snprintf(p->why, sizeof(p->why), "cannot create the engine: %s",
+		p->run.reason = R_ERROR;
+		snprintf(p->run.why, sizeof(p->run.why), "cannot create the engine: %s",
 			 strerror(-ret));
 		run_over(p, 0);
 		return;
 	}
 	ret = evr_stream_start(p->rs, &f);
-	if (ret && p->running) {
-		p->reason = probe_stream_reason(&f);
-		evr_failure_str(&f, p->why, sizeof(p->why));
+	if (ret && probe_running(p)) {
+		p->run.reason = probe_stream_reason(&f);
+		evr_failure_str(&f, p->run.why, sizeof(p->run.why));
 		run_over(p, 0);
 		reap_later(p);
 	}
@@ -366,27 +372,27 @@ static void mc_joined(void *ud, const struct evr_mc_joined *j)
 	struct probe *p = ud;
 	double s = j->join_ns / 1e9;
 
-	if (s > p->pend_join_s)
-		p->pend_join_s = s;
+	if (s > p->run.join_s)
+		p->run.join_s = s;
 }
 
 static void mc_failure(void *ud, const struct evr_mc_failure *f)
 {
 	struct probe *p = ud;
 
-	if (p->why[0])
+	if (p->run.why[0])
 		return; /* the first says why */
-	evr_mc_failure_str(f, p->why, sizeof(p->why));
+	evr_mc_failure_str(f, p->run.why, sizeof(p->run.why));
 	if (f->code == -EVR_E_NODEV)
-		p->pend_nodev = 1;
+		p->run.nodev = 1;
 	if (f->code == -EVR_E_DEVGONE || f->code == -EVR_E_PORTDOWN)
-		p->pend_dev = f->code;
+		p->run.dev = f->code;
 	/* the bind address is not this host's (a bind: EADDRNOTAVAIL; a
 	 * join on the interface of that address: ENODEV): its own
 	 * configuration, not the group's or the fabric's (it never joins,
 	 * and was counted as "join") */
 	if (f->code == -EADDRNOTAVAIL || f->code == -ENODEV)
-		p->pend_local = 1;
+		p->run.local = 1;
 }
 
 static void mc_done(void *ud, int status, unsigned n,
@@ -395,9 +401,10 @@ static void mc_done(void *ud, int status, unsigned n,
 	struct probe *p = ud;
 	struct probe_stats *s = &p->st;
 	int all_joined = n > 0, late = 0;
+	int timed_out = p->state == PR_TIMED_OUT;
 	unsigned i, j;
 
-	if (!p->running)
+	if (!probe_running(p))
 		return;
 	for (i = 0; i < n; i++) {
 		s->mc_sent += q[i].sent;
@@ -423,26 +430,26 @@ static void mc_done(void *ud, int status, unsigned n,
 		if (q[i].timed_out)
 			late = 1;
 	}
-	s->mc_join_s = p->pend_join_s;
-	if (!status && !p->timed_out) {
+	s->mc_join_s = p->run.join_s;
+	if (!status && !timed_out) {
 		run_over(p, 1);
 	} else {
-		if (p->pend_dev)
-			p->reason = p->pend_dev == -EVR_E_DEVGONE ?
+		if (p->run.dev)
+			p->run.reason = p->run.dev == -EVR_E_DEVGONE ?
 				    R_DEVGONE : R_PORTDOWN;
-		else if (p->timed_out || late || status == -ETIMEDOUT)
-			p->reason = R_TIMEOUT;
-		else if (p->pend_nodev)
-			p->reason = R_NODEV;
-		else if (p->pend_local)
-			p->reason = R_ERROR;
+		else if (timed_out || late || status == -ETIMEDOUT)
+			p->run.reason = R_TIMEOUT;
+		else if (p->run.nodev)
+			p->run.reason = R_NODEV;
+		else if (p->run.local)
+			p->run.reason = R_ERROR;
 		else if (!all_joined)
-			p->reason = R_JOIN;
+			p->run.reason = R_JOIN;
 		else
-			p->reason = R_ERROR;
-		if (p->timed_out || !p->why[0])
-			snprintf(p->why, sizeof(p->why), "%s (status %d)",
-				 p->timed_out ? "no result within timeout_s" :
+			p->run.reason = R_ERROR;
+		if (timed_out || !p->run.why[0])
+			snprintf(p->run.why, sizeof(p->run.why), "%s (status %d)",
+				 timed_out ? "no result within timeout_s" :
 				 late ? "not complete by the deadline" :
 				 "the run failed", status);
 		run_over(p, 0);
@@ -481,15 +488,11 @@ static void start_mckey(struct probe *p)
 		o.group = p->num[0];
 	if (p->num[1][0])
 		o.bind_addr = p->num[1];
-	p->pend_join_s = -1;
-	p->pend_nodev = 0;
-	p->pend_local = 0;
-	p->pend_dev = 0;
 	ret = evr_mcast_new(&p->mc, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->mc = NULL;
-		p->reason = R_ERROR;
-		snprintf(p->why, sizeof(p->why), "cannot create the engine: %s",
+		p->run.reason = R_ERROR;
+		snprintf(p->run.why, sizeof(p->run.why), "cannot create the engine: %s",
 			 strerror(-ret));
 		run_over(p, 0);
 		return;
@@ -570,12 +573,12 @@ static void name_failed(struct probe *p, unsigned i, const char *what)
 	const char *name = name_of(p, i);
 
 	lookups_stop(p);
-	p->reason = R_RESOLVE;
+	p->run.reason = R_RESOLVE;
 	if (p->cfg->type == PROBE_RSTREAM)
-		snprintf(p->why, sizeof(p->why), "cannot resolve %s port %s: "
+		snprintf(p->run.why, sizeof(p->run.why), "cannot resolve %s port %s: "
 			 "%s", name, i ? "0" : p->cfg->port, what);
 	else
-		snprintf(p->why, sizeof(p->why), "cannot resolve %s %s: %s",
+		snprintf(p->run.why, sizeof(p->run.why), "cannot resolve %s %s: %s",
 			 i ? "bind address" : "group", name, what);
 	run_over(p, 0);
 }
@@ -599,7 +602,7 @@ static void looked_up(struct probe *p, unsigned i, int err,
 		err = EAI_NONAME;
 	evr_lookup_free(p->lk[i]);
 	p->lk[i] = NULL;
-	if (!p->running)
+	if (!probe_running(p))
 		return;
 	if (err) {
 		snprintf(what, sizeof(what), "getaddrinfo: %s",
@@ -657,7 +660,7 @@ static void timeout_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
 	struct probe *p = w->data;
 
-	if (!p->running)
+	if (!probe_running(p))
 		return;
 	if (p->lk[0] || p->lk[1]) {
 		/* the name server's silence, not the path's */
@@ -669,7 +672,7 @@ static void timeout_cb(struct ev_loop *l, ev_timer *w, int revents)
 		name_failed(p, i, what);
 		return;
 	}
-	p->timed_out = 1;
+	p->state = PR_TIMED_OUT;
 	if (p->rs)
 		evr_stream_cancel(p->rs);
 	else if (p->mc)
@@ -684,10 +687,10 @@ static void run_start(struct probe *p)
 	/* the last engine, if its reap has not run yet */
 	ev_timer_stop(l, &p->reap_w);
 	reap_cb(l, &p->reap_w, 0);
-	p->running = 1;
-	p->timed_out = 0;
-	p->why[0] = '\0';
-	p->t0_ns = evr_now_ns();
+	p->state = PR_RUNNING;
+	memset(&p->run, 0, sizeof(p->run));
+	p->run.join_s = -1;
+	p->run.t0_ns = evr_now_ns();
 	limit = p->cfg->timeout_s;
 	/* mckey: the deadline covers the transfer; joining and settling
 	 * come first */
@@ -737,7 +740,6 @@ static void path_kick_cb(struct ev_loop *l, ev_timer *w, int revents)
 	if (!pa->head)
 		pa->tail = NULL;
 	p->wait_next = NULL;
-	p->waiting = 0;
 	pa->busy = p;
 	run_start(p);
 }
@@ -801,7 +803,8 @@ static void path_detach(struct probe *p)
 	pa->tail = NULL;
 	for (q = &pa->head; *q; q = &(*q)->wait_next)
 		pa->tail = *q;
-	p->waiting = 0;
+	if (p->state == PR_WAITING)
+		p->state = PR_IDLE;
 	path_release(p);
 	p->path = NULL;
 	if (--pa->refs)
@@ -829,7 +832,7 @@ static void run_or_wait(struct probe *p)
 		return;
 	}
 	agent_stats.deferred++;
-	p->waiting = 1;
+	p->state = PR_WAITING;
 	p->wait_next = NULL;
 	if (pa->tail)
 		pa->tail->wait_next = p;
@@ -844,11 +847,12 @@ static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 	(void)l;
 	(void)revents;
-	if (p->running || p->waiting) {
+	if (p->state != PR_IDLE) {
 		agent_stats.skipped++;
-		plog(PLOG_DEBUG, "probe \"%s\": previous run %s, tick "
-		     "skipped", p->cfg->name, p->running ? "still going" :
-		     "still waiting for its path");
+		plog(PLOG_DEBUG, "probe \"%s\": previous run %s (%s), tick "
+		     "skipped", p->cfg->name, p->state == PR_WAITING ?
+		     "still waiting for its path" : "still going",
+		     probe_run_state_name(p->state));
 		return;
 	}
 	run_or_wait(p);
@@ -856,7 +860,7 @@ static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 int probe_run_once(struct probe *p)
 {
-	if (p->running || p->waiting)
+	if (p->state != PR_IDLE)
 		return -EBUSY;
 	ev_timer_stop(p->evl, &p->tick_w);
 	run_or_wait(p);
@@ -904,7 +908,7 @@ void probe_free(struct probe *p)
 	ev_timer_stop(p->evl, &p->timeout_w);
 	ev_timer_stop(p->evl, &p->reap_w);
 	/* done() from a cancel must not count a run we are throwing away */
-	p->running = 0;
+	p->state = PR_IDLE;
 	path_detach(p);
 	lookups_stop(p);
 	if (p->rs)

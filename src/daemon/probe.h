@@ -120,36 +120,56 @@ struct probe_stats {
 	double mc_join_s;           /* last run, slowest QP; -1 = none */
 };
 
+/* Where a probe's run is, one state at a time (traced in the debug log):
+ *   IDLE       no run: the next tick starts one
+ *   WAITING    queued for its path (another of the agent's runs on it)
+ *   RUNNING    started (names, host checks, the engine), done() not yet
+ *   TIMED_OUT  running, and cancelled at timeout_s: its done() is a
+ *              timeout whatever it says */
+#define PROBE_RUN_STATES(X) X(IDLE) X(WAITING) X(RUNNING) X(TIMED_OUT)
+enum probe_run_state {
+#define X(s) PR_##s,
+	PROBE_RUN_STATES(X)
+#undef X
+};
+const char *probe_run_state_name(enum probe_run_state s);
+
+/* What the run in flight has reported so far: cleared when a run starts,
+ * folded into the probe's counters when it is over. */
+struct probe_run {
+	uint64_t t0_ns;
+	enum probe_reason reason;   /* of a failure */
+	char why[256];              /* its failure text */
+	int have, have_lat;         /* rstream: a result came, with latency */
+	uint64_t elapsed_ns, bytes;
+	uint32_t iters;
+	struct evr_lat_stats lat;
+	/* the run's samples (evr_result_lat_walk), folded into st.hist if
+	 * the run succeeds */
+	uint64_t hist[PROBE_NBUCKETS + 1];
+	double hist_sum;
+	uint64_t hist_count;
+	int have_split;
+	struct split_hist net, hold, self;
+	uint64_t rejected;
+	/* mckey */
+	int nodev;          /* no device serves the address */
+	int dev;            /* -EVR_E_DEVGONE or -EVR_E_PORTDOWN */
+	int local;          /* a bind to an address this host lacks */
+	double join_s;      /* the slowest join, -1 before one */
+};
+
 struct probe {
 	const struct probe_cfg *cfg;  /* owned by the daemon's current pconf */
 	struct evr_loop *loop;
 	struct ev_loop *evl;
 	struct probe_stats st;
+	enum probe_run_state state;
+	int failing;                /* logged as failing (log on change) */
 	/* a run */
 	struct evr_stream *rs;
 	struct evr_mcast *mc;
-	int running;                /* started, done() not called yet */
-	int timed_out;              /* we cancelled it at timeout_s */
-	int failing;                /* logged as failing (log on change) */
-	uint64_t t0_ns;
-	enum probe_reason reason;   /* of the run in flight */
-	char why[256];              /* its failure text */
-	/* what the run in flight has reported so far */
-	int pend_have, pend_have_lat, pend_nodev;
-	int pend_dev;       /* mckey: -EVR_E_DEVGONE or -EVR_E_PORTDOWN */
-	int pend_local;     /* mckey: a bind to an address this host lacks */
-	uint64_t pend_elapsed_ns, pend_bytes;
-	uint32_t pend_iters;
-	struct evr_lat_stats pend_lat;
-	/* the run's samples (evr_result_lat_walk), folded into st.hist if
-	 * the run succeeds */
-	uint64_t pend_hist[PROBE_NBUCKETS + 1];
-	double pend_hist_sum;
-	uint64_t pend_hist_count;
-	int pend_have_split;
-	struct split_hist pend_net, pend_hold, pend_self;
-	uint64_t pend_rejected;
-	double pend_join_s;
+	struct probe_run run;
 	/* the host checks for the probe's run (evrdma/hostcheck.h), made
 	 * before each run: whether this host can do what the probe asks,
 	 * apart from the network */
@@ -164,9 +184,14 @@ struct probe {
 	/* the path its runs take (an rstream probe's target), shared with
 	 * the agent's other probes of it: one run on a path at a time */
 	struct probe_path *path;
-	struct probe *wait_next;    /* in the path's queue */
-	int waiting;                /* queued for the path */
+	struct probe *wait_next;    /* in the path's queue (WAITING) */
 };
+
+/* A run started and its done() not called yet (RUNNING or TIMED_OUT). */
+static inline int probe_running(const struct probe *p)
+{
+	return p->state == PR_RUNNING || p->state == PR_TIMED_OUT;
+}
 
 /* The agent's own runs: how often a run waited for another of its runs
  * on the same path, and how often a tick found the probe's last run (or
