@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# The fault campaign on the RDMA fabric: tests/rxe/guest-fleet.sh in the
+# The fault campaign on the RDMA fabric: tests/rxe/guest-fleetprom.sh in the
 # newer guest kernel (4 hosts in 2 racks, one evrdma-probed each with an
 # rdma mesh, a Prometheus with the shipped rules), ROUNDS rounds of
 # KINDS, one injection of each kind a round on the next host or spine

@@ -350,9 +350,9 @@ static void rec_result(struct evr_sess *s, const struct evr_test *t,
 	r->t[r->n] = *t;
 	r->ns[r->n] = ns;
 	r->state_at_result[r->n] = s->state;
-	r->lat_samples[r->n] = s->lat_valid ? s->lat_res.samples : 0;
-	r->split_valid[r->n] = s->split_valid;
-	if (s->split_valid)
+	r->lat_samples[r->n] = evr__sess_lat_valid(s) ? s->lat_res.samples : 0;
+	r->split_valid[r->n] = evr__sess_split_valid(s);
+	if (evr__sess_split_valid(s))
 		r->split[r->n] = s->split->res;
 	r->n++;
 }
@@ -624,7 +624,8 @@ static void assert_failed(int err, enum evr_phase ph)
 	ck_assert_msg(s.fail.phase == ph, "phase %d, expected %d",
 		      (int)s.fail.phase, (int)ph);
 	ck_assert_str_eq(s.fail.peer, "192.0.2.1:7471");
-	ck_assert_int_eq(s.fail.negotiated, s.negotiated);
+	ck_assert_int_eq(s.fail.negotiated,
+			 evr__sess_has(&s, EVR_SF_NEGOTIATED));
 }
 
 /* A terminal machine ignores everything. */
@@ -682,8 +683,8 @@ START_TEST(test_init)
 	ck_assert_ptr_eq(s.loop, loop);
 	ck_assert_ptr_eq(s.conn, &m.c);
 	ck_assert_uint_eq(s.stall_ms, EVR_DEFAULT_STALL_MS);
-	ck_assert_int_eq(s.allow_negotiate, 1);
-	ck_assert_int_eq(s.verify, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATE), 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_VERIFY), 0);
 	ck_assert_uint_eq(s.plan.ntests, 1);
 	ck_assert_uint_eq(s.plan.tests[0].size, 100);
 	/* a sync message's worth; each test grows it to its size */
@@ -704,8 +705,8 @@ START_TEST(test_init)
 	s_live = 1;
 	ck_assert_uint_ge(s.bufsize, EVR_SYNC_LEN);
 	ck_assert_uint_eq(s.stall_ms, 2500);
-	ck_assert_int_eq(s.allow_negotiate, 0);
-	ck_assert_int_eq(s.verify, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATE), 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_VERIFY), 1);
 	ck_assert_ptr_null(s.conn);
 	/* no conn attached: fini closes nothing */
 	evr__sess_fini(&s);
@@ -716,17 +717,17 @@ START_TEST(test_init)
 	 * first sync); --negotiate makes it */
 	o.no_negotiate = 0;
 	ck_assert_int_eq(evr__sess_init(&s, loop, 1, &cp, 0, 1, &o), 0);
-	ck_assert_int_eq(s.allow_negotiate, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATE), 0);
 	evr__sess_fini(&s);
 	o.force_negotiate = 1;
 	ck_assert_int_eq(evr__sess_init(&s, loop, 1, &cp, 0, 1, &o), 0);
-	ck_assert_int_eq(s.allow_negotiate, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATE), 1);
 	evr__sess_fini(&s);
 
 	/* a server never negotiates on its own initiative */
 	ck_assert_int_eq(evr__sess_init(&s, loop, 0, &cp, 0, 1, &o), 0);
 	s_live = 1;
-	ck_assert_int_eq(s.allow_negotiate, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATE), 0);
 }
 END_TEST
 
@@ -783,12 +784,12 @@ START_TEST(test_client_negotiated_steps)
 	ck_assert_uint_eq(t.size, 100);
 	ck_assert_uint_eq(t.count, 3);
 	ck_assert_uint_eq(t.iters, 4);
-	ck_assert_int_eq(s.negotiated, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 0);
 
 	m.send_block = 1;
 	feed_reply(EVR_PLAN_OK);
 	ASSERT_AT(EVR_WANT_WRITE, ready(), EVR_SS_SYNC_SEND);
-	ck_assert_int_eq(s.negotiated, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 1);
 	m.send_block = 0;
 	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_SYNC_RECV);
 	take_discard(16);
@@ -889,7 +890,7 @@ START_TEST(test_client_rejected)
 	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
 	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_SIZE);
 	ck_assert_str_eq(s.fail.test, "");
-	ck_assert_int_eq(s.negotiated, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 0);
 	ck_assert_uint_eq(bq_avail(&q_out), 0);
 	ck_assert_uint_eq(rec.n, 0);
 	assert_terminal_sticks();
@@ -959,7 +960,7 @@ START_TEST(test_client_upstream_server)
 		feed_zeros(300);
 	}
 	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_DONE);
-	ck_assert_int_eq(s.negotiated, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 0);
 	ck_assert_uint_eq(rec.n, 1);
 	assert_result(&rec, 0, "custom", 100, 3, 4);
 	ck_assert_uint_eq(m.shutdowns, 1);
@@ -983,7 +984,7 @@ START_TEST(test_client_duration)
 	o.percentiles = 1;
 	custom_plan(&cp, 10, 2, 5);
 	start_sess(1, &cp, &o);
-	ck_assert_int_eq(s.dur_mode, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_DURATION), 1);
 	ck_assert_uint_eq(s.dur_ns, 1000000000ull);
 	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
 	take_discard(16);
@@ -1126,7 +1127,7 @@ START_TEST(test_client_percentiles)
 	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_DONE);
 	ck_assert_uint_eq(rec.n, 1);
 	ck_assert_uint_eq(rec.lat_samples[0], 7);
-	ck_assert_int_eq(s.lat_valid, 0);
+	ck_assert_int_eq(evr__sess_lat_valid(&s), 0);
 }
 END_TEST
 
@@ -1334,7 +1335,7 @@ START_TEST(test_server_duration)
 	feed_entry(10, 2, EVR_MAX_COUNT, EVR_TEST_CUSTOM);
 	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_SYNC_RECV);
 	take_discard(16);
-	ck_assert_int_eq(s.dur_mode, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_DURATION), 1);
 	feed_zeros(16);
 	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_DATA_RECV);
 	take_discard(16);
@@ -1590,7 +1591,7 @@ START_TEST(test_client_verify_no_hello)
 	}
 	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_DONE);
 	ck_assert_uint_eq(rec.n, 1);
-	ck_assert_int_eq(s.negotiated, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 0);
 	ck_assert_uint_eq(s.spat.next, (16 + 1200) & 0xff);
 	ck_assert_uint_eq(s.rpat.total, 16 + 1200);
 }
@@ -1680,7 +1681,7 @@ START_TEST(test_client_verify_negotiated)
 		feed_pattern(&peer_tx, 300);
 	}
 	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_DONE);
-	ck_assert_int_eq(s.negotiated, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 1);
 	ck_assert_uint_eq(s.rpat.total, 16 + 1200);
 }
 END_TEST
@@ -1695,7 +1696,7 @@ START_TEST(test_client_no_negotiate)
 	o.no_negotiate = 1;
 	custom_plan(&cp, 100, 3, 4);
 	start_sess(1, &cp, &o);
-	ck_assert_int_eq(s.allow_negotiate, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATE), 0);
 	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_SYNC_RECV);
 	take(b, 16);
 	ck_assert(!evr__is_hello(b));
@@ -1781,8 +1782,8 @@ START_TEST(test_server_negotiated_steps)
 	take(b, 16);
 	ck_assert_int_eq(evr__plan_reply_decode(b, &limit), EVR_PLAN_OK);
 	ck_assert_uint_eq(limit, EVR_MAX_XFER_SIZE);
-	ck_assert_int_eq(s.negotiated, 1);
-	ck_assert_int_eq(s.verify, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_VERIFY), 0);
 	ck_assert_uint_eq(s.conn_index, 1);
 	ck_assert_uint_eq(s.conn_total, 2);
 	ck_assert_uint_eq(s.plan.ntests, 1);
@@ -1842,7 +1843,7 @@ START_TEST(test_server_negotiated_verify_flag)
 	feed_hdr(EVR_WIRE_VERSION, EVR_PLAN_F_VERIFY, 1, 0, 1);
 	feed_entry(100, 3, 4, EVR_TEST_CUSTOM);
 	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_SYNC_RECV);
-	ck_assert_int_eq(s.verify, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_VERIFY), 1);
 	feed_zeros(16);
 	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_FAILED);
 	assert_failed(-EVR_E_VERIFY, EVR_PH_SYNC);
@@ -1873,7 +1874,7 @@ static void assert_rejected_with(int status)
 	ck_assert_int_eq(evr__plan_reply_decode(b, NULL), status);
 	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
 	ck_assert_int_eq(s.fail.detail, status);
-	ck_assert_int_eq(s.negotiated, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 0);
 }
 
 START_TEST(test_server_rejects_version)
@@ -1973,8 +1974,8 @@ START_TEST(test_server_upstream_client)
 	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_DATA_RECV);
 	ck_assert_uint_eq(bq_avail(&q_out), 16);   /* our sync reply */
 	take_discard(16);
-	ck_assert_int_eq(s.negotiated, 0);
-	ck_assert_int_eq(s.verify, 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 0);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_VERIFY), 0);
 	for (it = 0; it < 4; it++) {
 		feed_zeros(300);
 		if (it < 3)
@@ -2004,7 +2005,7 @@ START_TEST(test_server_pattern_sync_37)
 	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_FIRST_RECV);
 	feed_pattern(&peer_tx, 16);
 	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_DATA_RECV);
-	ck_assert_int_eq(s.verify, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_VERIFY), 1);
 	/* the reply carries the pattern from where the client stood */
 	take(b, 16);
 	ck_assert_uint_eq(b[0], 37);
@@ -2129,7 +2130,7 @@ START_TEST(test_server_decided_negotiated)
 	/* after the accepting reply: the plan is known */
 	ASSERT_AT(EVR_WANT_DETACH, ready(), EVR_SS_SYNC_RECV);
 	ck_assert_uint_eq(decided_n, 1);
-	ck_assert_int_eq(s.negotiated, 1);
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_NEGOTIATED), 1);
 	ck_assert_uint_eq(bq_avail(&q_out), 32);    /* ACK and reply */
 	/* not detached: it goes on by itself */
 	reset_fixture();
@@ -2723,8 +2724,8 @@ START_TEST(test_e2e_custom_negotiated)
 	end_start(&sv, 0, &ps, &os);
 	pump();
 	assert_both_done();
-	ck_assert_int_eq(cl.s.negotiated, 1);
-	ck_assert_int_eq(sv.s.negotiated, 1);
+	ck_assert_int_eq(evr__sess_has(&cl.s, EVR_SF_NEGOTIATED), 1);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_NEGOTIATED), 1);
 	ck_assert_uint_eq(cl.rec.n, 1);
 	ck_assert_uint_eq(sv.rec.n, 1);
 	assert_result(&cl.rec, 0, "custom", 100, 3, 4);
@@ -2931,8 +2932,9 @@ START_TEST(test_e2e_chunked)
 		evr__sess_set_budget(&sv.s, &bg);
 		pump();
 		assert_both_done();
-		ck_assert_int_eq(cl.s.negotiated, v < 2);
-		ck_assert_int_eq(sv.s.verify, v > 0);
+		ck_assert_int_eq(evr__sess_has(&cl.s, EVR_SF_NEGOTIATED),
+				 v < 2);
+		ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_VERIFY), v > 0);
 		assert_result(&cl.rec, 0, "custom", SZ, CNT, IT);
 		assert_result(&sv.rec, 0, "custom", SZ, CNT, IT);
 		ck_assert_uint_eq(cl.s.bytes,
@@ -2970,9 +2972,9 @@ START_TEST(test_e2e_verify)
 	end_start(&sv, 0, &pc, &os);
 	pump();
 	assert_both_done();
-	ck_assert_int_eq(cl.s.negotiated, 0);
-	ck_assert_int_eq(sv.s.negotiated, 0);
-	ck_assert_int_eq(sv.s.verify, 1);
+	ck_assert_int_eq(evr__sess_has(&cl.s, EVR_SF_NEGOTIATED), 0);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_NEGOTIATED), 0);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_VERIFY), 1);
 	ck_assert_uint_eq(cl.rec.n, 2);
 	ck_assert_uint_eq(sv.rec.n, 2);
 	assert_result(&cl.rec, 1, "1.5k_lat", 1536, 1, 20);
@@ -3026,8 +3028,8 @@ START_TEST(test_e2e_verify_negotiated)
 	end_start(&sv, 0, &ps, &os);
 	pump();
 	assert_both_done();
-	ck_assert_int_eq(sv.s.negotiated, 1);
-	ck_assert_int_eq(sv.s.verify, 1);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_NEGOTIATED), 1);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_VERIFY), 1);
 	ck_assert_uint_eq(sv.rec.n, 2);
 	assert_result(&sv.rec, 1, "1.5k_lat", 1536, 1, 20);
 	ck_assert_uint_eq(cl.s.rpat.total, 2 * 16 + 50 * 64 + 20 * 1536);
@@ -3064,7 +3066,7 @@ START_TEST(test_e2e_verify_negotiated_counter_carried)
 		      evr__sess_state_name(sv.s.state), sv.s.fail.err,
 		      (unsigned long long)sv.s.fail.bytes_done);
 	assert_both_done();
-	ck_assert_int_eq(sv.s.negotiated, 1);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_NEGOTIATED), 1);
 }
 END_TEST
 
@@ -3081,7 +3083,7 @@ START_TEST(test_e2e_no_negotiate)
 	end_start(&sv, 0, &pc, &os);
 	pump();
 	assert_both_done();
-	ck_assert_int_eq(sv.s.negotiated, 0);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_NEGOTIATED), 0);
 	ck_assert_uint_eq(sv.rec.n, 2);
 	assert_result(&sv.rec, 0, "64_lat", 64, 1, 50);
 }
@@ -3128,7 +3130,7 @@ START_TEST(test_e2e_small_pieces_verify)
 	q_s2c.limit = 64;
 	pump();
 	assert_both_done();
-	ck_assert_int_eq(sv.s.verify, 1);
+	ck_assert_int_eq(evr__sess_has(&sv.s, EVR_SF_VERIFY), 1);
 	assert_result(&cl.rec, 0, "custom", 1000, 5, 3);
 	assert_result(&sv.rec, 0, "custom", 1000, 5, 3);
 }

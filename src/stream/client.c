@@ -69,7 +69,7 @@ static void client_result_many(struct stream_client *cl, struct evr_sess *s,
 	EVR__STREAM_EMIT(&cl->st, result, r);
 	/* an -ENOMEM leaves the merged percentiles without this
 	 * connection's samples, as a lost sample in evr__lat_add() */
-	(void)evr__agg_add(a, r, s->lat_valid ? &s->lat : NULL);
+	(void)evr__agg_add(a, r, evr__sess_lat_valid(s) ? &s->lat : NULL);
 	if (a->n < cl->nconn)
 		return;
 	evr__agg_result(a, r);

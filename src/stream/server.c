@@ -178,7 +178,8 @@ static int srv_sess_last(const struct srv_sess *ss)
 {
 	const struct evr_sess *s = &ss->s;
 
-	return s->negotiated ? s->conn_index + 1 >= s->conn_total :
+	return evr__sess_has(s, EVR_SF_NEGOTIATED) ?
+		s->conn_index + 1 >= s->conn_total :
 			       ss->plan_index + 1 >= ss->sv->st.plan.nconns;
 }
 
@@ -232,12 +233,12 @@ static void server_finished(struct evr_sess *s)
 			.kind = EVR_INFO_CONN_DONE,
 			.conn_id = s->id,
 			.peer = s->conn ? s->conn->peer : "",
-			.negotiated = s->negotiated,
+			.negotiated = evr__sess_has(s, EVR_SF_NEGOTIATED),
 		};
 
 		EVR__STREAM_EMIT(st, info, &i);
 	}
-	if (!s->negotiated && !ok)
+	if (!evr__sess_has(s, EVR_SF_NEGOTIATED) && !ok)
 		hist_restart(sv, (struct sockaddr *)&ss->peer);
 	if (st->o.once && !st->in_child && (!ok || srv_sess_last(ss)) &&
 	    sv->listening) {
@@ -265,7 +266,7 @@ static void server_plan_done(struct evr_sess *s)
 	struct stream_server *sv = ss->sv;
 	struct peer_hist *h;
 
-	if (s->negotiated)
+	if (evr__sess_has(s, EVR_SF_NEGOTIATED))
 		return;
 	h = hist_find(sv, (struct sockaddr *)&ss->peer, 1);
 	h->next_index = (ss->plan_index + 1) % sv->st.plan.nconns;

@@ -48,10 +48,13 @@ static void fail(struct evr_nego_next *n, int err, int detail,
 static void encode_plan(struct evr_sess *s, struct evr_nego_next *n)
 {
 	struct evr_plan_hdr h = {
-		.version = s->dur_mode ? EVR_WIRE_VERSION_DURATION :
+		.version = evr__sess_has(s, EVR_SF_DURATION) ?
+				   EVR_WIRE_VERSION_DURATION :
 					 EVR_WIRE_VERSION,
-		.flags = (s->verify ? EVR_PLAN_F_VERIFY : 0) |
-			 (s->dur_mode ? EVR_PLAN_F_DURATION : 0),
+		.flags = (evr__sess_has(s, EVR_SF_VERIFY) ?
+				  EVR_PLAN_F_VERIFY : 0) |
+			 (evr__sess_has(s, EVR_SF_DURATION) ?
+				  EVR_PLAN_F_DURATION : 0),
 		.ntests = (uint16_t)s->plan.ntests,
 		.conn_index = (uint16_t)s->conn_index,
 		.conn_total = (uint16_t)s->conn_total,
@@ -64,7 +67,8 @@ static void encode_plan(struct evr_sess *s, struct evr_nego_next *n)
 	for (i = 0; i < s->plan.ntests; i++) {
 		struct evr_test *t = &s->plan.tests[i];
 
-		if (s->split_on && !s->verify && t->size >= EVR_HOLD_LEN)
+		if (evr__sess_has(s, EVR_SF_SPLIT) &&
+		    !evr__sess_has(s, EVR_SF_VERIFY) && t->size >= EVR_HOLD_LEN)
 			t->flags |= EVR_TEST_F_HOLD;
 	}
 	for (i = 0; i < s->plan.ntests; i++)
@@ -150,9 +154,9 @@ void evr__nego_plan_take(struct evr_sess *s, int buf_err,
 	s->plan = np;
 	/* The server follows the client's plan, verification included; the
 	 * client's send counter is where our receive counter starts. */
-	s->verify = !!(h.flags & EVR_PLAN_F_VERIFY);
-	s->dur_mode = !!(h.flags & EVR_PLAN_F_DURATION);
-	if (s->verify) {
+	evr__sess_set(s, EVR_SF_VERIFY, h.flags & EVR_PLAN_F_VERIFY);
+	evr__sess_set(s, EVR_SF_DURATION, h.flags & EVR_PLAN_F_DURATION);
+	if (evr__sess_has(s, EVR_SF_VERIFY)) {
 		s->rpat.next = h.pat_send;
 		s->spat.next = h.pat_recv;
 	}
@@ -181,7 +185,7 @@ static void first_sync(struct evr_sess *s, struct evr_nego_next *n)
 	s->iter = 0;
 	s->xfer = 0;
 	if (evr__pattern_detect(s->ctl, EVR_SYNC_LEN, &first)) {
-		s->verify = 1;
+		s->feat |= EVR_SF_VERIFY;
 		s->rpat.next = first;
 		s->spat.next = first;
 	}
@@ -204,7 +208,7 @@ void evr__nego_start(struct evr_sess *s, struct evr_nego_next *n)
 {
 	if (!s->client) {
 		op(n, EVR_SS_FIRST_RECV, 0, 0, EVR_SYNC_LEN);
-	} else if (s->allow_negotiate) {
+	} else if (evr__sess_has(s, EVR_SF_NEGOTIATE)) {
 		memcpy(s->ctl, evr__hello_msg, EVR_SYNC_LEN);
 		op(n, EVR_SS_HELLO_SEND, 1, 0, EVR_SYNC_LEN);
 	} else {
@@ -227,7 +231,7 @@ void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 			     "server busy");
 		} else if (evr__is_ack(s->ctl)) {
 			encode_plan(s, n);
-		} else if (s->dur_mode) {
+		} else if (evr__sess_has(s, EVR_SF_DURATION)) {
 			/* An upstream server cannot learn where a test
 			 * ends: give up before any data moves. */
 			fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_DURATION, NULL);
@@ -255,17 +259,18 @@ void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 			fail(n, -EVR_E_REJECTED, st, "plan");
 			return;
 		}
-		s->negotiated = 1;
-		s->end_ok = !!(evr__plan_reply_features(s->ctl) &
-			       EVR_REPLY_F_END);
-		s->hold_ok = s->split_on &&
-			     (evr__plan_reply_features(s->ctl) &
-			      EVR_REPLY_F_HOLD);
-		if (s->hold_ok && split_alloc(s)) {
+		s->feat |= EVR_SF_NEGOTIATED;
+		evr__sess_set(s, EVR_SF_END, evr__plan_reply_features(s->ctl) &
+					     EVR_REPLY_F_END);
+		evr__sess_set(s, EVR_SF_HOLD,
+			      evr__sess_has(s, EVR_SF_SPLIT) &&
+			      (evr__plan_reply_features(s->ctl) &
+			       EVR_REPLY_F_HOLD));
+		if (evr__sess_has(s, EVR_SF_HOLD) && split_alloc(s)) {
 			fail(n, -ENOMEM, 0, "malloc");
 			return;
 		}
-		if (s->hold_ok && s->conn->ops->rx_stamps)
+		if (evr__sess_has(s, EVR_SF_HOLD) && s->conn->ops->rx_stamps)
 			(void)s->conn->ops->rx_stamps(s->conn);
 		act(n, EVR_NEGO_BEGIN);
 		return;
@@ -298,7 +303,7 @@ void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 			fail(n, -EVR_E_REJECTED, s->reply_status, "plan");
 			return;
 		}
-		s->negotiated = 1;
+		s->feat |= EVR_SF_NEGOTIATED;
 		s->ti = 0;
 		act(n, EVR_NEGO_BEGIN_DECIDED);
 		return;

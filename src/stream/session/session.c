@@ -59,12 +59,12 @@ static void op(struct evr_sess *s, enum evr_sess_state st, int send,
 	       uint8_t *buf, size_t len)
 {
 	set_state(s, st);
-	s->op_send = send;
+	s->op_kind = send ? EVR_OP_SEND : EVR_OP_RECV;
 	s->op_buf = buf;
 	s->op_len = len;
 	s->op_off = 0;
-	s->op_skip = 0;
-	s->hold_cap = 0;
+	if (s->hold == EVR_HOLD_CAPTURE)
+		s->hold = EVR_HOLD_ON;
 }
 
 /* The wall clock, for the hold stamps: the kernel's receive timestamps
@@ -139,7 +139,7 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 		f->xfers_total = t->count;
 	}
 	f->bytes_done = s->bytes;
-	f->negotiated = s->negotiated;
+	f->negotiated = evr__sess_has(s, EVR_SF_NEGOTIATED);
 	if (s->conn) {
 		snprintf(f->peer, sizeof(f->peer), "%s", s->conn->peer);
 		snprintf(f->device, sizeof(f->device), "%s", s->conn->dev);
@@ -155,7 +155,7 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 
 static void sync_send(struct evr_sess *s)
 {
-	if (s->verify)
+	if (evr__sess_has(s, EVR_SF_VERIFY))
 		evr__pattern_fill(&s->spat, s->buf, EVR_SYNC_LEN);
 	op(s, EVR_SS_SYNC_SEND, 1, s->buf, EVR_SYNC_LEN);
 }
@@ -175,21 +175,22 @@ static void data_piece(struct evr_sess *s, enum evr_sess_state st)
 {
 	size_t n = evr__sess_xfer_buf(s, cur(s)->size - s->xoff);
 
-	if (st == EVR_SS_DATA_SEND && s->verify)
+	if (st == EVR_SS_DATA_SEND && evr__sess_has(s, EVR_SF_VERIFY))
 		evr__pattern_fill(&s->spat, s->buf, n);
 	op(s, st, st == EVR_SS_DATA_SEND, s->buf, n);
 	/* A client's echo is only counted unless it verifies (its buffer
 	 * keeps what it sent, which is what a faithful echo holds): the
 	 * copy out of an RDMA ring is saved.  A server reads what it echoes
 	 * (and, -D, the iteration mark). */
-	s->op_skip = st == EVR_SS_DATA_RECV && s->client && !s->verify &&
-		     s->conn && s->conn->can_skip;
+	if (st != EVR_SS_DATA_RECV || !s->client)
+		return;
 	/* ... but the stamp of an echo's last transfer is read */
-	if (st == EVR_SS_DATA_RECV && s->client && s->hold_test &&
-	    !s->xoff && s->xfer + 1 == cur(s)->count) {
-		s->op_skip = 0;
-		s->hold_cap = 1;
-	}
+	if (s->hold != EVR_HOLD_OFF && !s->xoff &&
+	    s->xfer + 1 == cur(s)->count)
+		s->hold = EVR_HOLD_CAPTURE;
+	else if (!evr__sess_has(s, EVR_SF_VERIFY) && s->conn &&
+		 s->conn->can_skip)
+		s->op_kind = EVR_OP_SKIP;
 }
 
 /* Server: the request's hold, over the first bytes of its echo's last
@@ -223,9 +224,10 @@ static void data_send(struct evr_sess *s)
 	data_piece(s, EVR_SS_DATA_SEND);
 	/* the stamp is written just before the send (run()): what the
 	 * server does between now and then is its hold too */
-	s->hold_pending = !s->client && s->hold_test &&
-			  s->xfer + 1 == cur(s)->count;
-	if (s->dur_mode && s->client && s->xfer == 0) {
+	if (!s->client && s->hold != EVR_HOLD_OFF)
+		s->hold = s->xfer + 1 == cur(s)->count ? EVR_HOLD_STAMP :
+							 EVR_HOLD_ON;
+	if (evr__sess_has(s, EVR_SF_DURATION) && s->client && s->xfer == 0) {
 		/* Decide at the start of each iteration (it_t0 is "now"):
 		 * the test ends with the first iteration begun past the
 		 * deadline, or at the plan's cap. */
@@ -236,11 +238,17 @@ static void data_send(struct evr_sess *s)
 		 * iteration longer than the duration runs once (a LAST
 		 * mark runs the iteration it starts: with -D 0.2 on
 		 * Soft-RoCE, two 1m_bw iterations of 8.5 s each) */
-		s->it_end = s->end_ok && past && s->iter;
-		s->it_last = s->iter + 1 >= cur(s)->iters ||
-			     (past && !s->end_ok);
-		s->buf[0] = s->it_end ? EVR_ITER_END :
-			    s->it_last ? EVR_ITER_LAST : EVR_ITER_MORE;
+		int end_ok = evr__sess_has(s, EVR_SF_END);
+
+		if (end_ok && past && s->iter)
+			s->mark = EVR_IT_END;
+		else if (s->iter + 1 >= cur(s)->iters || (past && !end_ok))
+			s->mark = EVR_IT_LAST;
+		else
+			s->mark = EVR_IT_MORE;
+		s->buf[0] = s->mark == EVR_IT_END ? EVR_ITER_END :
+			    s->mark == EVR_IT_LAST ? EVR_ITER_LAST :
+						     EVR_ITER_MORE;
 	}
 }
 
@@ -274,19 +282,20 @@ static enum evr_sess_want start_data(struct evr_sess *s)
 		return fail(s, err, 0, "malloc");
 	s->iter = 0;
 	s->xfer = 0;
-	s->it_last = 0;
-	s->it_end = 0;
+	s->mark = EVR_IT_MORE;
 	s->t0 = evr_now_ns();
 	s->it_t0 = s->t0;
-	s->in_data = 1;
+	s->tphase = EVR_TP_DATA;
 	s->test_bytes0 = s->prog_bytes = s->bytes;
 	s->prog_ns = s->t0;
-	if (s->lat_on)
+	if (evr__sess_has(s, EVR_SF_PERCENTILES))
 		evr__lat_reset(&s->lat);
-	s->hold_test = (cur(s)->flags & EVR_TEST_F_HOLD) && !s->verify &&
-		       cur(s)->size >= EVR_HOLD_LEN &&
-		       (!s->client || (s->hold_ok && s->split));
-	if (s->hold_test) {
+	s->hold = (cur(s)->flags & EVR_TEST_F_HOLD) &&
+		  !evr__sess_has(s, EVR_SF_VERIFY) &&
+		  cur(s)->size >= EVR_HOLD_LEN &&
+		  (!s->client || (evr__sess_has(s, EVR_SF_HOLD) && s->split)) ?
+		  EVR_HOLD_ON : EVR_HOLD_OFF;
+	if (s->hold != EVR_HOLD_OFF) {
 		s->rx_floor_rt = s->it_rt0 = rt_ns();
 		if (s->client)
 			evr__split_reset(s->split);
@@ -302,7 +311,8 @@ static int check_pattern(struct evr_sess *s, const uint8_t *b, size_t len)
 {
 	uint64_t bad = 0;
 
-	if (!s->verify || !evr__pattern_check(&s->rpat, b, len, &bad))
+	if (!evr__sess_has(s, EVR_SF_VERIFY) ||
+	    !evr__pattern_check(&s->rpat, b, len, &bad))
 		return 0;
 	fail(s, -EVR_E_VERIFY, (int)(bad > 0x7fffffff ? 0x7fffffff : bad),
 	     "verify");
@@ -316,26 +326,21 @@ static enum evr_sess_want test_done(struct evr_sess *s)
 	const struct evr_test *t = cur(s);
 	struct evr_test done;
 
-	s->in_data = 0;
-	if (s->dur_mode) {
+	s->tphase = EVR_TP_RESULT;
+	if (evr__sess_has(s, EVR_SF_DURATION)) {
 		/* the row shows the iterations actually run */
 		done = *t;
 		done.iters = s->iter;
 		t = &done;
 	}
-	if (s->lat_on) {
+	if (evr__sess_lat_valid(s))
 		evr__lat_compute(&s->lat, &s->lat_res);
-		s->lat_valid = 1;
-	}
-	if (s->client && s->hold_test) {
+	if (evr__sess_split_valid(s))
 		evr__split_compute(s->split);
-		s->split_valid = 1;
-	}
 	if (s->owner && s->owner->result)
 		s->owner->result(s, t, ns);
-	s->lat_valid = 0;
-	s->split_valid = 0;
-	s->hold_test = 0;
+	s->tphase = EVR_TP_NONE;
+	s->hold = EVR_HOLD_OFF;
 	if (++s->ti < s->plan.ntests) {
 		begin_test(s);
 		return EVR_WANT_YIELD;
@@ -468,7 +473,8 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 	case EVR_SS_SYNC_RECV:
 		/* an evrdma server at its --max-conns, to a client that
 		 * did not negotiate: the first sync says so */
-		if (s->client && !s->negotiated && !s->ti &&
+		if (s->client && !evr__sess_has(s, EVR_SF_NEGOTIATED) &&
+		    !s->ti &&
 		    evr__is_busy(s->buf))
 			return fail(s, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
 				    "server busy");
@@ -484,7 +490,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			data_piece(s, EVR_SS_DATA_SEND);
 			break;
 		}
-		if (s->it_end)
+		if (s->mark == EVR_IT_END)
 			return test_done(s); /* the END transfer: no echo */
 		if (++s->xfer < t->count) {
 			data_send(s);
@@ -492,7 +498,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		}
 		s->xfer = 0;
 		if (!s->client && (++s->iter >= t->iters ||
-				   (s->dur_mode && s->it_last)))
+				   s->mark == EVR_IT_LAST))
 			return test_done(s);
 		data_recv(s);
 		break;
@@ -500,11 +506,12 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 		if (check_pattern(s, s->buf, s->op_len))
 			return EVR_WANT_NONE;
 		/* the mark is the first byte of the iteration */
-		if (s->dur_mode && !s->client && s->xfer == 0 && !s->xoff) {
+		if (evr__sess_has(s, EVR_SF_DURATION) && !s->client &&
+		    s->xfer == 0 && !s->xoff) {
 			if (s->buf[0] == EVR_ITER_LAST)
-				s->it_last = 1;
+				s->mark = EVR_IT_LAST;
 			else if (s->buf[0] == EVR_ITER_END)
-				s->it_end = 1;  /* (we said we take it) */
+				s->mark = EVR_IT_END; /* (we said we take it) */
 			else if (s->buf[0] != EVR_ITER_MORE)
 				return fail(s, -EVR_E_PROTO, 0,
 					    "iteration mark");
@@ -514,7 +521,7 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			data_piece(s, EVR_SS_DATA_RECV);
 			break;
 		}
-		if (s->it_end)
+		if (s->mark == EVR_IT_END)
 			return test_done(s); /* the END transfer: read, no
 					      * echo */
 		if (++s->xfer < t->count) {
@@ -522,24 +529,25 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 			break;
 		}
 		s->xfer = 0;
-		if (!s->client && s->hold_test) {
+		if (!s->client && s->hold != EVR_HOLD_OFF) {
 			int kernel;
 
 			s->rx_rt = arrival_rt(s, s->rx_floor_rt, rt_ns(),
 					      &kernel);
 		}
 		if (s->client) {
-			if (s->lat_on || s->dur_mode || s->hold_test) {
+			if (evr__sess_has(s, EVR_SF_PERCENTILES |
+					     EVR_SF_DURATION) ||
+			    s->hold != EVR_HOLD_OFF) {
 				uint64_t now = evr_now_ns();
 
-				if (s->lat_on)
+				if (evr__sess_has(s, EVR_SF_PERCENTILES))
 					evr__lat_add(&s->lat, now - s->it_t0);
-				if (s->hold_test)
+				if (s->hold != EVR_HOLD_OFF)
 					split_iteration(s);
 				s->it_t0 = now;
 			}
-			if (++s->iter >= t->iters ||
-			    (s->dur_mode && s->it_last))
+			if (++s->iter >= t->iters || s->mark == EVR_IT_LAST)
 				return test_done(s);
 		}
 		data_send(s);
@@ -557,7 +565,7 @@ static int sends_more(const struct evr_sess *s)
 {
 	const struct evr_test *t = cur(s);
 
-	return s->state == EVR_SS_DATA_SEND && !s->it_end &&
+	return s->state == EVR_SS_DATA_SEND && s->mark != EVR_IT_END &&
 	       (s->xoff + s->op_len < t->size || s->xfer + 1 < t->count);
 }
 
@@ -572,19 +580,20 @@ static enum evr_sess_want run(struct evr_sess *s)
 		enum evr_sess_want w;
 		ssize_t n;
 
-		if (s->hold_pending) {
-			s->hold_pending = 0;
+		if (s->hold == EVR_HOLD_STAMP) {
+			s->hold = EVR_HOLD_ON;
 			stamp_hold(s);
 		}
-		n = s->op_send ?
+		n = s->op_kind == EVR_OP_SEND ?
 			c->ops->send(c, s->op_buf + s->op_off, left,
 				     sends_more(s)) :
-			c->ops->recv(c, s->op_skip ? NULL :
+			c->ops->recv(c, s->op_kind == EVR_OP_SKIP ? NULL :
 					 s->op_buf + s->op_off, left);
 		if (n > 0) {
 			if (s->state == EVR_SS_DRAIN)
 				return fail(s, -EVR_E_EXTRA, 0, "drain");
-			if (s->hold_cap && s->op_off < EVR_HOLD_LEN)
+			if (s->hold == EVR_HOLD_CAPTURE &&
+			    s->op_off < EVR_HOLD_LEN)
 				memcpy(s->hold_b + s->op_off,
 				       s->op_buf + s->op_off,
 				       EVR_HOLD_LEN - s->op_off < (size_t)n ?
@@ -617,8 +626,10 @@ static enum evr_sess_want run(struct evr_sess *s)
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN)
-			return s->op_send ? EVR_WANT_WRITE : EVR_WANT_READ;
-		return fail(s, (int)n, 0, s->op_send ? "send" : "recv");
+			return s->op_kind == EVR_OP_SEND ? EVR_WANT_WRITE :
+							   EVR_WANT_READ;
+		return fail(s, (int)n, 0,
+			    s->op_kind == EVR_OP_SEND ? "send" : "recv");
 	}
 }
 
@@ -678,9 +689,9 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	evr__poll_init(&s->pe, o->poll_us <= EVR_POLL_NEVER ? 0 :
 			   (uint64_t)(o->poll_us ? o->poll_us :
 				      EVR_DEFAULT_POLL_US) * 1000u);
-	s->allow_negotiate = client && !o->no_negotiate &&
-			     (!o->verify || o->force_negotiate);
-	s->verify = o->verify;
+	evr__sess_set(s, EVR_SF_NEGOTIATE, client && !o->no_negotiate &&
+				   (!o->verify || o->force_negotiate));
+	evr__sess_set(s, EVR_SF_VERIFY, o->verify);
 	s->plan = *plan;
 	s->conn_index = conn_index;
 	s->conn_total = conn_total;
@@ -692,13 +703,13 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 		if (s->chunk < EVR_SYNC_LEN)
 			s->chunk = EVR_SYNC_LEN; /* the buffer holds a sync */
 	}
-	s->lat_on = client && o->percentiles;
+	evr__sess_set(s, EVR_SF_PERCENTILES, client && o->percentiles);
 	evr__lat_init(&s->lat);
-	s->split_on = client && o->lat_split;
+	evr__sess_set(s, EVR_SF_SPLIT, client && o->lat_split);
 	if (client && o->duration_ms) {
 		unsigned i;
 
-		s->dur_mode = 1;
+		s->feat |= EVR_SF_DURATION;
 		s->dur_ns = (uint64_t)o->duration_ms * 1000000u;
 		/* the plan's counts become the upper bound */
 		for (i = 0; i < s->plan.ntests; i++)
@@ -759,7 +770,7 @@ void evr__sess_progress(struct evr_sess *s)
 	struct evr_progress p;
 	uint64_t now, dt;
 
-	if (!s->in_data || terminal(s))
+	if (s->tphase != EVR_TP_DATA || terminal(s))
 		return;
 	now = evr_now_ns();
 	dt = now - s->prog_ns;
@@ -772,8 +783,8 @@ void evr__sess_progress(struct evr_sess *s)
 	p.test_total = s->plan.ntests;
 	p.elapsed_ns = now - s->t0;
 	p.iters_done = s->iter;
-	p.iters_total = s->dur_mode ? 0 : t->iters;
-	p.duration_ns = s->dur_mode ? s->dur_ns : 0;
+	p.iters_total = evr__sess_has(s, EVR_SF_DURATION) ? 0 : t->iters;
+	p.duration_ns = evr__sess_has(s, EVR_SF_DURATION) ? s->dur_ns : 0;
 	p.bytes = s->bytes - s->test_bytes0;
 	p.gbps = dt ? (double)(s->bytes - s->prog_bytes) * 8.0 / (double)dt :
 		      0.0;

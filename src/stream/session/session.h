@@ -91,17 +91,68 @@ struct evr_sess_owner {
 	void (*progress)(struct evr_sess *s, const struct evr_progress *p);
 };
 
+/* What a session does beyond upstream's ping-pong, a bit each
+ * (evr_sess.feat): asked for by the options (evr__sess_init()) or learnt
+ * in the negotiation (negotiate.c). */
+enum evr_sess_feat {
+	EVR_SF_NEGOTIATE   = 1u << 0, /* client: it sends HELLO first */
+	EVR_SF_NEGOTIATED  = 1u << 1, /* the plan went by the negotiation */
+	EVR_SF_VERIFY      = 1u << 2, /* -v: patterns sent and checked */
+	EVR_SF_DURATION    = 1u << 3, /* -D: each iteration is marked
+				       * MORE, LAST or END (wire.h) */
+	EVR_SF_END         = 1u << 4, /* client: the server takes END */
+	EVR_SF_PERCENTILES = 1u << 5, /* client: --percentiles */
+	EVR_SF_SPLIT       = 1u << 6, /* client: --split asked for */
+	EVR_SF_HOLD        = 1u << 7, /* client: the server stamps its
+				       * holds (wire.h, "hold stamps") */
+};
+
+/* The current operation (evr_sess.op_kind). */
+enum evr_op_kind {
+	EVR_OP_RECV,
+	EVR_OP_SEND,
+	EVR_OP_SKIP,        /* a receive whose bytes nobody reads (a
+			     * client's echo without -v): consumed, not
+			     * copied, where the transport can
+			     * (evr_conn.can_skip) */
+};
+
+/* -D: the mark of the iteration in hand: the client's, as it sends it;
+ * the server's, as it read it (wire.h). */
+enum evr_it_mark {
+	EVR_IT_MORE,
+	EVR_IT_LAST,        /* the last: the test ends with its echo */
+	EVR_IT_END,         /* the END mark's transfer: no echo, the test
+			     * ends (it runs no iteration) */
+};
+
+/* --split's stamp in the test in hand (evr_sess.hold; wire.h, "hold
+ * stamps"). */
+enum evr_hold {
+	EVR_HOLD_OFF,       /* this test's echoes carry no stamp */
+	EVR_HOLD_ON,        /* they do */
+	EVR_HOLD_CAPTURE,   /* client: this receive's first bytes are the
+			     * stamp: copied into hold_b */
+	EVR_HOLD_STAMP,     /* server: stamp before the next send */
+};
+
+/* Where the test in hand is, for the reports (evr_sess.tphase). */
+enum evr_test_phase {
+	EVR_TP_NONE,        /* between tests, negotiating, closing */
+	EVR_TP_DATA,        /* between its sync and its end: progress */
+	EVR_TP_RESULT,      /* over, its result being reported: its
+			     * latency and split are valid */
+};
+
 struct evr_sess {
 	enum evr_sess_state state;
 	int client;
+	unsigned feat;              /* enum evr_sess_feat */
 	unsigned id;
 	struct evr_loop *loop;
 	struct evr_conn *conn;
 	enum evr_io_mode io;
 	unsigned stall_ms;
-	int allow_negotiate;        /* client: send HELLO first */
-	int verify;
-	int negotiated;
 	unsigned conn_index, conn_total; /* of the plan's series */
 	unsigned side_by_side;      /* client: its -c, connections at once */
 	struct evr_conn_plan plan;
@@ -122,10 +173,7 @@ struct evr_sess {
 	/* the current I/O operation */
 	uint8_t *op_buf;
 	size_t op_len, op_off;
-	int op_send;
-	/* a receive whose bytes nobody reads (a client's echo without -v):
-	 * consumed, not copied, where the transport can (evr_conn.can_skip) */
-	int op_skip;
+	enum evr_op_kind op_kind;
 	struct evr_pattern spat, rpat;
 	uint64_t t0;
 	uint64_t bytes;
@@ -149,39 +197,56 @@ struct evr_sess {
 	struct evr_pollest pe;
 	/* duration mode (-D): the client marks each iteration's first
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
-	int dur_mode;
 	uint64_t dur_ns;            /* client: the target per test */
-	int it_last;                /* the current iteration is the last */
-	int it_end;                 /* the transfer in hand is the END mark's */
-	int end_ok;                 /* client: the server takes END marks */
+	enum evr_it_mark mark;
 	uint64_t it_t0;             /* client: this iteration's start */
 	/* --percentiles (client) */
-	int lat_on, lat_valid;
 	struct evr_latstats lat;
 	struct evr_lat_stats lat_res; /* of the test just finished */
 	/* --split: each round trip in its parts (latsplit.h), from the
 	 * hold the server stamps in its echoes (wire.h, "hold stamps") */
-	int split_on;               /* client: asked for (opts.lat_split) */
-	int hold_ok;                /* client: the server stamps */
-	int hold_test;              /* this test's echoes carry the hold */
-	int hold_cap;               /* client: this recv's first bytes are
-				     * the stamp: copied into hold_b */
+	enum evr_hold hold;
 	uint8_t hold_b[EVR_HOLD_LEN];
-	int hold_pending;           /* server: stamp before the next send */
 	uint64_t it_rt0;            /* client: the iteration's start, wall
 				     * clock (ns) */
 	uint64_t rx_rt;             /* server: the request's arrival */
 	uint64_t rx_floor_rt;       /* server: no request came before */
-	int split_valid;
 	struct evr_latsplit *split; /* client: from the first stamped test */
 	/* progress reports */
 	unsigned interval_ms;
-	int in_data;                /* between a test's sync and its end */
+	enum evr_test_phase tphase;
 	uint64_t test_bytes0, prog_bytes, prog_ns;
 	ev_timer prog_w;
 };
 
 const char *evr__sess_state_name(enum evr_sess_state s);
+
+static inline int evr__sess_has(const struct evr_sess *s, unsigned f)
+{
+	return (s->feat & f) != 0;
+}
+
+static inline void evr__sess_set(struct evr_sess *s, unsigned f, int on)
+{
+	if (on)
+		s->feat |= f;
+	else
+		s->feat &= ~f;
+}
+
+/* In the owner's result(): the test's latency (--percentiles: lat_res,
+ * lat) and its split (--split: split->res) are there. */
+static inline int evr__sess_lat_valid(const struct evr_sess *s)
+{
+	return s->tphase == EVR_TP_RESULT &&
+	       evr__sess_has(s, EVR_SF_PERCENTILES);
+}
+
+static inline int evr__sess_split_valid(const struct evr_sess *s)
+{
+	return s->tphase == EVR_TP_RESULT && s->client &&
+	       s->hold != EVR_HOLD_OFF;
+}
 
 /* Set up a machine in CONNECTING.  plan is copied.  The conn may be given
  * later (evr__sess_attach).  Returns 0 or -ENOMEM. */
