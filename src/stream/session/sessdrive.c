@@ -103,51 +103,78 @@ void evr__sess_stop_watchers(struct evr_sess *s)
 	evr__sched_leave(&s->seat, s->loop);
 }
 
-static void apply(struct evr_sess *s, enum evr_sess_want w)
+/* The machine is over (NONE), or its owner took the connection
+ * (DETACH): the watchers stop, and the owner hears. */
+static void finish(struct evr_sess *s, enum evr_sess_want w)
+{
+	evr__sess_stop_watchers(s);
+	if (!s->owner)
+		return;
+	if (w == EVR_WANT_DETACH && s->owner->detached)
+		s->owner->detached(s);
+	else if (w == EVR_WANT_NONE && s->owner->finished)
+		s->owner->finished(s);
+}
+
+/* The watchers, at the machine's first wait: fd, idle, the stall
+ * watchdog, progress reports. */
+static void watchers_init(struct evr_sess *s)
 {
 	struct ev_loop *l = s->loop->ev;
-	int events;
+	ev_tstamp iv = s->stall_ms / 4000.0;
 
+	ev_init(&s->io_w, io_cb);
+	ev_idle_init(&s->idle_w, idle_cb);
+	/* At the top priority a machine that yielded runs in the next loop
+	 * turn whatever else is pending; at the default one it would wait
+	 * for a turn with nothing else to do, which never comes with
+	 * thousands of busy connections. */
+	ev_set_priority(&s->idle_w, EV_MAXPRI);
+	ev_timer_init(&s->wd_w, wd_cb, iv, iv);
+	ev_timer_start(l, &s->wd_w);
+	ev_timer_init(&s->prog_w, prog_cb, s->interval_ms / 1000.0,
+		      s->interval_ms / 1000.0);
+	if (s->interval_ms && s->owner && s->owner->progress)
+		ev_timer_start(l, &s->prog_w);
+	s->wd_last = ev_now(l);
+	s->wd_bytes = s->bytes;
+	s->wd_idle = 0;
+	s->wd_state = 1;
+}
+
+/* -T a: sleep until the fd is ready for what the machine waits for. */
+static void watch_fd(struct evr_sess *s, enum evr_sess_want w)
+{
+	struct ev_loop *l = s->loop->ev;
+	int events = w == EVR_WANT_READ ? EV_READ : EV_WRITE;
+
+	if (ev_is_active(&s->io_w) &&
+	    (s->io_w.events & (EV_READ | EV_WRITE)) == events &&
+	    s->io_w.fd == s->conn->fd)
+		return;
+	ev_io_stop(l, &s->io_w);
+	ev_io_set(&s->io_w, s->conn->fd, events);
+	ev_io_start(l, &s->io_w);
+}
+
+static void apply(struct evr_sess *s, enum evr_sess_want w)
+{
 	if (w == EVR_WANT_NONE || w == EVR_WANT_DETACH) {
-		evr__sess_stop_watchers(s);
-		if (w == EVR_WANT_DETACH && s->owner && s->owner->detached)
-			s->owner->detached(s);
-		else if (w == EVR_WANT_NONE && s->owner && s->owner->finished)
-			s->owner->finished(s);
+		finish(s, w);
 		return;
 	}
-	if (!s->wd_state) {
-		ev_tstamp iv = s->stall_ms / 4000.0;
-
-		ev_init(&s->io_w, io_cb);
-		ev_idle_init(&s->idle_w, idle_cb);
-		/* At the top priority a machine that yielded runs in the
-		 * next loop turn whatever else is pending; at the default
-		 * one it would wait for a turn with nothing else to do,
-		 * which never comes with thousands of busy connections. */
-		ev_set_priority(&s->idle_w, EV_MAXPRI);
-		ev_timer_init(&s->wd_w, wd_cb, iv, iv);
-		ev_timer_start(l, &s->wd_w);
-		ev_timer_init(&s->prog_w, prog_cb, s->interval_ms / 1000.0,
-			      s->interval_ms / 1000.0);
-		if (s->interval_ms && s->owner && s->owner->progress)
-			ev_timer_start(l, &s->prog_w);
-		s->wd_last = ev_now(l);
-		s->wd_bytes = s->bytes;
-		s->wd_idle = 0;
-		s->wd_state = 1;
-	}
+	if (!s->wd_state)
+		watchers_init(s);
 	if (w == EVR_WANT_CONNECT)
 		return;
-	if ((w == EVR_WANT_READ || w == EVR_WANT_WRITE) &&
-	    s->io == EVR_IO_BLOCK) {
+	if (s->io == EVR_IO_BLOCK && evr__sess_waiting(w)) {
 		/* A blocking call returned EAGAIN: its SO_RCVTIMEO or
 		 * SO_SNDTIMEO (the stall timeout) ran out. */
 		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
 		return;
 	}
 	if (w == EVR_WANT_YIELD || s->io != EVR_IO_ASYNC) {
-		ev_io_stop(l, &s->io_w);
+		ev_io_stop(s->loop->ev, &s->io_w);
 		idle_on(s);
 		return;
 	}
@@ -155,17 +182,10 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 	if (s->conn->fd < 0) {
 		/* no fd of its own (RDMA: the device's channel is the
 		 * transport's): it sleeps until the transport wakes it */
-		ev_io_stop(l, &s->io_w);
+		ev_io_stop(s->loop->ev, &s->io_w);
 		return;
 	}
-	events = w == EVR_WANT_READ ? EV_READ : EV_WRITE;
-	if (!ev_is_active(&s->io_w) ||
-	    (s->io_w.events & (EV_READ | EV_WRITE)) != events ||
-	    s->io_w.fd != s->conn->fd) {
-		ev_io_stop(l, &s->io_w);
-		ev_io_set(&s->io_w, s->conn->fd, events);
-		ev_io_start(l, &s->io_w);
-	}
+	watch_fd(s, w);
 }
 
 /*

@@ -170,6 +170,21 @@ size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size)
 	return s->chunk && size > s->chunk ? s->chunk : size;
 }
 
+/* Client: a piece of an echo is only counted unless it verifies (its
+ * buffer keeps what it sent, which is what a faithful echo holds): the
+ * copy out of an RDMA ring is saved (a server reads what it echoes and,
+ * -D, the iteration mark) ... but the stamp of an echo's last transfer
+ * is read. */
+static void echo_piece(struct evr_sess *s)
+{
+	if (s->hold != EVR_HOLD_OFF && !s->xoff &&
+	    s->xfer + 1 == cur(s)->count)
+		s->hold = EVR_HOLD_CAPTURE;
+	else if (!evr__sess_has(s, EVR_SF_VERIFY) && s->conn &&
+		 s->conn->can_skip)
+		s->op_kind = EVR_OP_SKIP;
+}
+
 /* The next piece of the current transfer, from xoff on. */
 static void data_piece(struct evr_sess *s, enum evr_sess_state st)
 {
@@ -178,19 +193,8 @@ static void data_piece(struct evr_sess *s, enum evr_sess_state st)
 	if (st == EVR_SS_DATA_SEND && evr__sess_has(s, EVR_SF_VERIFY))
 		evr__pattern_fill(&s->spat, s->buf, n);
 	op(s, st, st == EVR_SS_DATA_SEND, s->buf, n);
-	/* A client's echo is only counted unless it verifies (its buffer
-	 * keeps what it sent, which is what a faithful echo holds): the
-	 * copy out of an RDMA ring is saved.  A server reads what it echoes
-	 * (and, -D, the iteration mark). */
-	if (st != EVR_SS_DATA_RECV || !s->client)
-		return;
-	/* ... but the stamp of an echo's last transfer is read */
-	if (s->hold != EVR_HOLD_OFF && !s->xoff &&
-	    s->xfer + 1 == cur(s)->count)
-		s->hold = EVR_HOLD_CAPTURE;
-	else if (!evr__sess_has(s, EVR_SF_VERIFY) && s->conn &&
-		 s->conn->can_skip)
-		s->op_kind = EVR_OP_SKIP;
+	if (st == EVR_SS_DATA_RECV && s->client)
+		echo_piece(s);
 }
 
 /* Server: the request's hold, over the first bytes of its echo's last
@@ -218,6 +222,28 @@ static void split_iteration(struct evr_sess *s)
 	s->it_rt0 = now;
 }
 
+/* Client, -D: the mark of the iteration it begins, in its first byte.
+ * Decided at the start of each iteration (it_t0 is "now"): the test ends
+ * with the first iteration begun past the deadline, or at the plan's
+ * cap.  A server that takes the END mark: the test ends at the first
+ * iteration boundary past the deadline, and an iteration longer than the
+ * duration runs once (a LAST mark runs the iteration it starts: with
+ * -D 0.2 on Soft-RoCE, two 1m_bw iterations of 8.5 s each). */
+static void mark_iteration(struct evr_sess *s)
+{
+	int past = s->it_t0 - s->t0 >= s->dur_ns;
+	int end_ok = evr__sess_has(s, EVR_SF_END);
+
+	if (end_ok && past && s->iter)
+		s->mark = EVR_IT_END;
+	else if (s->iter + 1 >= cur(s)->iters || (past && !end_ok))
+		s->mark = EVR_IT_LAST;
+	else
+		s->mark = EVR_IT_MORE;
+	s->buf[0] = s->mark == EVR_IT_END ? EVR_ITER_END :
+		    s->mark == EVR_IT_LAST ? EVR_ITER_LAST : EVR_ITER_MORE;
+}
+
 static void data_send(struct evr_sess *s)
 {
 	s->xoff = 0;
@@ -227,29 +253,8 @@ static void data_send(struct evr_sess *s)
 	if (!s->client && s->hold != EVR_HOLD_OFF)
 		s->hold = s->xfer + 1 == cur(s)->count ? EVR_HOLD_STAMP :
 							 EVR_HOLD_ON;
-	if (evr__sess_has(s, EVR_SF_DURATION) && s->client && s->xfer == 0) {
-		/* Decide at the start of each iteration (it_t0 is "now"):
-		 * the test ends with the first iteration begun past the
-		 * deadline, or at the plan's cap. */
-		int past = s->it_t0 - s->t0 >= s->dur_ns;
-
-		/* A server that takes the END mark: the test ends at the
-		 * first iteration boundary past the deadline, and an
-		 * iteration longer than the duration runs once (a LAST
-		 * mark runs the iteration it starts: with -D 0.2 on
-		 * Soft-RoCE, two 1m_bw iterations of 8.5 s each) */
-		int end_ok = evr__sess_has(s, EVR_SF_END);
-
-		if (end_ok && past && s->iter)
-			s->mark = EVR_IT_END;
-		else if (s->iter + 1 >= cur(s)->iters || (past && !end_ok))
-			s->mark = EVR_IT_LAST;
-		else
-			s->mark = EVR_IT_MORE;
-		s->buf[0] = s->mark == EVR_IT_END ? EVR_ITER_END :
-			    s->mark == EVR_IT_LAST ? EVR_ITER_LAST :
-						     EVR_ITER_MORE;
-	}
+	if (evr__sess_has(s, EVR_SF_DURATION) && s->client && s->xfer == 0)
+		mark_iteration(s);
 }
 
 static void data_recv(struct evr_sess *s)
@@ -272,6 +277,19 @@ static void begin_test(struct evr_sess *s)
  * buffer grows here, to this test's size (a server's: at most its
  * chunk): a connection holds no more than the test in hand needs (many
  * connections, -c). */
+static int test_holds(const struct evr_sess *s)
+{
+	const struct evr_test *t = cur(s);
+
+	/* a test the plan marked (--split), whose echoes are not a
+	 * pattern's and have room for the stamp; a client that has a
+	 * server that stamps, and somewhere to keep the split */
+	if (!(t->flags & EVR_TEST_F_HOLD) || evr__sess_has(s, EVR_SF_VERIFY) ||
+	    t->size < EVR_HOLD_LEN)
+		return 0;
+	return !s->client || (evr__sess_has(s, EVR_SF_HOLD) && s->split);
+}
+
 static enum evr_sess_want start_data(struct evr_sess *s)
 {
 	int err = ensure_buf(s, evr__sess_xfer_buf(s, cur(s)->size));
@@ -290,11 +308,7 @@ static enum evr_sess_want start_data(struct evr_sess *s)
 	s->prog_ns = s->t0;
 	if (evr__sess_has(s, EVR_SF_PERCENTILES))
 		evr__lat_reset(&s->lat);
-	s->hold = (cur(s)->flags & EVR_TEST_F_HOLD) &&
-		  !evr__sess_has(s, EVR_SF_VERIFY) &&
-		  cur(s)->size >= EVR_HOLD_LEN &&
-		  (!s->client || (evr__sess_has(s, EVR_SF_HOLD) && s->split)) ?
-		  EVR_HOLD_ON : EVR_HOLD_OFF;
+	s->hold = test_holds(s) ? EVR_HOLD_ON : EVR_HOLD_OFF;
 	if (s->hold != EVR_HOLD_OFF) {
 		s->rx_floor_rt = s->it_rt0 = rt_ns();
 		if (s->client)
@@ -366,6 +380,19 @@ static void uncharge(struct evr_sess *s)
 /* Grow the buffer to size: -ENOMEM, or -ENOBUFS when the budget cannot
  * take it (the sync-sized buffer every machine starts with is charged
  * but never refused: the connection count bounds those). */
+/* A buffer of size bytes in place of this machine's own would take its
+ * server past its budget. */
+static int over_budget(const struct evr_sess *s, size_t size)
+{
+	const struct evr_membudget *bg = s->budget;
+	size_t others;
+
+	if (!bg)
+		return 0;
+	others = bg->used - s->charged;
+	return others > bg->max || size > bg->max - others;
+}
+
 static int ensure_buf(struct evr_sess *s, size_t size)
 {
 	struct evr_membudget *bg = s->budget;
@@ -375,9 +402,7 @@ static int ensure_buf(struct evr_sess *s, size_t size)
 		size = EVR_SYNC_LEN;
 	if (s->buf && s->bufsize >= size)
 		return 0;
-	if (bg && size > EVR_SYNC_LEN &&
-	    (bg->used - s->charged > bg->max ||
-	     size > bg->max - (bg->used - s->charged)))
+	if (size > EVR_SYNC_LEN && over_budget(s, size))
 		return -ENOBUFS;
 	b = calloc(1, size);
 	if (!b)
@@ -448,11 +473,126 @@ static enum evr_sess_want negotiated_step(struct evr_sess *s)
 	return nego_act(s, &n);
 }
 
-/* The current operation has moved all its bytes: decide what comes next. */
+/* A sync moved (SYNC_SEND, SYNC_RECV): the client sends first, then
+ * reads the server's; the data starts after both. */
+static enum evr_sess_want sync_done(struct evr_sess *s)
+{
+	if (s->state == EVR_SS_SYNC_SEND) {
+		if (!s->client)
+			return start_data(s);
+		sync_recv(s);
+		return EVR_WANT_READ;
+	}
+	/* an evrdma server at its --max-conns, to a client that did not
+	 * negotiate: the first sync says so */
+	if (s->client && !evr__sess_has(s, EVR_SF_NEGOTIATED) && !s->ti &&
+	    evr__is_busy(s->buf))
+		return fail(s, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
+			    "server busy");
+	if (check_pattern(s, s->buf, EVR_SYNC_LEN))
+		return EVR_WANT_NONE;
+	if (s->client)
+		return start_data(s);
+	sync_send(s);
+	return EVR_WANT_READ;
+}
+
+/* Server, -D: the mark is the first byte of the iteration: 0, or -1 (the
+ * machine failed) for a byte that is no mark. */
+static int read_mark(struct evr_sess *s)
+{
+	if (!evr__sess_has(s, EVR_SF_DURATION) || s->client || s->xfer ||
+	    s->xoff)
+		return 0;
+	switch (s->buf[0]) {
+	case EVR_ITER_MORE:
+		return 0;
+	case EVR_ITER_LAST:
+		s->mark = EVR_IT_LAST;
+		return 0;
+	case EVR_ITER_END:
+		s->mark = EVR_IT_END;   /* (we said we take it) */
+		return 0;
+	}
+	fail(s, -EVR_E_PROTO, 0, "iteration mark");
+	return -1;
+}
+
+/* Client: the echo is in, the iteration's round trip over (its latency,
+ * its split, the -D clock).  Returns 1 when the test is over too. */
+static int client_iteration_over(struct evr_sess *s, const struct evr_test *t)
+{
+	if (evr__sess_has(s, EVR_SF_PERCENTILES | EVR_SF_DURATION) ||
+	    s->hold != EVR_HOLD_OFF) {
+		uint64_t now = evr_now_ns();
+
+		if (evr__sess_has(s, EVR_SF_PERCENTILES))
+			evr__lat_add(&s->lat, now - s->it_t0);
+		if (s->hold != EVR_HOLD_OFF)
+			split_iteration(s);
+		s->it_t0 = now;
+	}
+	return ++s->iter >= t->iters || s->mark == EVR_IT_LAST;
+}
+
+/* A piece of a transfer was sent: the rest of it, the next transfer, or
+ * the turn round (a server's iteration may end the test here). */
+static enum evr_sess_want data_sent(struct evr_sess *s,
+				    const struct evr_test *t)
+{
+	s->xoff += (uint32_t)s->op_len;
+	if (s->xoff < t->size) {
+		data_piece(s, EVR_SS_DATA_SEND);
+		return EVR_WANT_READ;
+	}
+	if (s->mark == EVR_IT_END)
+		return test_done(s); /* the END transfer: no echo */
+	if (++s->xfer < t->count) {
+		data_send(s);
+		return EVR_WANT_READ;
+	}
+	s->xfer = 0;
+	if (!s->client && (++s->iter >= t->iters || s->mark == EVR_IT_LAST))
+		return test_done(s);
+	data_recv(s);
+	return EVR_WANT_READ;
+}
+
+/* A piece of a transfer came: checked, then the rest of it, the next
+ * transfer, or the turn round (a client's iteration may end the test
+ * here). */
+static enum evr_sess_want data_received(struct evr_sess *s,
+					const struct evr_test *t)
+{
+	if (check_pattern(s, s->buf, s->op_len) || read_mark(s))
+		return EVR_WANT_NONE;
+	s->xoff += (uint32_t)s->op_len;
+	if (s->xoff < t->size) {
+		data_piece(s, EVR_SS_DATA_RECV);
+		return EVR_WANT_READ;
+	}
+	if (s->mark == EVR_IT_END)
+		return test_done(s); /* the END transfer: read, no echo */
+	if (++s->xfer < t->count) {
+		data_recv(s);
+		return EVR_WANT_READ;
+	}
+	s->xfer = 0;
+	if (!s->client && s->hold != EVR_HOLD_OFF) {
+		int kernel;
+
+		s->rx_rt = arrival_rt(s, s->rx_floor_rt, rt_ns(), &kernel);
+	}
+	if (s->client && client_iteration_over(s, t))
+		return test_done(s);
+	data_send(s);
+	return EVR_WANT_READ;
+}
+
+/* The current operation has moved all its bytes: decide what comes next
+ * (any value but NONE/YIELD: keep going). */
 static enum evr_sess_want op_done(struct evr_sess *s)
 {
-	const struct evr_test *t = cur(s);
-
 	switch (s->state) {
 	case EVR_SS_HELLO_SEND:
 	case EVR_SS_HELLO_RECV:
@@ -465,97 +605,15 @@ static enum evr_sess_want op_done(struct evr_sess *s)
 	case EVR_SS_REPLY_SEND:
 		return negotiated_step(s);
 	case EVR_SS_SYNC_SEND:
-		if (s->client)
-			sync_recv(s);
-		else
-			return start_data(s);
-		break;
 	case EVR_SS_SYNC_RECV:
-		/* an evrdma server at its --max-conns, to a client that
-		 * did not negotiate: the first sync says so */
-		if (s->client && !evr__sess_has(s, EVR_SF_NEGOTIATED) &&
-		    !s->ti &&
-		    evr__is_busy(s->buf))
-			return fail(s, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
-				    "server busy");
-		if (check_pattern(s, s->buf, EVR_SYNC_LEN))
-			return EVR_WANT_NONE;
-		if (s->client)
-			return start_data(s);
-		sync_send(s);
-		break;
+		return sync_done(s);
 	case EVR_SS_DATA_SEND:
-		s->xoff += (uint32_t)s->op_len;
-		if (s->xoff < t->size) {
-			data_piece(s, EVR_SS_DATA_SEND);
-			break;
-		}
-		if (s->mark == EVR_IT_END)
-			return test_done(s); /* the END transfer: no echo */
-		if (++s->xfer < t->count) {
-			data_send(s);
-			break;
-		}
-		s->xfer = 0;
-		if (!s->client && (++s->iter >= t->iters ||
-				   s->mark == EVR_IT_LAST))
-			return test_done(s);
-		data_recv(s);
-		break;
+		return data_sent(s, cur(s));
 	case EVR_SS_DATA_RECV:
-		if (check_pattern(s, s->buf, s->op_len))
-			return EVR_WANT_NONE;
-		/* the mark is the first byte of the iteration */
-		if (evr__sess_has(s, EVR_SF_DURATION) && !s->client &&
-		    s->xfer == 0 && !s->xoff) {
-			if (s->buf[0] == EVR_ITER_LAST)
-				s->mark = EVR_IT_LAST;
-			else if (s->buf[0] == EVR_ITER_END)
-				s->mark = EVR_IT_END; /* (we said we take it) */
-			else if (s->buf[0] != EVR_ITER_MORE)
-				return fail(s, -EVR_E_PROTO, 0,
-					    "iteration mark");
-		}
-		s->xoff += (uint32_t)s->op_len;
-		if (s->xoff < t->size) {
-			data_piece(s, EVR_SS_DATA_RECV);
-			break;
-		}
-		if (s->mark == EVR_IT_END)
-			return test_done(s); /* the END transfer: read, no
-					      * echo */
-		if (++s->xfer < t->count) {
-			data_recv(s);
-			break;
-		}
-		s->xfer = 0;
-		if (!s->client && s->hold != EVR_HOLD_OFF) {
-			int kernel;
-
-			s->rx_rt = arrival_rt(s, s->rx_floor_rt, rt_ns(),
-					      &kernel);
-		}
-		if (s->client) {
-			if (evr__sess_has(s, EVR_SF_PERCENTILES |
-					     EVR_SF_DURATION) ||
-			    s->hold != EVR_HOLD_OFF) {
-				uint64_t now = evr_now_ns();
-
-				if (evr__sess_has(s, EVR_SF_PERCENTILES))
-					evr__lat_add(&s->lat, now - s->it_t0);
-				if (s->hold != EVR_HOLD_OFF)
-					split_iteration(s);
-				s->it_t0 = now;
-			}
-			if (++s->iter >= t->iters || s->mark == EVR_IT_LAST)
-				return test_done(s);
-		}
-		data_send(s);
-		break;
+		return data_received(s, cur(s));
 	default:
 		return fail(s, -EVR_E_PROTO, 0, "state");
 	}
-	return EVR_WANT_READ; /* any value but NONE/YIELD: keep going */
 }
 
 /* This send's bytes are not a stream's last before it turns round:
@@ -569,68 +627,109 @@ static int sends_more(const struct evr_sess *s)
 	       (s->xoff + s->op_len < t->size || s->xfer + 1 < t->count);
 }
 
+/* One call of the transport for the operation in hand (a server's hold
+ * stamp written just before the send that carries it). */
+static ssize_t io_call(struct evr_sess *s)
+{
+	struct evr_conn *c = s->conn;
+	size_t left = s->op_len - s->op_off;
+
+	if (s->hold == EVR_HOLD_STAMP) {
+		s->hold = EVR_HOLD_ON;
+		stamp_hold(s);
+	}
+	if (s->op_kind == EVR_OP_SEND)
+		return c->ops->send(c, s->op_buf + s->op_off, left,
+				    sends_more(s));
+	return c->ops->recv(c, s->op_kind == EVR_OP_SKIP ? NULL :
+				 s->op_buf + s->op_off, left);
+}
+
+/* n bytes moved (n > 0): counted, and a client's hold stamp kept. */
+static void io_moved(struct evr_sess *s, size_t n)
+{
+	if (s->hold == EVR_HOLD_CAPTURE && s->op_off < EVR_HOLD_LEN)
+		memcpy(s->hold_b + s->op_off, s->op_buf + s->op_off,
+		       EVR_HOLD_LEN - s->op_off < n ? EVR_HOLD_LEN - s->op_off :
+						      n);
+	s->op_off += n;
+	s->bytes += (uint64_t)n;
+}
+
+/* The call moved nothing (n <= 0, not EINTR): the end of the peer's
+ * stream, a wait, or the failure. */
+static enum evr_sess_want io_stopped(struct evr_sess *s, ssize_t n)
+{
+	int send = s->op_kind == EVR_OP_SEND;
+
+	if (n == 0 && s->state == EVR_SS_DRAIN) {
+		set_state(s, EVR_SS_DONE);
+		return EVR_WANT_NONE;
+	}
+	if (n == 0)
+		return fail(s, -EVR_E_EOF, 0, "recv");
+	if (n == -EAGAIN)
+		return send ? EVR_WANT_WRITE : EVR_WANT_READ;
+	return fail(s, (int)n, 0, send ? "send" : "recv");
+}
+
+/* A piece of a transfer is not a message: the slice is counted in whole
+ * transfers, as without chunks. */
+static int in_transfer(const struct evr_sess *s)
+{
+	return (s->state == EVR_SS_DATA_SEND ||
+		s->state == EVR_SS_DATA_RECV) && s->xoff;
+}
+
+/* Move bytes until the transport has none, the machine ends or yields,
+ * or the turn's slice is over. */
 static enum evr_sess_want run(struct evr_sess *s)
 {
 	unsigned msgs = 0;
 	size_t moved = 0;
 
 	for (;;) {
-		struct evr_conn *c = s->conn;
-		size_t left = s->op_len - s->op_off;
 		enum evr_sess_want w;
-		ssize_t n;
+		ssize_t n = io_call(s);
 
-		if (s->hold == EVR_HOLD_STAMP) {
-			s->hold = EVR_HOLD_ON;
-			stamp_hold(s);
-		}
-		n = s->op_kind == EVR_OP_SEND ?
-			c->ops->send(c, s->op_buf + s->op_off, left,
-				     sends_more(s)) :
-			c->ops->recv(c, s->op_kind == EVR_OP_SKIP ? NULL :
-					 s->op_buf + s->op_off, left);
-		if (n > 0) {
-			if (s->state == EVR_SS_DRAIN)
-				return fail(s, -EVR_E_EXTRA, 0, "drain");
-			if (s->hold == EVR_HOLD_CAPTURE &&
-			    s->op_off < EVR_HOLD_LEN)
-				memcpy(s->hold_b + s->op_off,
-				       s->op_buf + s->op_off,
-				       EVR_HOLD_LEN - s->op_off < (size_t)n ?
-				       EVR_HOLD_LEN - s->op_off : (size_t)n);
-			s->op_off += (size_t)n;
-			s->bytes += (uint64_t)n;
-			moved += (size_t)n;
-			if (s->op_off < s->op_len)
-				continue;
-			w = op_done(s);
-			if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD ||
-			    w == EVR_WANT_DETACH)
-				return w;
-			/* A piece of a transfer is not a message: the slice
-			 * is counted in whole transfers, as without chunks */
-			if ((s->state == EVR_SS_DATA_SEND ||
-			     s->state == EVR_SS_DATA_RECV) && s->xoff)
-				continue;
-			if (evr__sched_slice_over(++msgs, moved))
-				return EVR_WANT_YIELD;
-			continue;
-		}
-		if (n == 0) {
-			if (s->state == EVR_SS_DRAIN) {
-				set_state(s, EVR_SS_DONE);
-				return EVR_WANT_NONE;
-			}
-			return fail(s, -EVR_E_EOF, 0, "recv");
-		}
 		if (n == -EINTR)
 			continue;
-		if (n == -EAGAIN)
-			return s->op_kind == EVR_OP_SEND ? EVR_WANT_WRITE :
-							   EVR_WANT_READ;
-		return fail(s, (int)n, 0,
-			    s->op_kind == EVR_OP_SEND ? "send" : "recv");
+		if (n <= 0)
+			return io_stopped(s, n);
+		if (s->state == EVR_SS_DRAIN)
+			return fail(s, -EVR_E_EXTRA, 0, "drain");
+		io_moved(s, (size_t)n);
+		moved += (size_t)n;
+		if (s->op_off < s->op_len)
+			continue;
+		w = op_done(s);
+		if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD ||
+		    w == EVR_WANT_DETACH)
+			return w;
+		if (in_transfer(s))
+			continue;
+		if (evr__sched_slice_over(++msgs, moved))
+			return EVR_WANT_YIELD;
 	}
+}
+
+static enum evr_sess_want conn_error(struct evr_sess *s, int err)
+{
+	if (!s->conn || !s->conn->setup_where)
+		return fail(s, err, 0, "connect");
+	/* the resources were not had: no connect was made */
+	fail(s, err, 0, s->conn->setup_where);
+	s->fail.phase = EVR_PH_SETUP;
+	return EVR_WANT_NONE;
+}
+
+static enum evr_sess_want stalled(struct evr_sess *s)
+{
+	if (s->state != EVR_SS_DRAIN)
+		return fail(s, -EVR_E_STALL, (int)s->stall_ms, "watchdog");
+	/* All tests passed; a client that never closes is simply let go. */
+	set_state(s, EVR_SS_DONE);
+	return EVR_WANT_NONE;
 }
 
 enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
@@ -649,31 +748,39 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 			return EVR_WANT_NONE;
 		return run(s);
 	case EVR_SE_CONN_ERROR:
-		if (s->conn && s->conn->setup_where) {
-			/* the resources were not had: no connect was made */
-			fail(s, arg ? arg : -EIO, 0, s->conn->setup_where);
-			s->fail.phase = EVR_PH_SETUP;
-			return EVR_WANT_NONE;
-		}
-		return fail(s, arg ? arg : -EIO, 0, "connect");
+		return conn_error(s, arg ? arg : -EIO);
 	case EVR_SE_READY:
 		if (s->state == EVR_SS_CONNECTING)
 			return EVR_WANT_CONNECT;
 		return run(s);
 	case EVR_SE_STALL:
-		if (s->state == EVR_SS_DRAIN) {
-			/* All tests passed; a client that never closes is
-			 * simply let go. */
-			set_state(s, EVR_SS_DONE);
-			return EVR_WANT_NONE;
-		}
-		return fail(s, -EVR_E_STALL, (int)s->stall_ms, "watchdog");
+		return stalled(s);
 	case EVR_SE_CANCEL:
 		return fail(s, -EVR_E_CANCELLED, 0, "cancel");
 	case EVR_SE_FAIL:
 		return fail(s, arg ? arg : -EIO, 0, "driver");
 	}
 	return EVR_WANT_NONE;
+}
+
+/* What the options ask of the session (its plan copied first: -D makes
+ * its counts the upper bound). */
+static void init_features(struct evr_sess *s, const struct evr_stream_opts *o)
+{
+	int client = s->client;
+	unsigned i;
+
+	evr__sess_set(s, EVR_SF_NEGOTIATE, client && !o->no_negotiate &&
+				   (!o->verify || o->force_negotiate));
+	evr__sess_set(s, EVR_SF_VERIFY, o->verify);
+	evr__sess_set(s, EVR_SF_PERCENTILES, client && o->percentiles);
+	evr__sess_set(s, EVR_SF_SPLIT, client && o->lat_split);
+	if (!client || !o->duration_ms)
+		return;
+	s->feat |= EVR_SF_DURATION;
+	s->dur_ns = (uint64_t)o->duration_ms * 1000000u;
+	for (i = 0; i < s->plan.ntests; i++)
+		s->plan.tests[i].iters = EVR_MAX_COUNT;
 }
 
 int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
@@ -689,10 +796,8 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 	evr__poll_init(&s->pe, o->poll_us <= EVR_POLL_NEVER ? 0 :
 			   (uint64_t)(o->poll_us ? o->poll_us :
 				      EVR_DEFAULT_POLL_US) * 1000u);
-	evr__sess_set(s, EVR_SF_NEGOTIATE, client && !o->no_negotiate &&
-				   (!o->verify || o->force_negotiate));
-	evr__sess_set(s, EVR_SF_VERIFY, o->verify);
 	s->plan = *plan;
+	init_features(s, o);
 	s->conn_index = conn_index;
 	s->conn_total = conn_total;
 	s->side_by_side = client && o->conns > 1 ? o->conns : 1;
@@ -703,18 +808,7 @@ int evr__sess_init(struct evr_sess *s, struct evr_loop *loop, int client,
 		if (s->chunk < EVR_SYNC_LEN)
 			s->chunk = EVR_SYNC_LEN; /* the buffer holds a sync */
 	}
-	evr__sess_set(s, EVR_SF_PERCENTILES, client && o->percentiles);
 	evr__lat_init(&s->lat);
-	evr__sess_set(s, EVR_SF_SPLIT, client && o->lat_split);
-	if (client && o->duration_ms) {
-		unsigned i;
-
-		s->feat |= EVR_SF_DURATION;
-		s->dur_ns = (uint64_t)o->duration_ms * 1000000u;
-		/* the plan's counts become the upper bound */
-		for (i = 0; i < s->plan.ntests; i++)
-			s->plan.tests[i].iters = EVR_MAX_COUNT;
-	}
 	/* the sync message for now; each test grows it
 	 * (evr__sess_start_data) */
 	return ensure_buf(s, EVR_SYNC_LEN);
