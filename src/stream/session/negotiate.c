@@ -216,6 +216,60 @@ void evr__nego_start(struct evr_sess *s, struct evr_nego_next *n)
 	}
 }
 
+/* Client: the server answered our HELLO: an evrdma server's ACK (the
+ * plan follows), busy, or upstream's first sync (upstream serves one
+ * connection, and no -D). */
+static void hello_answered(struct evr_sess *s, struct evr_nego_next *n)
+{
+	if (evr__is_busy(s->ctl)) {
+		fail(n, -EVR_E_REJECTED, EVR_PLAN_E_CONNS, "server busy");
+	} else if (evr__is_ack(s->ctl)) {
+		encode_plan(s, n);
+	} else if (evr__sess_has(s, EVR_SF_DURATION)) {
+		/* An upstream server cannot learn where a test ends: give
+		 * up before any data moves. */
+		fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_DURATION, NULL);
+	} else if (s->side_by_side > 1) {
+		/* ... nor serve more than one connection at a time: the
+		 * others would wait in its backlog until it closes it (a
+		 * reset, or the stall timeout) */
+		fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_CONNS, NULL);
+	} else {
+		/* An upstream server: that exchange was the first test's
+		 * sync. */
+		act(n, EVR_NEGO_UPSTREAM);
+	}
+}
+
+/* Client: the server's reply to our plan: what it takes (END marks, hold
+ * stamps), or why it refused. */
+static void reply_received(struct evr_sess *s, struct evr_nego_next *n)
+{
+	int st = evr__plan_reply_decode(s->ctl, NULL);
+	unsigned feat;
+
+	if (st < 0) {
+		fail(n, -EVR_E_PROTO, 0, "plan reply");
+		return;
+	}
+	if (st) {
+		fail(n, -EVR_E_REJECTED, st, "plan");
+		return;
+	}
+	feat = evr__plan_reply_features(s->ctl);
+	s->feat |= EVR_SF_NEGOTIATED;
+	evr__sess_set(s, EVR_SF_END, feat & EVR_REPLY_F_END);
+	evr__sess_set(s, EVR_SF_HOLD, evr__sess_has(s, EVR_SF_SPLIT) &&
+				      (feat & EVR_REPLY_F_HOLD));
+	if (evr__sess_has(s, EVR_SF_HOLD) && split_alloc(s)) {
+		fail(n, -ENOMEM, 0, "malloc");
+		return;
+	}
+	if (evr__sess_has(s, EVR_SF_HOLD) && s->conn->ops->rx_stamps)
+		(void)s->conn->ops->rx_stamps(s->conn);
+	act(n, EVR_NEGO_BEGIN);
+}
+
 void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 {
 	struct evr_plan_hdr h;
@@ -226,53 +280,13 @@ void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 		op(n, EVR_SS_HELLO_RECV, 0, 0, EVR_SYNC_LEN);
 		return;
 	case EVR_SS_HELLO_RECV:
-		if (evr__is_busy(s->ctl)) {
-			fail(n, -EVR_E_REJECTED, EVR_PLAN_E_CONNS,
-			     "server busy");
-		} else if (evr__is_ack(s->ctl)) {
-			encode_plan(s, n);
-		} else if (evr__sess_has(s, EVR_SF_DURATION)) {
-			/* An upstream server cannot learn where a test
-			 * ends: give up before any data moves. */
-			fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_DURATION, NULL);
-		} else if (s->side_by_side > 1) {
-			/* ... nor serve more than one connection at a time:
-			 * the others would wait in its backlog until it
-			 * closes it (a reset, or the stall timeout) */
-			fail(n, -EVR_E_NOTSUP, EVR_NOTSUP_CONNS, NULL);
-		} else {
-			/* An upstream server: that exchange was the first
-			 * test's sync. */
-			act(n, EVR_NEGO_UPSTREAM);
-		}
+		hello_answered(s, n);
 		return;
 	case EVR_SS_PLAN_SEND:
 		op(n, EVR_SS_REPLY_RECV, 0, 0, EVR_PLAN_REPLY_LEN);
 		return;
 	case EVR_SS_REPLY_RECV:
-		st = evr__plan_reply_decode(s->ctl, NULL);
-		if (st < 0) {
-			fail(n, -EVR_E_PROTO, 0, "plan reply");
-			return;
-		}
-		if (st) {
-			fail(n, -EVR_E_REJECTED, st, "plan");
-			return;
-		}
-		s->feat |= EVR_SF_NEGOTIATED;
-		evr__sess_set(s, EVR_SF_END, evr__plan_reply_features(s->ctl) &
-					     EVR_REPLY_F_END);
-		evr__sess_set(s, EVR_SF_HOLD,
-			      evr__sess_has(s, EVR_SF_SPLIT) &&
-			      (evr__plan_reply_features(s->ctl) &
-			       EVR_REPLY_F_HOLD));
-		if (evr__sess_has(s, EVR_SF_HOLD) && split_alloc(s)) {
-			fail(n, -ENOMEM, 0, "malloc");
-			return;
-		}
-		if (evr__sess_has(s, EVR_SF_HOLD) && s->conn->ops->rx_stamps)
-			(void)s->conn->ops->rx_stamps(s->conn);
-		act(n, EVR_NEGO_BEGIN);
+		reply_received(s, n);
 		return;
 	case EVR_SS_FIRST_RECV:
 		if (evr__is_hello(s->ctl)) {

@@ -116,39 +116,44 @@ void evr__poll_result(struct evr_pollest *p, enum evr_poll_end how)
 		p->skip = skip_for(p->misses - 2);
 }
 
+/* A wait of d ns the poll missed: a poll that covers it (with a quarter
+ * to spare), up to the cap, if the wait was still a fast exchange's. */
+static void grow_budget(struct evr_pollest *p, uint64_t d)
+{
+	uint64_t want = d + d / 4;
+
+	p->missed = 0;
+	if (!p->base_ns || d >= cold_ns(p) || want <= p->budget_ns)
+		return;
+	p->budget_ns = want < cap_ns(p) ? want : cap_ns(p);
+}
+
+/* A wait of d ns ended.  One long pause (between tests, a slow peer)
+ * makes the session cold for a few waits, not for long: a wait counts
+ * for at most 4 x the cold mark; the average falls by half of the
+ * difference and rises by a quarter. */
+static void wait_ended(struct evr_pollest *p, uint64_t d)
+{
+	if (p->missed)
+		grow_budget(p, d);
+	if (d > 4 * cold_ns(p))
+		d = 4 * cold_ns(p);
+	if (d < p->ewma_ns)
+		p->ewma_ns -= (p->ewma_ns - d) / 2;
+	else
+		p->ewma_ns += (d - p->ewma_ns) / 4;
+	/* cold: it sleeps at once, and polls from the base again when its
+	 * exchange picks up */
+	if (p->ewma_ns > cold_ns(p))
+		p->budget_ns = p->base_ns;
+}
+
 void evr__poll_mark(struct evr_pollest *p, uint64_t bytes, uint64_t now)
 {
-	uint64_t d;
-
 	if (p->t0 && bytes == p->bytes)
 		return;             /* the wait in hand goes on */
-	if (p->t0) {
-		/* one long pause (between tests, a slow peer) makes the
-		 * session cold for a few waits, not for long: a wait counts
-		 * for at most 4 x the cold mark; the average falls by half
-		 * of the difference and rises by a quarter */
-		d = now - p->t0;
-		if (p->missed) {
-			/* the poll missed this one: one that covers it (with
-			 * a quarter to spare), up to the cap, if the wait was
-			 * still a fast exchange's */
-			p->missed = 0;
-			if (p->base_ns && d < cold_ns(p) &&
-			    d + d / 4 > p->budget_ns)
-				p->budget_ns = d + d / 4 < cap_ns(p) ?
-					       d + d / 4 : cap_ns(p);
-		}
-		if (d > 4 * cold_ns(p))
-			d = 4 * cold_ns(p);
-		if (d < p->ewma_ns)
-			p->ewma_ns -= (p->ewma_ns - d) / 2;
-		else
-			p->ewma_ns += (d - p->ewma_ns) / 4;
-		/* cold: it sleeps at once, and polls from the base again
-		 * when its exchange picks up */
-		if (p->ewma_ns > cold_ns(p))
-			p->budget_ns = p->base_ns;
-	}
+	if (p->t0)
+		wait_ended(p, now - p->t0);
 	p->bytes = bytes;
 	p->t0 = now;
 }

@@ -390,15 +390,75 @@ static enum evr_sess_want poll_sleep(struct evr_sess *s,
 	return w;
 }
 
+/* A poll in hand (poll_async()), and how it ended. */
+struct poll_run {
+	uint64_t entry, start, budget;
+	uint64_t offered;           /* its last CPU offer, alone */
+	unsigned tries;             /* calls a round (0: shared, the turn's
+				     * call was the try) */
+	int shared;
+	int unarmed;                /* the channel is not armed */
+};
+
+enum poll_exit {
+	PX_ON,                      /* it polls on */
+	PX_SLEEP,                   /* done, or nothing came: it sleeps */
+	PX_YIELD,                   /* the loop's turn, then it polls on */
+	PX_PREEMPTED,               /* another task wanted the CPU */
+};
+
+/* Nothing came yet (at now): whether the poll goes on. */
+static enum poll_exit poll_check(struct evr_sess *s, struct poll_run *r,
+				 uint64_t now)
+{
+	if (now - r->start >= r->budget) {
+		/* nothing came: it sleeps, and backs off if that keeps
+		 * happening */
+		s->pe.n_ran_out++;
+		evr__poll_result(&s->pe, EVR_POLL_RAN_OUT);
+		return PX_SLEEP;
+	}
+	if (poll_slice(r->shared, now - r->entry, r->budget))
+		return PX_YIELD;
+	if (evr__sched_offer_cpu(&s->seat, s->pe.offer_ns, now, r->start,
+				 &r->offered, &s->pe.taken))
+		return PX_PREEMPTED;
+	/* shared: the others' turns, then this one's */
+	return r->shared ? PX_YIELD : PX_ON;
+}
+
+/* Poll for the budget (tries, then a look at the clock, a round). */
+static enum poll_exit poll_loop(struct evr_sess *s, struct poll_run *r,
+				enum evr_sess_want *wp)
+{
+	enum evr_sess_want w = *wp;
+	enum poll_exit x = PX_SLEEP;
+	uint64_t now;
+	unsigned n;
+
+	while (r->budget) {
+		if (r->tries)
+			r->unarmed = 1;
+		for (n = 0; n < r->tries && evr__sess_waiting(w); n++)
+			w = evr__sess_try_again(s, w);
+		now = evr_now_ns();
+		if (s->bytes != s->pe.bytes) {
+			r->start = now;
+			r->budget = poll_found(s, now);
+		}
+		x = evr__sess_waiting(w) ? poll_check(s, r, now) : PX_SLEEP;
+		if (x != PX_ON)
+			break;
+	}
+	*wp = w;
+	return x == PX_ON ? PX_SLEEP : x;
+}
+
 static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 {
-	uint64_t now = evr_now_ns(), entry = now, start, budget;
-	uint64_t offered = 0;
-	unsigned n, tries;
-	int unarmed, found, yield = 0, preempted = 0;
-	int shared = evr__sched_shared(&s->seat);
+	struct poll_run r = { .entry = evr_now_ns() };
+	int found = poll_resume(s, r.entry, &r.start);
 
-	found = poll_resume(s, now, &start);
 	if (!evr__sess_waiting(w)) {
 		/* done, or its turn again soon: whatever comes next (a close
 		 * that waits for completions) arms as it needs */
@@ -407,64 +467,35 @@ static enum evr_sess_want poll_async(struct evr_sess *s, enum evr_sess_want w)
 		s->pe.t0 = 0;
 		return w;
 	}
+	r.shared = evr__sched_shared(&s->seat);
 	/* whether the call that returned w left the channel unarmed
 	 * (poll_intent() in sessdrive.c) */
-	unarmed = s->conn->polling;
+	r.unarmed = s->conn->polling;
 	if (evr__sched_lost_since(&s->seat)) {
 		s->pe.n_preempted++;
 		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
 	}
-	budget = poll_estimate(s, now, found);
-	s->conn->polling = budget > 0;
+	r.budget = poll_estimate(s, r.entry, found);
+	s->conn->polling = r.budget > 0;
 	/* shared, the call of this turn was the try; the offers are the
 	 * loop's, not each connection's */
-	tries = shared ? 0 : POLL_TRIES;
-	while (budget) {
-		if (tries)
-			unarmed = 1;
-		for (n = 0; n < tries && evr__sess_waiting(w); n++)
-			w = evr__sess_try_again(s, w);
-		now = evr_now_ns();
-		if (s->bytes != s->pe.bytes) {
-			start = now;
-			budget = poll_found(s, now);
-		}
-		if (!evr__sess_waiting(w))
-			break;
-		if (now - start >= budget) {
-			/* nothing came: it sleeps, and backs off if that
-			 * keeps happening */
-			s->pe.n_ran_out++;
-			evr__poll_result(&s->pe, EVR_POLL_RAN_OUT);
-			break;
-		}
-		if (poll_slice(shared, now - entry, budget)) {
-			yield = 1;
-			break;
-		}
-		if (evr__sched_offer_cpu(&s->seat, s->pe.offer_ns, now, start,
-					 &offered, &s->pe.taken)) {
-			preempted = 1;
-			break;
-		}
-		if (shared) {
-			yield = 1;  /* the others' turns, then this one's */
-			break;
-		}
-	}
-	if (preempted) {
+	r.tries = r.shared ? 0 : POLL_TRIES;
+	switch (poll_loop(s, &r, &w)) {
+	case PX_PREEMPTED:
 		/* it sleeps (the peer, or whoever wanted the CPU, runs),
 		 * and backs off */
 		s->pe.n_preempted++;
 		evr__poll_result(&s->pe, EVR_POLL_PREEMPTED);
 		evr__sched_lost_cpu(&s->seat);
-	}
-	if (yield) {
+		break;
+	case PX_YIELD:
 		/* not armed: the idle watcher brings it back next turn */
 		s->pe.n_yields++;
-		s->pe.cont_t0 = start;
+		s->pe.cont_t0 = r.start;
 		s->conn->polling = 0;
 		return EVR_WANT_YIELD;
+	default:
+		break;
 	}
-	return poll_sleep(s, w, unarmed);
+	return poll_sleep(s, w, r.unarmed);
 }
