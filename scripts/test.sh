@@ -122,7 +122,7 @@ rxe "normal build" "$top/build"
 # the fabric (hosts in namespaces, racks, spines): Soft-RoCE per network
 # namespace needs Linux 7.1+, Debian's trixie-backports kernel; the NIC
 # failures again there (7.x sends DEVICE_FATAL on a removal, 6.1 not)
-rxe "normal build, Linux 7.3 guest" "$top/build" "{fabric,fleet,nicfail}" backports
+rxe "normal build, Linux 7.3 guest" "$top/build" "{fabric,fleetprom,nicfail}" backports
 
 # ---- 2. the ASan+UBSan build
 t0=$(now)

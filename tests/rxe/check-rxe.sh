@@ -84,7 +84,7 @@ case $cycles in ''|*[!0-9]*) echo "check-rxe: FAULT_RXE_CYCLES must be a number"
 # time bounds (tests/rxe/lib-guest.sh)
 san=0
 grep -q '^EVR_SANITIZERS = yes' "$build/Makefile" 2>/dev/null && san=1
-# guest-fleet.sh's campaign: FLEET_ROUNDS, FLEET_KINDS, FLEET_BOUND,
+# guest-fleetprom.sh's campaign: FLEET_ROUNDS, FLEET_KINDS, FLEET_BOUND,
 # FLEET_DELAY_MS (bench/fabric-campaign.sh), passed on as they are
 fleet=
 for v in FLEET_ROUNDS FLEET_KINDS FLEET_BOUND FLEET_DELAY_MS; do

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The fleet agent over RDMA, in a fabric (tests/rxe/fabric.sh; the newer
-# guest kernel), watched by a real Prometheus with the shipped rules (run
-# by bench/fabric-campaign.sh; not in CI until its rules' precision holds
-# there: CI's run once named a healthy host, see doc/fabric.md):
+# guest kernel), watched by a real Prometheus with the shipped rules (CI
+# runs its default, 2 rounds of "dead rnic spine"; bench/fabric-campaign.sh
+# the full campaign, see doc/fabric.md):
 # 4 hosts in 2 racks, one evrdma-probed per host with an rdma responder
 # and an rdma mesh over one peers file (racks as labels), scraped over an
 # out-of-band management network (fab_oob) every second and judged by
