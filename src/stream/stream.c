@@ -255,6 +255,21 @@ static void name_failed_addr(const struct evr_stream *st,
 	}
 }
 
+/* Both names are numbers now: the engine's own start, or the run's end
+ * if it fails. */
+static void start_resolved(struct evr_stream *st)
+{
+	struct evr_failure f = { .phase = EVR_PH_SETUP };
+	int ret = st->eng->start(st, &f);
+
+	if (!ret)
+		return;
+	if (!f.err)
+		f.err = ret;
+	name_failed_addr(st, &f);
+	evr__stream_finish(st, f.err, &f);
+}
+
 /* Lookup i (0: o.host, 1: o.bind_addr) answered: the engine's own start
  * once both have, with the numeric addresses in o; the run's end if a
  * name does not resolve or that start fails (it returned 0 already). */
@@ -262,7 +277,6 @@ static void looked_up(struct evr_stream *st, unsigned i, int err,
 		      const struct sockaddr *sa)
 {
 	struct evr_failure f = { .phase = EVR_PH_SETUP };
-	int ret;
 
 	/* sa is the lookup's: read it before the lookup goes */
 	if (!err && evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
@@ -281,15 +295,8 @@ static void looked_up(struct evr_stream *st, unsigned i, int err,
 		st->o.bind_addr = st->num[1];
 	else
 		st->o.host = st->num[0];
-	if (st->lk[0] || st->lk[1])
-		return;
-	ret = st->eng->start(st, &f);
-	if (ret) {
-		if (!f.err)
-			f.err = ret;
-		name_failed_addr(st, &f);
-		evr__stream_finish(st, f.err, &f);
-	}
+	if (!st->lk[0] && !st->lk[1])
+		start_resolved(st);
 }
 
 static void host_cb(void *ud, int err, const struct sockaddr *sa,
@@ -328,6 +335,32 @@ static int lookups_start(struct evr_stream *st, struct evr_failure *f)
 	return st->lk[0] || st->lk[1];
 }
 
+/* What a start needs before anything is made: an idle engine (once: a
+ * failed start may be retried), a known transport, an address format it
+ * takes.  Its transport, or NULL with f filled. */
+static const struct xport_type *start_check(struct evr_stream *st,
+					    struct evr_failure *f)
+{
+	const struct xport_type *t;
+
+	if (st->state != EVR_STREAM_IDLE) {
+		f->err = -EALREADY;
+		return NULL;
+	}
+	t = xport_find(st->o.xport);
+	if (!t) {
+		f->err = -EINVAL;
+		f->where = "transport";
+		return NULL;
+	}
+	if (st->o.addr_fmt == EVR_ADDR_GID && !t->gid) {
+		f->err = -EVR_E_NOTSUP;
+		f->detail = EVR_NOTSUP_GID_TCP;
+		return NULL;
+	}
+	return t;
+}
+
 int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 {
 	const struct xport_type *t;
@@ -338,21 +371,9 @@ int evr_stream_start(struct evr_stream *st, struct evr_failure *f)
 		f = &ignored;
 	memset(f, 0, sizeof(*f));
 	f->phase = EVR_PH_SETUP;
-	if (st->state != EVR_STREAM_IDLE) {
-		f->err = -EALREADY; /* once (a failed start may be retried) */
+	t = start_check(st, f);
+	if (!t)
 		return f->err;
-	}
-	t = xport_find(st->o.xport);
-	if (!t) {
-		f->err = -EINVAL;
-		f->where = "transport";
-		return f->err;
-	}
-	if (st->o.addr_fmt == EVR_ADDR_GID && !t->gid) {
-		f->err = -EVR_E_NOTSUP;
-		f->detail = EVR_NOTSUP_GID_TCP;
-		return f->err;
-	}
 	if (!st->xp) {
 		const struct evr_xport base = {
 			.loop = st->loop, .o = &st->o, .cbs = st->eng->xcbs,
