@@ -58,46 +58,76 @@ int diag_preflight(const char *prog, const struct evr_hc_need *need,
 
 #define BIT(c) (1u << EVR_HC_##c)
 
+/* Is where a call that locks memory: a verbs call, or a server's
+ * accept, which makes the same? */
+static int locks_memory(const char *where)
+{
+	return where && (!strncmp(where, "ibv_", 4) ||
+			 !strncmp(where, "rdma_", 5) ||
+			 !strcmp(where, "accept"));
+}
+
+/* ENOMEM from a call at where that locks memory: the memlock check's
+ * line, or the kernel's word over the check's; 1 when a line was said. */
+static int diag_memlock(const char *prog, const struct evr_hc_report *rep,
+			const char *where, char *first, size_t len)
+{
+	const struct evr_hc_row *m = &rep->rows[EVR_HC_MEMLOCK];
+	char line[512];
+
+	if (say(prog, rep, BIT(MEMLOCK), first, len))
+		return 1;
+	/* the estimate fit, the kernel said otherwise: a limit there was,
+	 * all the same (not with unlimited or CAP_IPC_LOCK: then it is the
+	 * machine's memory) */
+	if (strncmp(m->fact, "RLIMIT_MEMLOCK ", 15) ||
+	    !strncmp(m->fact, "RLIMIT_MEMLOCK unlimited", 24))
+		return 0;
+	snprintf(line, sizeof(line), "memlock: %s: %s with %s; raise it: "
+		 "ulimit -l unlimited, /etc/security/limits.conf \"USER - "
+		 "memlock unlimited\", systemd LimitMEMLOCK=infinity; or "
+		 "grant CAP_IPC_LOCK", where, strerror(ENOMEM), m->fact);
+	fprintf(stderr, "%s: %s\n", prog, line);
+	if (first)
+		snprintf(first, len, "%s", line);
+	return 1;
+}
+
 int diag_failure(const char *prog, const struct evr_hc_need *need, int err,
 		 const char *where, char *first, size_t len)
 {
-	const struct evr_hc_row *m;
 	struct evr_hc_report rep;
-	char line[512];
 
 	/* out of descriptors: the failure's own words say so, and the
 	 * checks, which open files, would misread the host */
 	if (!err || err == -EMFILE || err == -ENFILE ||
 	    evr_hostcheck_run(NULL, need, &rep))
 		return 0;
-	m = &rep.rows[EVR_HC_MEMLOCK];
-	/* a verbs call, or a server's accept, which makes the same */
-	if (err == -ENOMEM && where && (!strncmp(where, "ibv_", 4) ||
-					!strncmp(where, "rdma_", 5) ||
-					!strcmp(where, "accept"))) {
-		if (say(prog, &rep, BIT(MEMLOCK), first, len))
-			return 1;
-		/* the estimate fit, the kernel said otherwise: a limit
-		 * there was, all the same (not with unlimited or
-		 * CAP_IPC_LOCK: then it is the machine's memory) */
-		if (strncmp(m->fact, "RLIMIT_MEMLOCK ", 15) ||
-		    !strncmp(m->fact, "RLIMIT_MEMLOCK unlimited", 24))
-			return 0;
-		snprintf(line, sizeof(line), "memlock: %s: %s with %s; raise "
-			 "it: ulimit -l unlimited, /etc/security/limits.conf "
-			 "\"USER - memlock unlimited\", systemd "
-			 "LimitMEMLOCK=infinity; or grant CAP_IPC_LOCK", where,
-			 strerror(ENOMEM), m->fact);
-		fprintf(stderr, "%s: %s\n", prog, line);
-		if (first)
-			snprintf(first, len, "%s", line);
-		return 1;
-	}
+	if (err == -ENOMEM && locks_memory(where))
+		return diag_memlock(prog, &rep, where, first, len);
 	if (err == -EPERM || err == -EACCES)
 		return say(prog, &rep, BIT(VERBS_DEV) | BIT(RDMA_CM), first,
 			   len) > 0;
 	return say(prog, &rep, BIT(ADDR_DEV) | BIT(PORT) | BIT(GID) |
 		   BIT(VERBS_DEV) | BIT(RDMA_CM), first, len) > 0;
+}
+
+/* One check's row of the hostcheck record, or NULL if out of memory. */
+static json_t *hc_row_json(const struct evr_hc_row *r)
+{
+	json_t *c = json_object();
+
+	if (!c)
+		return NULL;
+	json_object_set_new(c, "check",
+			    json_string(evr_hostcheck_name(r->check)));
+	json_object_set_new(c, "result", json_string(
+		r->verdict == EVR_HC_OK ? "ok" :
+		r->verdict == EVR_HC_FAIL ? "fail" : "skip"));
+	json_object_set_new(c, "fact", json_string(r->fact));
+	json_object_set_new(c, "fix", r->fix[0] ?
+			    json_string(r->fix) : json_null());
+	return c;
 }
 
 json_t *jo_hostcheck(const char *prog, const char *version,
@@ -124,20 +154,9 @@ json_t *jo_hostcheck(const char *prog, const char *version,
 	json_object_set_new(o, "interface", rep->ifname[0] ?
 			    json_string(rep->ifname) : json_null());
 	for (i = 0; i < EVR_HC_COUNT; i++) {
-		const struct evr_hc_row *r = &rep->rows[i];
-
-		c = json_object();
-		if (!c)
-			continue;
-		json_object_set_new(c, "check",
-				    json_string(evr_hostcheck_name(r->check)));
-		json_object_set_new(c, "result", json_string(
-			r->verdict == EVR_HC_OK ? "ok" :
-			r->verdict == EVR_HC_FAIL ? "fail" : "skip"));
-		json_object_set_new(c, "fact", json_string(r->fact));
-		json_object_set_new(c, "fix", r->fix[0] ?
-				    json_string(r->fix) : json_null());
-		json_array_append_new(a, c);
+		c = hc_row_json(&rep->rows[i]);
+		if (c)
+			json_array_append_new(a, c);
 	}
 	json_object_set_new(o, "checks", a);
 	json_object_set_new(o, "failed", json_integer(rep->nfail));

@@ -38,6 +38,22 @@ static unsigned long nr_open(void)
 	return v ? v : 1048576;
 }
 
+/*
+ * Raise the soft limit to the hard one, as far as the kernel lets us,
+ * and note the new soft limit in *limit when it took.
+ */
+static void raise_to_hard(const struct rlimit *cur, unsigned long *limit)
+{
+	struct rlimit want;
+
+	if (cur->rlim_cur == cur->rlim_max)
+		return;
+	want = *cur;
+	want.rlim_cur = cur->rlim_max;
+	if (!setrlimit(RLIMIT_NOFILE, &want))
+		*limit = want.rlim_cur;
+}
+
 int fdlimit_raise(unsigned long need, unsigned long *limit)
 {
 	struct rlimit cur, want;
@@ -49,12 +65,7 @@ int fdlimit_raise(unsigned long need, unsigned long *limit)
 	*limit = cur.rlim_cur;
 	if (!need) {
 		/* a server: as many as it may have, without asking */
-		if (cur.rlim_cur != cur.rlim_max) {
-			want = cur;
-			want.rlim_cur = cur.rlim_max;
-			if (!setrlimit(RLIMIT_NOFILE, &want))
-				*limit = want.rlim_cur;
-		}
+		raise_to_hard(&cur, limit);
 		return 0;
 	}
 	if (fdlimit_plan(need, &cur, geteuid() == 0 ? nr_open() : 0, &want))

@@ -223,10 +223,25 @@ json_t *jo_result(const struct evr_result *r)
 	return jo_result_since(r, 0);
 }
 
+/*
+ * A result's usec/xfer, as the table's column; 0 for a run too short to
+ * time.  With -c N it is the mean of the connections' own (rstream(1),
+ * MANY CONNECTIONS).
+ */
+static double usec_per_xfer(const struct evr_result *r)
+{
+	double usec = r->elapsed_ns / 1000.0;
+
+	if (r->nconns)
+		return r->count ?
+		       r->iter_mean_ns / 1000.0 / (r->count * 2.0) : 0.0;
+	return r->iters && r->count ?
+	       (usec / r->iters) / (r->count * 2.0) : 0.0;
+}
+
 json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
 {
 	json_t *o = jo_record("result");
-	double usec = r->elapsed_ns / 1000.0;
 
 	set_str(o, "test", r->name);
 	if (r->nconns > 1) {
@@ -252,14 +267,7 @@ json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
 	/* upstream's columns, unrounded; 0 for a run too short to time */
 	set_real(o, "gbps", r->elapsed_ns ?
 			    (r->bytes * 8.0) / (double)r->elapsed_ns : 0.0);
-	/* -c N: the mean of the connections' own, as the table's column
-	 * (rstream(1), MANY CONNECTIONS) */
-	if (r->nconns)
-		set_real(o, "usec_per_xfer", r->count ?
-			 r->iter_mean_ns / 1000.0 / (r->count * 2.0) : 0.0);
-	else
-		set_real(o, "usec_per_xfer", r->iters && r->count ?
-			 (usec / r->iters) / (r->count * 2.0) : 0.0);
+	set_real(o, "usec_per_xfer", usec_per_xfer(r));
 	if (r->lat)
 		set(o, "latency", jo_lat(r->lat));
 	if (r->split) {

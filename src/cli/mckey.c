@@ -124,6 +124,19 @@ static const struct {
 	{ "mckey: unable to create CQ", "ibv_create_cq" },
 };
 
+/* The verbs call behind a set-up message, or NULL for any other. */
+static const char *set_up_call(const char *msg)
+{
+	size_t i;
+
+	if (!msg)
+		return NULL;
+	for (i = 0; i < sizeof(set_up_calls) / sizeof(set_up_calls[0]); i++)
+		if (!strcmp(msg, set_up_calls[i].msg))
+			return set_up_calls[i].call;
+	return NULL;
+}
+
 /* After upstream's line: the host's diagnosis when it explains the
  * failure.  Locked memory and device nodes are a local error (exit 5);
  * the address's device or port only adds the line (upstream's status
@@ -131,15 +144,11 @@ static const struct {
 static void diagnose(struct app *a, const struct evr_mc_failure *f)
 {
 	int err = f->sys_errno ? -f->sys_errno : f->code;
-	const char *where = NULL;
-	size_t i;
 
 	if (!a->need.rdma || a->diag_said || err >= 0 || -err >= EVR_E_BASE)
 		return;
-	for (i = 0; i < sizeof(set_up_calls) / sizeof(set_up_calls[0]); i++)
-		if (f->msg && !strcmp(f->msg, set_up_calls[i].msg))
-			where = set_up_calls[i].call;
-	a->diag_said = diag_failure("mckey", &a->need, err, where, NULL, 0);
+	a->diag_said = diag_failure("mckey", &a->need, err,
+				    set_up_call(f->msg), NULL, 0);
 	a->diagnosed = a->diag_said && (err == -ENOMEM || err == -EPERM ||
 					err == -EACCES);
 }

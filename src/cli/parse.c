@@ -9,6 +9,33 @@
 
 #include "parse.h"
 
+/*
+ * Scale *v by the size suffix at **end (k, m or g, any case: powers of
+ * 1024) and step over it; -1 if the suffix is unknown or *v overflows.
+ */
+static int apply_suffix(long long *v, char **end)
+{
+	long long mul;
+
+	switch (**end) {
+	case 'k': case 'K':
+		mul = 1024;
+		break;
+	case 'm': case 'M':
+		mul = 1024 * 1024;
+		break;
+	case 'g': case 'G':
+		mul = 1024LL * 1024 * 1024;
+		break;
+	default:
+		return -1;
+	}
+	if (__builtin_mul_overflow(*v, mul, v))
+		return -1;
+	(*end)++;
+	return 0;
+}
+
 int cli_num(const char *s, long long min, long long max, unsigned flags,
 	    long long *out)
 {
@@ -19,26 +46,8 @@ int cli_num(const char *s, long long min, long long max, unsigned flags,
 	v = strtoll(s, &end, flags & CLI_ANY_BASE ? 0 : 10);
 	if (end == s || errno)
 		return -1;
-	if ((flags & CLI_SUFFIX) && *end) {
-		long long mul;
-
-		switch (*end) {
-		case 'k': case 'K':
-			mul = 1024;
-			break;
-		case 'm': case 'M':
-			mul = 1024 * 1024;
-			break;
-		case 'g': case 'G':
-			mul = 1024LL * 1024 * 1024;
-			break;
-		default:
-			return -1;
-		}
-		if (__builtin_mul_overflow(v, mul, &v))
-			return -1;
-		end++;
-	}
+	if ((flags & CLI_SUFFIX) && *end && apply_suffix(&v, &end))
+		return -1;
 	if (*end || v < min || v > max)
 		return -1;
 	*out = v;

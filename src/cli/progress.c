@@ -108,6 +108,30 @@ static unsigned live_slots(const struct progress_out *po)
 	return n;
 }
 
+/* A new slot for each of n connections, none of them reported yet, and
+ * a new round; no slots at all when out of memory. */
+static void reset_slots(struct progress_out *po, unsigned n)
+{
+	free(po->slot);
+	po->slot = calloc(n, sizeof(*po->slot));
+	po->nslots = po->slot ? n : 0;
+	po->gen = 1; /* calloc's 0: never reported */
+	po->nfresh = 0;
+	po->round_ns = 0;
+}
+
+/* The round's time and test: those of its latest report. */
+static void note_round(struct progress_out *po, const struct evr_progress *p)
+{
+	if (po->nfresh && p->elapsed_ns <= po->round_ns)
+		return;
+	po->round_ns = p->elapsed_ns;
+	po->round_ti = p->test_index;
+	po->round_dur_ns = p->duration_ns;
+	snprintf(po->round_test, sizeof(po->round_test), "%s",
+		 p->test ? p->test : "?");
+}
+
 void progress_print(struct progress_out *po, const struct evr_progress *p)
 {
 	struct progress_slot *sl;
@@ -115,14 +139,8 @@ void progress_print(struct progress_out *po, const struct evr_progress *p)
 
 	if (p->conn_total > 1 && p->conn_index >= 1 &&
 	    p->conn_index <= p->conn_total) {
-		if (po->nslots != p->conn_total) {
-			free(po->slot);
-			po->slot = calloc(p->conn_total, sizeof(*po->slot));
-			po->nslots = po->slot ? p->conn_total : 0;
-			po->gen = 1; /* calloc's 0: never reported */
-			po->nfresh = 0;
-			po->round_ns = 0;
-		}
+		if (po->nslots != p->conn_total)
+			reset_slots(po, p->conn_total);
 		if (po->per_conn) {
 			progress_format(line, sizeof(line), p);
 			emit(po, line, 0);
@@ -138,14 +156,7 @@ void progress_print(struct progress_out *po, const struct evr_progress *p)
 		sl->gen = po->gen;
 		sl->test_index = p->test_index;
 		sl->final = 0;
-		/* the round's time and test: its latest report's */
-		if (!po->nfresh || p->elapsed_ns > po->round_ns) {
-			po->round_ns = p->elapsed_ns;
-			po->round_ti = p->test_index;
-			po->round_dur_ns = p->duration_ns;
-			snprintf(po->round_test, sizeof(po->round_test), "%s",
-				 p->test ? p->test : "?");
-		}
+		note_round(po, p);
 		if (++po->nfresh >= live_slots(po))
 			flush_round(po);
 		return;

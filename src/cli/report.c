@@ -51,19 +51,29 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 		 xfer_usec);
 }
 
+/* A connection's keepalive, as the settings line ends: TCP's three
+ * knobs, RDMA's one, or off. */
+static void format_keepalive(char *ka, size_t len,
+			     const struct evr_conn_settings *s)
+{
+	if (s->keepalive_on && s->xport == EVR_XPORT_TCP)
+		snprintf(ka, len, "keepalive idle %d intvl %d probes %d",
+			 s->keepalive_idle_s, s->tcp_keepintvl_s,
+			 s->tcp_keepcnt);
+	else if (s->keepalive_on)
+		snprintf(ka, len, "keepalive %d", s->keepalive_idle_s);
+	else
+		snprintf(ka, len, "keepalive off");
+}
+
 void rstream_format_settings(char *buf, size_t len, unsigned conn,
 			     const char *peer,
 			     const struct evr_conn_settings *s)
 {
-	char ka[64] = "keepalive off";
+	char ka[64];
 	int n;
 
-	if (s->keepalive_on && s->xport == EVR_XPORT_TCP)
-		snprintf(ka, sizeof(ka), "keepalive idle %d intvl %d probes %d",
-			 s->keepalive_idle_s, s->tcp_keepintvl_s,
-			 s->tcp_keepcnt);
-	else if (s->keepalive_on)
-		snprintf(ka, sizeof(ka), "keepalive %d", s->keepalive_idle_s);
+	format_keepalive(ka, sizeof(ka), s);
 	n = snprintf(buf, len, "settings conn %u local %s peer %s: ", conn,
 		     s->local[0] ? s->local : "-",
 		     s->peer[0] ? s->peer : peer && peer[0] ? peer : "-");
@@ -117,42 +127,60 @@ static const struct {
 	  "connections as it allows (its --max-conns): try again later" },
 };
 
-void rstream_failure_str(const struct evr_failure *f,
-			 const struct evr_stream_opts *o, char *buf, size_t len)
+/* A server's connection that met one of its limits: the limit, in buf,
+ * in the words of the option that sets it; NULL for any other failure. */
+static const char *server_limit(const struct evr_failure *f,
+				const struct evr_stream_opts *o, char *buf,
+				size_t len)
+{
+	struct evr_stream_opts eff = { 0 };
+
+	if (!f || f->err >= 0 || !f->where || -f->err >= EVR_E_BASE)
+		return NULL;
+	if (f->detail == EVR_REJECT_BUDGET) {
+		snprintf(buf, len, "%s (the server's memory budget, "
+			 "--max-memory, is taken): %s", f->where,
+			 strerror(-f->err));
+		return buf;
+	}
+	if (f->detail != EVR_REJECT_CONNS)
+		return NULL;
+	if (o)
+		eff = *o;
+	evr_stream_opts_resolve(&eff, &eff);
+	snprintf(buf, len, "%s (at the --max-conns limit of %u connections: "
+		 "new ones are turned away until some close): %s", f->where,
+		 eff.max_conns, strerror(-f->err));
+	return buf;
+}
+
+/* A refusal's reason from the tables above, or NULL if they have none. */
+static const char *option_words(const struct evr_failure *f)
 {
 	const char *why = NULL;
-	char limit[256];
 	size_t i;
 
-	/* a server's connection that met one of its limits */
-	if (f && f->err < 0 && f->where && f->detail == EVR_REJECT_BUDGET &&
-	    -f->err < EVR_E_BASE) {
-		snprintf(limit, sizeof(limit), "%s (the server's memory "
-			 "budget, --max-memory, is taken): %s", f->where,
-			 strerror(-f->err));
-		why = limit;
-	} else if (f && f->err < 0 && f->where &&
-		   f->detail == EVR_REJECT_CONNS && -f->err < EVR_E_BASE) {
-		struct evr_stream_opts eff = { 0 };
-
-		if (o)
-			eff = *o;
-		evr_stream_opts_resolve(&eff, &eff);
-		snprintf(limit, sizeof(limit), "%s (at the --max-conns limit "
-			 "of %u connections: new ones are turned away until "
-			 "some close): %s", f->where, eff.max_conns,
-			 strerror(-f->err));
-		why = limit;
-	}
-
-	for (i = 0; f && f->err == -EVR_E_NOTSUP &&
+	for (i = 0; f->err == -EVR_E_NOTSUP &&
 		    i < CLI_ARRAY_SIZE(notsup_words); i++)
 		if (f->detail == notsup_words[i].notsup)
 			why = notsup_words[i].reason;
-	for (i = 0; f && f->err == -EVR_E_REJECTED &&
+	for (i = 0; f->err == -EVR_E_REJECTED &&
 		    i < CLI_ARRAY_SIZE(reject_words); i++)
 		if (f->detail == reject_words[i].reject)
 			why = reject_words[i].reason;
+	return why;
+}
+
+void rstream_failure_str(const struct evr_failure *f,
+			 const struct evr_stream_opts *o, char *buf, size_t len)
+{
+	const char *why, *words;
+	char limit[256];
+
+	why = server_limit(f, o, limit, sizeof(limit));
+	words = f ? option_words(f) : NULL;
+	if (words)
+		why = words;
 	evr_failure_format(f, why, buf, len);
 }
 

@@ -100,12 +100,29 @@ static void keep_lat(struct app *a, const struct evr_result *r)
 		n->sp = *r->split;
 }
 
+/* --split: one test's round trip in its parts, and how many samples
+ * were left out because their parts did not add up. */
+static void print_split(const struct lat_row *lr)
+{
+	char row[160];
+	int p;
+
+	for (p = 0; p < EVR_SPLIT_PARTS; p++) {
+		split_format_row(row, sizeof(row), p ? "" : lr->name, p,
+				 &lr->sp.part[p]);
+		fputs(row, stdout);
+	}
+	if (lr->sp.rejected)
+		printf("%-10s%-7s%8llu (parts that did not add up)\n",
+		       "", "reject", (unsigned long long)lr->sp.rejected);
+}
+
 static void print_lat(struct app *a)
 {
 	char row[160];
 	size_t i;
 
-	int p, any = 0;
+	int any = 0;
 
 	if (!a->nlat || a->cli.json)
 		return;
@@ -125,23 +142,26 @@ static void print_lat(struct app *a)
 		fputc('\n', stdout);
 		fputs(split_header(), stdout);
 	}
-	for (i = 0; i < a->nlat; i++) {
-		const struct lat_row *lr = &a->lat[i];
-
-		if (!lr->have_split)
-			continue;
-		for (p = 0; p < EVR_SPLIT_PARTS; p++) {
-			split_format_row(row, sizeof(row),
-					 p ? "" : lr->name, p,
-					 &lr->sp.part[p]);
-			fputs(row, stdout);
-		}
-		if (lr->sp.rejected)
-			printf("%-10s%-7s%8llu (parts that did not add up)\n",
-			       "", "reject",
-			       (unsigned long long)lr->sp.rejected);
-	}
+	for (i = 0; i < a->nlat; i++)
+		if (a->lat[i].have_split)
+			print_split(&a->lat[i]);
 	fflush(stdout);
+}
+
+/* --json: one result record, named by the peer as the user gave it when
+ * a client's connection does not know the name it used. */
+static void emit_json_result(struct app *a, const struct evr_result *r)
+{
+	struct evr_result rr = *r;
+	char peer[320];
+
+	if ((!rr.peer || !rr.peer[0]) && !a->cli.o.server) {
+		snprintf(peer, sizeof(peer), "%s:%s", a->cli.o.host,
+			 a->cli.o.port);
+		rr.peer = peer;
+	}
+	jo_emit(stdout, jo_result_since(&rr, a->t0));
+	out_check(a);
 }
 
 static void on_result(void *ud, const struct evr_result *r)
@@ -160,17 +180,7 @@ static void on_result(void *ud, const struct evr_result *r)
 	if (!r->conn_index)
 		TOT_ADD(a, total_bytes, r->bytes);
 	if (a->cli.json) {
-		struct evr_result rr = *r;
-		char peer[320];
-
-		/* a client's connection does not know the name it used */
-		if ((!rr.peer || !rr.peer[0]) && !a->cli.o.server) {
-			snprintf(peer, sizeof(peer), "%s:%s", a->cli.o.host,
-				 a->cli.o.port);
-			rr.peer = peer;
-		}
-		jo_emit(stdout, jo_result_since(&rr, a->t0));
-		out_check(a);
+		emit_json_result(a, r);
 		return;
 	}
 	rstream_format_row(row, sizeof(row), r);
@@ -287,22 +297,24 @@ static void json_error(struct app *a, const struct evr_failure *f,
 			    jo_error(msg, status));
 }
 
-static void on_done(void *ud, int status, const struct evr_failure *f,
-		    int in_child)
+/* Is the run's end a failure to tell here?  A client's failure; or a
+ * server's own start, which ends here when its -b name was looked up on
+ * the loop (no connection's: those were told as they were dropped). */
+static int told_at_end(const struct app *a, int status,
+		       const struct evr_failure *f)
 {
-	struct app *a = ud;
-	char line[512];
-	/* A client's failure; or a server's own start, which ends here
-	 * when its -b name was looked up on the loop (no connection's:
-	 * those were told as they were dropped). */
-	int told = f && status && status != -EVR_E_CANCELLED &&
-		   (!a->cli.o.server ||
-		    (!f->conn_id && f->phase == EVR_PH_SETUP));
+	return f && status && status != -EVR_E_CANCELLED &&
+	       (!a->cli.o.server ||
+		(!f->conn_id && f->phase == EVR_PH_SETUP));
+}
 
-	progress_clear(&a->prog);
-	a->done = 1;
-	a->in_child = in_child;
-	a->status = rstream_exit_status(f);
+/* The run's end on stderr: its failure (or the host's diagnosis of it),
+ * or where a client stood when a signal stopped it. */
+static void say_end(struct app *a, int status, const struct evr_failure *f)
+{
+	char line[512];
+	int told = told_at_end(a, status, f);
+
 	if (told && diagnosed(a, f, line, sizeof(line))) {
 		a->status = RSTREAM_EXIT_LOCAL;
 		json_error(a, NULL, line, a->status);
@@ -322,6 +334,18 @@ static void on_done(void *ud, int status, const struct evr_failure *f,
 		fprintf(stderr, "rstream: %s by %s\n", line,
 			cli_signame(&a->cl));
 	}
+}
+
+static void on_done(void *ud, int status, const struct evr_failure *f,
+		    int in_child)
+{
+	struct app *a = ud;
+
+	progress_clear(&a->prog);
+	a->done = 1;
+	a->in_child = in_child;
+	a->status = rstream_exit_status(f);
+	say_end(a, status, f);
 	/* A server (and --once) reported the connection's failure already,
 	 * as a conn_failed record with --json. */
 	if (a->cli.o.server && status == -EVR_E_CANCELLED && !a->out->failed)
@@ -381,7 +405,59 @@ static int parse(struct app *a, int argc, char **argv)
 	return ret;
 }
 
-static int run(int argc, char **argv, struct cli_out *out)
+/* --json -T f: the summary's counts in memory the children share, so
+ * that it counts their records too (else it counts the parent's). */
+static void share_totals(struct app *a)
+{
+	void *m;
+
+	if (!a->cli.json || !a->cli.o.fork)
+		return;
+	m = mmap(NULL, sizeof(*a->tot), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED)
+		a->tot = m;
+}
+
+/* Room for every connection of a client: 0, or the status of the run
+ * that cannot have it.  A server takes what it may. */
+static int raise_fds(struct app *a)
+{
+	unsigned n = a->cli.o.conns ? a->cli.o.conns : 1;
+	unsigned long lim;
+	char line[512];
+
+	if (a->cli.o.server) {
+		fdlimit_raise(0, &lim);
+		return 0;
+	}
+	if (!fdlimit_raise(a->need.fds, &lim))
+		return 0;
+	snprintf(line, sizeof(line), "-c %u needs ~%lu file descriptors, the "
+		 "limit is %lu and cannot be raised", n, a->need.fds, lim);
+	return fail_early(a, "rstream: ", line, RSTREAM_EXIT_LOCAL);
+}
+
+/* What the host lacks for RDMA, said before anything is made
+ * (descriptors: in their own words, by raise_fds()): 0, or the status
+ * of the run that cannot go on. */
+static int preflight(struct app *a)
+{
+	struct evr_hc_need pre = a->need;
+	char line[512];
+
+	if (!a->need.rdma || a->cli.no_host_check)
+		return 0;
+	pre.fds = 0;
+	if (!diag_preflight("rstream", &pre, 0, line, sizeof(line)))
+		return 0;
+	json_error(a, NULL, line, RSTREAM_EXIT_LOCAL);
+	return finish(a, RSTREAM_EXIT_LOCAL);
+}
+
+/* The event loop and the engine on it: 0, or the status of the run
+ * that cannot have them. */
+static int make_engine(struct app *a)
 {
 	static const struct evr_stream_cbs cbs = {
 		.result = on_result,
@@ -390,9 +466,84 @@ static int run(int argc, char **argv, struct cli_out *out)
 		.done = on_done,
 		.progress = on_progress,
 	};
-	struct app a;
+	char line[512];
+	int ret;
+
+	if (cli_loop_open(&a->cl, "rstream", a->cli.trace)) {
+		json_error(a, NULL, "cannot create the event loop",
+			   RSTREAM_EXIT_LOCAL);
+		return finish(a, RSTREAM_EXIT_LOCAL);
+	}
+	ret = evr_stream_new(&a->st, a->cl.loop, &a->cli.o, &cbs, a);
+	if (ret) {
+		snprintf(line, sizeof(line), "cannot create the engine: %s",
+			 strerror(-ret));
+		cli_loop_close(&a->cl);
+		return fail_early(a, "rstream: ", line, RSTREAM_EXIT_LOCAL);
+	}
+	cli_loop_signals(&a->cl, on_signal, a);
+	return 0;
+}
+
+/* Once the run is going to start (an early failure stays the only line
+ * on stderr): the plan's warning, and a client's table header, which
+ * upstream prints before connecting. */
+static void before_start(struct app *a)
+{
+	if (rstream_plan_warning(&a->cli))
+		fprintf(stderr, "rstream: warning: %s\n",
+			rstream_plan_warning(&a->cli));
+	if (!a->cli.o.server)
+		print_header(a);
+}
+
+/* Start the engine and run the loop until it is done; a start that
+ * fails is said here, and its status kept. */
+static void start_and_run(struct app *a)
+{
 	struct evr_failure f;
 	char line[512];
+	int ret;
+
+	a->started = !a->out->failed;
+	ret = a->started ? evr_stream_start(a->st, &f) : 0;
+	if (!a->started) {
+		/* the header's write failed: said, and nothing started */
+		a->status = RSTREAM_EXIT_LOCAL;
+	} else if (ret && diagnosed(a, &f, line, sizeof(line))) {
+		a->status = RSTREAM_EXIT_LOCAL;
+		json_error(a, NULL, line, a->status);
+	} else if (ret) {
+		rstream_failure_str(&f, &a->cli.o, line, sizeof(line));
+		fprintf(stderr, "rstream: %s\n", line);
+		a->status = rstream_exit_status(&f);
+		json_error(a, &f, NULL, a->status);
+	} else if (!a->done) {
+		evr_loop_run(a->cl.loop);
+	}
+}
+
+/* After the run: the latency tables, the resources freed and the last
+ * word; the run's exit status. */
+static int wind_up(struct app *a)
+{
+	int ret;
+
+	evr_stream_free(a->st);
+	if (!a->in_child)
+		print_lat(a);
+	free(a->lat);
+	progress_free(&a->prog);
+	cli_loop_close(&a->cl);
+	ret = finish(a, a->status);
+	if (a->tot != &a->tot_own)
+		munmap(a->tot, sizeof(*a->tot));
+	return ret;
+}
+
+static int run(int argc, char **argv, struct cli_out *out)
+{
+	struct app a;
 	int ret;
 
 	memset(&a, 0, sizeof(a));
@@ -423,95 +574,26 @@ static int run(int argc, char **argv, struct cli_out *out)
 		jo_emit(stdout, jo_rstream_start(&a.cli, PACKAGE_VERSION));
 	if (cli_out_check(a.out))
 		return RSTREAM_EXIT_LOCAL; /* nobody would see the results */
-	if (a.cli.json && a.cli.o.fork) {
-		void *m = mmap(NULL, sizeof(*a.tot), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-		if (m != MAP_FAILED)
-			a.tot = m; /* else the summary counts the parent's */
-	}
+	share_totals(&a);
 
 	if (evr_xport_check(a.cli.o.xport) == -EVR_E_NODEV)
 		return fail_early(&a, "", "No RDMA devices were detected",
 				  RSTREAM_EXIT_NODEV);
 
 	/* Room for every connection, checked before any is made. */
-	if (!a.cli.o.server) {
-		unsigned n = a.cli.o.conns ? a.cli.o.conns : 1;
-		unsigned long lim;
+	ret = raise_fds(&a);
+	if (ret)
+		return ret;
+	ret = preflight(&a);
+	if (ret)
+		return ret;
 
-		if (fdlimit_raise(a.need.fds, &lim)) {
-			snprintf(line, sizeof(line), "-c %u needs ~%lu file "
-				 "descriptors, the limit is %lu and cannot be "
-				 "raised", n, a.need.fds, lim);
-			return fail_early(&a, "rstream: ", line,
-					  RSTREAM_EXIT_LOCAL);
-		}
-	} else {
-		unsigned long lim;
-
-		fdlimit_raise(0, &lim); /* a server takes what it may */
-	}
-
-	/* What the host lacks for RDMA, said before anything is made
-	 * (descriptors: just above, in their own words) */
-	if (a.need.rdma && !a.cli.no_host_check) {
-		struct evr_hc_need pre = a.need;
-
-		pre.fds = 0;
-		if (diag_preflight("rstream", &pre, 0, line, sizeof(line))) {
-			json_error(&a, NULL, line, RSTREAM_EXIT_LOCAL);
-			return finish(&a, RSTREAM_EXIT_LOCAL);
-		}
-	}
-
-	if (cli_loop_open(&a.cl, "rstream", a.cli.trace)) {
-		json_error(&a, NULL, "cannot create the event loop",
-			   RSTREAM_EXIT_LOCAL);
-		return finish(&a, RSTREAM_EXIT_LOCAL);
-	}
-	ret = evr_stream_new(&a.st, a.cl.loop, &a.cli.o, &cbs, &a);
-	if (ret) {
-		snprintf(line, sizeof(line), "cannot create the engine: %s",
-			 strerror(-ret));
-		cli_loop_close(&a.cl);
-		return fail_early(&a, "rstream: ", line, RSTREAM_EXIT_LOCAL);
-	}
-	cli_loop_signals(&a.cl, on_signal, &a);
-
-	/* once the run is going to start: an early failure stays the only
-	 * line on stderr */
-	if (rstream_plan_warning(&a.cli))
-		fprintf(stderr, "rstream: warning: %s\n",
-			rstream_plan_warning(&a.cli));
-	if (!a.cli.o.server)
-		print_header(&a); /* upstream prints it before connecting */
-	a.started = !a.out->failed;
-	ret = a.started ? evr_stream_start(a.st, &f) : 0;
-	if (!a.started) {
-		/* the header's write failed: said, and nothing started */
-		a.status = RSTREAM_EXIT_LOCAL;
-	} else if (ret && diagnosed(&a, &f, line, sizeof(line))) {
-		a.status = RSTREAM_EXIT_LOCAL;
-		json_error(&a, NULL, line, a.status);
-	} else if (ret) {
-		rstream_failure_str(&f, &a.cli.o, line, sizeof(line));
-		fprintf(stderr, "rstream: %s\n", line);
-		a.status = rstream_exit_status(&f);
-		json_error(&a, &f, NULL, a.status);
-	} else if (!a.done) {
-		evr_loop_run(a.cl.loop);
-	}
-	evr_stream_free(a.st);
-	if (!a.in_child)
-		print_lat(&a);
-	free(a.lat);
-	progress_free(&a.prog);
-	cli_loop_close(&a.cl);
-	ret = finish(&a, a.status);
-	if (a.tot != &a.tot_own)
-		munmap(a.tot, sizeof(*a.tot));
-	return ret;
+	ret = make_engine(&a);
+	if (ret)
+		return ret;
+	before_start(&a);
+	start_and_run(&a);
+	return wind_up(&a);
 }
 
 /* Results that never reached stdout are a failure too (rstream.1, EXIT

@@ -227,6 +227,44 @@ static int in_groups(const struct hc *h, gid_t g)
 	return 0;
 }
 
+/* The node's permission bits (rwx) that apply to the run's user: all
+ * with CAP_DAC_OVERRIDE, else its owner's, group's or others'. */
+static unsigned node_bits(const struct hc *h, const struct stat *st)
+{
+	if (privileged(h, CAP_DAC_OVERRIDE_BIT))
+		return 7;
+	if (st->st_uid == h->uid)
+		return (st->st_mode >> 6) & 7;
+	if (in_groups(h, st->st_gid))
+		return (st->st_mode >> 3) & 7;
+	return st->st_mode & 7;
+}
+
+/* The node's owner and group by name, or by number when they have none. */
+static void node_owner(const struct stat *st, char *owner, size_t olen,
+		       char *group, size_t glen)
+{
+	struct passwd *pw = getpwuid(st->st_uid);
+	struct group *gr = getgrgid(st->st_gid);
+
+	if (pw)
+		snprintf(owner, olen, "%s", pw->pw_name);
+	else
+		snprintf(owner, olen, "%u", (unsigned)st->st_uid);
+	if (gr)
+		snprintf(group, glen, "%s", gr->gr_name);
+	else
+		snprintf(group, glen, "%u", (unsigned)st->st_gid);
+}
+
+/* What a node the run cannot open read-write lacks, in the fact's words. */
+static const char *lacks_str(int rd, int wr)
+{
+	if (!rd && !wr)
+		return "not readable or writable";
+	return !rd ? "not readable" : "not writable";
+}
+
 /*
  * A device node the run opens read-write.  0 when it can, else -1 with
  * the row failed: the node, what it lacks, its mode and owner, and the
@@ -236,8 +274,6 @@ static int check_node(struct hc *h, struct evr_hc_row *r, const char *node,
 		      const char *udev_name, const char *module)
 {
 	char path[512], fix[256], owner[64], group[64], lacks[40];
-	struct passwd *pw;
-	struct group *gr;
 	struct stat st;
 	unsigned bits;
 	int rd, wr;
@@ -250,14 +286,7 @@ static int check_node(struct hc *h, struct evr_hc_row *r, const char *node,
 		    strerror(errno));
 		return -1;
 	}
-	if (privileged(h, CAP_DAC_OVERRIDE_BIT))
-		bits = 7;
-	else if (st.st_uid == h->uid)
-		bits = (st.st_mode >> 6) & 7;
-	else if (in_groups(h, st.st_gid))
-		bits = (st.st_mode >> 3) & 7;
-	else
-		bits = st.st_mode & 7;
+	bits = node_bits(h, &st);
 	rd = !!(bits & 4);
 	wr = !!(bits & 2);
 	/* an ACL may grant what the mode bits do not */
@@ -268,19 +297,8 @@ static int check_node(struct hc *h, struct evr_hc_row *r, const char *node,
 		    "writable, mode %04o", node, (unsigned)(st.st_mode & 07777));
 		return 0;
 	}
-	pw = getpwuid(st.st_uid);
-	gr = getgrgid(st.st_gid);
-	if (pw)
-		snprintf(owner, sizeof(owner), "%s", pw->pw_name);
-	else
-		snprintf(owner, sizeof(owner), "%u", (unsigned)st.st_uid);
-	if (gr)
-		snprintf(group, sizeof(group), "%s", gr->gr_name);
-	else
-		snprintf(group, sizeof(group), "%u", (unsigned)st.st_gid);
-	snprintf(lacks, sizeof(lacks), "%s", !rd && !wr ?
-		 "not readable or writable" : !rd ? "not readable" :
-		 "not writable");
+	node_owner(&st, owner, sizeof(owner), group, sizeof(group));
+	snprintf(lacks, sizeof(lacks), "%s", lacks_str(rd, wr));
 	snprintf(fix, sizeof(fix), "give the user the device: a udev rule "
 		 "KERNEL==\"%s\", GROUP=\"rdma\", MODE=\"0660\" and usermod "
 		 "-aG rdma USER (then log in again)", udev_name);
@@ -362,25 +380,34 @@ static void check_cm(struct hc *h, struct evr_hc_row *r)
 		check_node(h, r, "rdma_cm", "rdma_cm", "rdma_ucm");
 }
 
+/* Does interface address i hold want, an address of family fam? */
+static int ifa_holds(const struct ifaddrs *i, int fam,
+		     const unsigned char *want)
+{
+	unsigned char have[16];
+
+	if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
+		return 0;
+	if (fam == AF_INET)
+		memcpy(have, &((struct sockaddr_in *)(void *)
+			       i->ifa_addr)->sin_addr, 4);
+	else
+		memcpy(have, &((struct sockaddr_in6 *)(void *)
+			       i->ifa_addr)->sin6_addr, 16);
+	return !memcmp(want, have, fam == AF_INET ? 4 : 16);
+}
+
 /* The interface that holds addr, by getifaddrs(). */
 static int host_addr_ifname(const char *addr, char *ifname, size_t len)
 {
-	unsigned char want[16], have[16];
+	unsigned char want[16];
 	struct ifaddrs *ifa, *i;
 	int fam = strchr(addr, ':') ? AF_INET6 : AF_INET, found = -1;
 
 	if (inet_pton(fam, addr, want) != 1 || getifaddrs(&ifa))
 		return -1;
 	for (i = ifa; i && found; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
-			continue;
-		if (fam == AF_INET)
-			memcpy(have, &((struct sockaddr_in *)(void *)
-				       i->ifa_addr)->sin_addr, 4);
-		else
-			memcpy(have, &((struct sockaddr_in6 *)(void *)
-				       i->ifa_addr)->sin6_addr, 16);
-		if (!memcmp(want, have, fam == AF_INET ? 4 : 16)) {
+		if (ifa_holds(i, fam, want)) {
 			snprintf(ifname, len, "%s", i->ifa_name);
 			found = 0;
 		}
@@ -459,11 +486,21 @@ static int pick_dev(struct hc *h, const char *ifname, int by_gid)
 	return -1;
 }
 
+/* The devices' names, space-separated, as the facts list them. */
+static void dev_list(const struct hc *h, char *list, size_t len)
+{
+	int i;
+
+	list[0] = '\0';
+	for (i = 0; i < h->ndevs; i++)
+		snprintf(list + strlen(list), len - strlen(list), "%s%s",
+			 i ? " " : "", h->devs[i]);
+}
+
 static void check_addr_dev(struct hc *h, struct evr_hc_row *r)
 {
 	struct evr_hc_report *o = h->out;
-	char fix[256], list[160] = "";
-	int i;
+	char fix[256], list[160];
 
 	if (!h->need->rdma) {
 		set(r, EVR_HC_SKIP, NULL, "not an RDMA run");
@@ -476,9 +513,7 @@ static void check_addr_dev(struct hc *h, struct evr_hc_row *r)
 		    "(/sys/class/infiniband is empty or absent)");
 		return;
 	}
-	for (i = 0; i < h->ndevs; i++)
-		snprintf(list + strlen(list), sizeof(list) - strlen(list),
-			 "%s%s", i ? " " : "", h->devs[i]);
+	dev_list(h, list, sizeof(list));
 	if (!h->has_addr) {
 		set(r, EVR_HC_OK, NULL, "RDMA devices: %s (no address given: "
 		    "any)", list);
@@ -511,10 +546,60 @@ static void check_addr_dev(struct hc *h, struct evr_hc_row *r)
 	    "(devices: %s)", h->addr, o->ifname, list);
 }
 
-static void check_port(struct hc *h, struct evr_hc_row *r)
+/*
+ * devs[i] port p's state into r: 1 when the port is active, 0 when it is
+ * not (with the fix: bring the link up), -1 when sysfs has no state for
+ * it (r is left as it was).
+ */
+static int port_state(struct hc *h, struct evr_hc_row *r, int i, int p)
 {
 	char state[64], phys[64], fix[256];
-	int i, p, any = 0;
+
+	if (read_line(state, sizeof(state), "%s/sys/class/infiniband/%s/"
+		      "ports/%d/state", h->sys, h->devs[i], p))
+		return -1;
+	if (strstr(state, "ACTIVE")) {
+		set(r, EVR_HC_OK, NULL, "%s port %d %s", h->devs[i], p, state);
+		return 1;
+	}
+	if (read_line(phys, sizeof(phys), "%s/sys/class/infiniband/%s/"
+		      "ports/%d/phys_state", h->sys, h->devs[i], p))
+		snprintf(phys, sizeof(phys), "?");
+	if (h->out->ifname[0])
+		snprintf(fix, sizeof(fix), "bring the link up: ip link set %s "
+			 "up; check the cable and the switch port",
+			 h->out->ifname);
+	else
+		snprintf(fix, sizeof(fix), "bring the link up (ip link set "
+			 "IFACE up); check the cable, the switch port, the "
+			 "subnet manager (ibstat)");
+	set(r, EVR_HC_FAIL, fix, "%s port %d is %s (physical state %s)",
+	    h->devs[i], p, state, phys);
+	return 0;
+}
+
+/* The states of devs[i]'s ports (only the address's port when it has
+ * one) into r, up to the first active one: 1 when one is active, 0 when
+ * none is but some have a state, -1 when none has. */
+static int dev_ports(struct hc *h, struct evr_hc_row *r, int i)
+{
+	int p, ret, seen = -1;
+
+	for (p = 1; p <= MAX_PORTS; p++) {
+		if (h->dev_idx >= 0 && p != h->port)
+			continue;
+		ret = port_state(h, r, i, p);
+		if (ret > 0)
+			return 1;
+		if (!ret)
+			seen = 0;
+	}
+	return seen;
+}
+
+static void check_port(struct hc *h, struct evr_hc_row *r)
+{
+	int i, ret, any = 0;
 
 	if (skip_no_device(h, r))
 		return;
@@ -525,35 +610,10 @@ static void check_port(struct hc *h, struct evr_hc_row *r)
 	for (i = 0; i < h->ndevs; i++) {
 		if (h->dev_idx >= 0 && i != h->dev_idx)
 			continue;
-		for (p = 1; p <= MAX_PORTS; p++) {
-			if (h->dev_idx >= 0 && p != h->port)
-				continue;
-			if (read_line(state, sizeof(state), "%s/sys/class/"
-				      "infiniband/%s/ports/%d/state", h->sys,
-				      h->devs[i], p))
-				continue;
-			any = 1;
-			if (strstr(state, "ACTIVE")) {
-				set(r, EVR_HC_OK, NULL, "%s port %d %s",
-				    h->devs[i], p, state);
-				return;
-			}
-			if (read_line(phys, sizeof(phys), "%s/sys/class/"
-				      "infiniband/%s/ports/%d/phys_state",
-				      h->sys, h->devs[i], p))
-				snprintf(phys, sizeof(phys), "?");
-			if (h->out->ifname[0])
-				snprintf(fix, sizeof(fix), "bring the link up: "
-					 "ip link set %s up; check the cable "
-					 "and the switch port", h->out->ifname);
-			else
-				snprintf(fix, sizeof(fix), "bring the link up "
-					 "(ip link set IFACE up); check the "
-					 "cable, the switch port, the subnet "
-					 "manager (ibstat)");
-			set(r, EVR_HC_FAIL, fix, "%s port %d is %s (physical "
-			    "state %s)", h->devs[i], p, state, phys);
-		}
+		ret = dev_ports(h, r, i);
+		if (ret > 0)
+			return;
+		any |= ret == 0;
 	}
 	if (!any)
 		set(r, EVR_HC_SKIP, NULL, "no port state in sysfs");
@@ -607,17 +667,30 @@ static unsigned roce_mtu(unsigned long netmtu)
 	return m;
 }
 
+/* Why the MTU check does not apply to this run, or NULL when it does. */
+static const char *mtu_skip_reason(const struct hc *h)
+{
+	if (!h->need->rdma)
+		return "not an RDMA run";
+	if (!h->need->msg_size)
+		return "no message size";
+	if (h->ib)
+		return "InfiniBand: the port's MTU is checked when the run "
+		       "starts";
+	if (h->dev_idx < 0)
+		return "no RDMA device for the address";
+	return NULL;
+}
+
 static void check_mtu(struct hc *h, struct evr_hc_row *r)
 {
 	char line[32], fix[256];
+	const char *skip = mtu_skip_reason(h);
 	unsigned long netmtu;
 	unsigned m;
 
-	if (!h->need->rdma || !h->need->msg_size || h->dev_idx < 0 || h->ib) {
-		set(r, EVR_HC_SKIP, NULL, !h->need->rdma ? "not an RDMA run" :
-		    !h->need->msg_size ? "no message size" :
-		    h->ib ? "InfiniBand: the port's MTU is checked when the "
-		    "run starts" : "no RDMA device for the address");
+	if (skip) {
+		set(r, EVR_HC_SKIP, NULL, "%s", skip);
 		return;
 	}
 	if (read_line(line, sizeof(line), "%s/sys/class/net/%s/mtu", h->sys,
@@ -640,31 +713,48 @@ static void check_mtu(struct hc *h, struct evr_hc_row *r)
 	    "(%s mtu %lu)", h->need->msg_size, m, h->out->ifname, netmtu);
 }
 
+/* A descriptor limit as the facts say it: a count, or "unlimited". */
+static void nofile_str(char *buf, size_t len, rlim_t v)
+{
+	if (v == RLIM_INFINITY)
+		snprintf(buf, len, "unlimited");
+	else
+		snprintf(buf, len, "%lu", (unsigned long)v);
+}
+
+/* Can the run raise its hard limit to need descriptors?  With
+ * CAP_SYS_RESOURCE it can, up to fs.nr_open, which goes into *nr_open. */
+static int raise_past_hard(const struct hc *h, unsigned long need,
+			   unsigned long *nr_open)
+{
+	char line[32];
+
+	return h->need->fds_raise && privileged(h, CAP_SYS_RESOURCE_BIT) &&
+	       !read_line(line, sizeof(line), "%s/proc/sys/fs/nr_open",
+			  h->proc) &&
+	       sscanf(line, "%lu", nr_open) == 1 && need <= *nr_open;
+}
+
 static void check_nofile(struct hc *h, struct evr_hc_row *r)
 {
 	unsigned long need = h->need->fds;
 	rlim_t cur = h->nofile.rlim_cur, max = h->nofile.rlim_max;
-	char lim[32], hard[32], fix[256], line[32];
+	char lim[32], hard[32], fix[256];
 	unsigned long nr_open;
 
 	if (!need) {
 		set(r, EVR_HC_SKIP, NULL, "no descriptor count given");
 		return;
 	}
-	snprintf(lim, sizeof(lim), cur == RLIM_INFINITY ? "unlimited" : "%lu",
-		 (unsigned long)cur);
-	snprintf(hard, sizeof(hard), max == RLIM_INFINITY ? "unlimited" :
-		 "%lu", (unsigned long)max);
+	nofile_str(lim, sizeof(lim), cur);
+	nofile_str(hard, sizeof(hard), max);
 	if (cur == RLIM_INFINITY || need <= cur ||
 	    (h->need->fds_raise && (max == RLIM_INFINITY || need <= max))) {
 		set(r, EVR_HC_OK, NULL, "RLIMIT_NOFILE %s (hard %s), this run "
 		    "needs about %lu", lim, hard, need);
 		return;
 	}
-	/* CAP_SYS_RESOURCE raises the hard limit too, up to fs.nr_open */
-	if (h->need->fds_raise && privileged(h, CAP_SYS_RESOURCE_BIT) &&
-	    !read_line(line, sizeof(line), "%s/proc/sys/fs/nr_open", h->proc) &&
-	    sscanf(line, "%lu", &nr_open) == 1 && need <= nr_open) {
+	if (raise_past_hard(h, need, &nr_open)) {
 		set(r, EVR_HC_OK, NULL, "RLIMIT_NOFILE %s (hard %s), this run "
 		    "needs about %lu: with CAP_SYS_RESOURCE it raises both "
 		    "(fs.nr_open %lu)",
@@ -743,19 +833,25 @@ static int parse_addr(struct hc *h, const char *addr)
 	return 0;
 }
 
+/* A limit: the one the environment gives, else the process's own
+ * (unlimited when getrlimit() cannot say). */
+static void get_rlimit(int resource, const struct rlimit *given,
+		       struct rlimit *out)
+{
+	struct rlimit inf = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (given)
+		*out = *given;
+	else if (getrlimit(resource, out))
+		*out = inf;
+}
+
 static void get_limits(struct hc *h)
 {
 	const struct evr_hc_env *e = h->env;
-	struct rlimit inf = { RLIM_INFINITY, RLIM_INFINITY };
 
-	if (e && e->memlock)
-		h->memlock = *e->memlock;
-	else if (getrlimit(RLIMIT_MEMLOCK, &h->memlock))
-		h->memlock = inf;
-	if (e && e->nofile)
-		h->nofile = *e->nofile;
-	else if (getrlimit(RLIMIT_NOFILE, &h->nofile))
-		h->nofile = inf;
+	get_rlimit(RLIMIT_MEMLOCK, e ? e->memlock : NULL, &h->memlock);
+	get_rlimit(RLIMIT_NOFILE, e ? e->nofile : NULL, &h->nofile);
 	if (e && e->creds_set) {
 		h->uid = e->uid;
 		h->gid = e->gid;
@@ -773,6 +869,21 @@ static void get_limits(struct hc *h)
 	h->groups = h->own_groups;
 }
 
+/* A run's state before the checks: the environment's roots, or the
+ * host's own (""), and no device found for the address yet. */
+static void hc_init(struct hc *h, const struct evr_hc_env *env,
+		    const struct evr_hc_need *need, struct evr_hc_report *out)
+{
+	memset(h, 0, sizeof(*h));
+	h->env = env;
+	h->need = need;
+	h->out = out;
+	h->sys = env && env->sys_root ? env->sys_root : "";
+	h->dev = env && env->dev_root ? env->dev_root : "";
+	h->proc = env && env->proc_root ? env->proc_root : "";
+	h->dev_idx = -1;
+}
+
 int evr_hostcheck_run(const struct evr_hc_env *env,
 		      const struct evr_hc_need *need,
 		      struct evr_hc_report *out)
@@ -782,14 +893,7 @@ int evr_hostcheck_run(const struct evr_hc_env *env,
 	int i;
 
 	memset(out, 0, sizeof(*out));
-	memset(&h, 0, sizeof(h));
-	h.env = env;
-	h.need = need;
-	h.out = out;
-	h.sys = env && env->sys_root ? env->sys_root : "";
-	h.dev = env && env->dev_root ? env->dev_root : "";
-	h.proc = env && env->proc_root ? env->proc_root : "";
-	h.dev_idx = -1;
+	hc_init(&h, env, need, out);
 	if (parse_addr(&h, need->addr))
 		return -EINVAL;
 	get_limits(&h);
