@@ -502,6 +502,41 @@ static int parse_args(int argc, char **argv, struct probed *d, int *check,
 	return -1;
 }
 
+/* The configuration could not be loaded (ret, err saying why): said on
+ * stderr, before a start or as --check-config's verdict. */
+static int load_failed(int ret, struct pconf *conf, const char *err)
+{
+	if (ret == LOAD_PEERS)
+		pconf_free(conf);
+	fprintf(stderr, "evrdma-probed: %s\n", err);
+	return EXIT_CONFIG;
+}
+
+/* --check-config's verdict on a configuration that loaded: what the
+ * daemon would run, then conf and peers freed. */
+static int config_ok(const char *file, struct pconf *conf,
+		     struct mesh_list *peers)
+{
+	printf("evrdma-probed: %s: ok, %zu probe%s, HTTP on %s port "
+	       "%u", file, conf->nprobes, PLOG_S(conf->nprobes),
+	       conf->listen_addr, conf->listen_port);
+	if (conf->nresponders)
+		printf(", %zu responder%s", conf->nresponders,
+		       PLOG_S(conf->nresponders));
+	if (conf->mesh)
+		printf(", a mesh of %zu peer%s (%zu of this host)",
+		       peers->n, PLOG_S(peers->n), peers->own);
+	if (conf->mesh && conf->mesh->group_by)
+		printf(", selected of %zu by \"%s\" (%zu groups%s)",
+		       peers->listed, conf->mesh->group_by,
+		       peers->groups, peers->self_labels ? "" :
+		       "; this host not in the file");
+	printf("\n");
+	mesh_list_free(peers);
+	pconf_free(conf);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	struct probed d;
@@ -519,32 +554,10 @@ int main(int argc, char **argv)
 	/* --check-config and the start: the same check, the same verdict */
 	ret = probed_load(d.conf_file, &conf, &peers, say_stderr, NULL, err,
 			  sizeof(err));
-	if (ret) {
-		if (ret == LOAD_PEERS)
-			pconf_free(conf);
-		fprintf(stderr, "evrdma-probed: %s\n", err);
-		return EXIT_CONFIG;
-	}
-	if (check) {
-		printf("evrdma-probed: %s: ok, %zu probe%s, HTTP on %s port "
-		       "%u", d.conf_file, conf->nprobes, PLOG_S(conf->nprobes),
-		       conf->listen_addr, conf->listen_port);
-		if (conf->nresponders)
-			printf(", %zu responder%s", conf->nresponders,
-			       PLOG_S(conf->nresponders));
-		if (conf->mesh)
-			printf(", a mesh of %zu peer%s (%zu of this host)",
-			       peers.n, PLOG_S(peers.n), peers.own);
-		if (conf->mesh && conf->mesh->group_by)
-			printf(", selected of %zu by \"%s\" (%zu groups%s)",
-			       peers.listed, conf->mesh->group_by,
-			       peers.groups, peers.self_labels ? "" :
-			       "; this host not in the file");
-		printf("\n");
-		mesh_list_free(&peers);
-		pconf_free(conf);
-		return EXIT_OK;
-	}
+	if (ret)
+		return load_failed(ret, conf, err);
+	if (check)
+		return config_ok(d.conf_file, conf, &peers);
 	plog_syslog(use_syslog);
 	signal(SIGPIPE, SIG_IGN);
 	clock_gettime(CLOCK_REALTIME, &ts);

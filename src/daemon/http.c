@@ -200,6 +200,40 @@ static MHD_RESULT text(struct MHD_Connection *c, unsigned code,
 		     allow);
 }
 
+/* A request's first call, its headers complete: refused at once if it
+ * is not one we answer, or put off to the request's end. */
+static MHD_RESULT on_headers(struct http *h, struct MHD_Connection *c,
+			     const char *method, void **req)
+{
+	struct hconn *hc = conn_of(c);
+	const char *cl;
+
+	/* its headers, complete: answered, never evicted */
+	if (hc && !hc->gone)
+		hg_busy(&h->g, &hc->g);
+	h->st.requests++;
+	/* refused at once: libmicrohttpd then closes the
+	 * connection rather than read a body we do not want */
+	if (strcmp(method, MHD_HTTP_METHOD_GET) &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+			    "only GET and HEAD\n", "GET, HEAD");
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if ((cl && strcmp(cl, "0")) ||
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return text(c, MHD_HTTP_BAD_REQUEST, "no body, please\n",
+			    NULL);
+	/* answered at the next call, the request's end: one
+	 * queued at this first call makes libmicrohttpd close
+	 * the connection after it (0.9.75), and a scraper that
+	 * keeps its connection (Prometheus) would connect anew
+	 * every time */
+	*req = h;
+	return MHD_YES;
+}
+
 static MHD_RESULT on_request(void *cls, struct MHD_Connection *c,
 			     const char *url, const char *method,
 			     const char *version, const char *upload,
@@ -209,36 +243,10 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c,
 	const char *type = NULL;
 	char *body = NULL;
 	size_t len = 0;
-	struct hconn *hc = conn_of(c);
-	const char *cl;
 	int ret;
 
-	if (!*req) {
-		/* its headers, complete: answered, never evicted */
-		if (hc && !hc->gone)
-			hg_busy(&h->g, &hc->g);
-		h->st.requests++;
-		/* refused at once: libmicrohttpd then closes the
-		 * connection rather than read a body we do not want */
-		if (strcmp(method, MHD_HTTP_METHOD_GET) &&
-		    strcmp(method, MHD_HTTP_METHOD_HEAD))
-			return text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
-				    "only GET and HEAD\n", "GET, HEAD");
-		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						 MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if ((cl && strcmp(cl, "0")) ||
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-				MHD_HTTP_HEADER_TRANSFER_ENCODING))
-			return text(c, MHD_HTTP_BAD_REQUEST,
-				    "no body, please\n", NULL);
-		/* answered at the next call, the request's end: one
-		 * queued at this first call makes libmicrohttpd close
-		 * the connection after it (0.9.75), and a scraper that
-		 * keeps its connection (Prometheus) would connect anew
-		 * every time */
-		*req = h;
-		return MHD_YES;
-	}
+	if (!*req)
+		return on_headers(h, c, method, req);
 	if (*upload_len) /* not announced: the headers said no body */
 		return MHD_NO;
 	ret = h->page(h->ud, url, &body, &len, &type);
@@ -263,12 +271,45 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	plog(PLOG_DEBUG, "http: %s", msg);
 }
 
+/* A socket listening on ai, or -1 with errno saying why not. */
+static int listen_on(const struct addrinfo *ai, int defer_s)
+{
+	int fd, e, one = 1;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A connection reaches accept() with its first bytes, or
+	 * after defer_s without: one that connects and sends
+	 * nothing waits in the kernel instead of in a slot, and a
+	 * scrape's request is there when it is accepted, read
+	 * before later arrivals could evict it (nginx's "listen
+	 * deferred").  Best effort: without it, eviction alone. */
+	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s,
+		   sizeof(defer_s));
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	/* a backlog beyond any flood we expect to outlast: a client
+	 * holding hundreds of connections must not fill the queue
+	 * that a scrape's connection waits in before accept
+	 * (net.core.somaxconn caps it) */
+	if (!bind(fd, ai->ai_addr, ai->ai_addrlen) &&
+	    !listen(fd, HTTP_BACKLOG))
+		return fd;
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 static int listen_fd(const char *addr, unsigned port, int defer_s, char *err,
 		     size_t len)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char pbuf[8];
-	int fd = -1, e = 0, one = 1, g;
+	int fd = -1, e = 0, g;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -282,34 +323,10 @@ static int listen_fd(const char *addr, unsigned port, int defer_s, char *err,
 		return -EINVAL;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-			    SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0) {
-			e = errno;
-			continue;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		/* A connection reaches accept() with its first bytes, or
-		 * after defer_s without: one that connects and sends
-		 * nothing waits in the kernel instead of in a slot, and a
-		 * scrape's request is there when it is accepted, read
-		 * before later arrivals could evict it (nginx's "listen
-		 * deferred").  Best effort: without it, eviction alone. */
-		setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s,
-			   sizeof(defer_s));
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
-				   sizeof(one));
-		/* a backlog beyond any flood we expect to outlast: a client
-		 * holding hundreds of connections must not fill the queue
-		 * that a scrape's connection waits in before accept
-		 * (net.core.somaxconn caps it) */
-		if (!bind(fd, ai->ai_addr, ai->ai_addrlen) &&
-		    !listen(fd, HTTP_BACKLOG))
+		fd = listen_on(ai, defer_s);
+		if (fd >= 0)
 			break;
 		e = errno;
-		close(fd);
-		fd = -1;
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
@@ -385,6 +402,39 @@ static void fds_cb(struct ev_loop *l, ev_timer *w, int revents)
 		ev_io_start(h->evl, &h->lis_w);
 }
 
+/* accept() failed for want of a descriptor (or of memory). */
+static int short_of_fds(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+}
+
+/* No descriptor for a new connection: an idle one's is taken (1: accept
+ * again), or with none to take, the listening socket rests (0). */
+static int make_room(struct http *h)
+{
+	struct hg_conn *v;
+
+	/* counted once until one is accepted again */
+	if (!h->fds_full)
+		h->st.dropped[HD_FDS]++;
+	h->fds_full = 1;
+	/* an idle connection's descriptor for the new one, as when
+	 * max_connections is reached (libmicrohttpd closes it at its
+	 * run) */
+	v = hg_victim(&h->g, pending);
+	if (v) {
+		evict(h, (struct hconn *)v, HD_EVICTED);
+		MHD_run(h->mhd);
+		return 1;
+	}
+	/* none: the listening socket stays readable, so rest it, or
+	 * this callback would spin */
+	ev_io_stop(h->evl, &h->lis_w);
+	ev_timer_set(&h->fds_w, FDS_PAUSE_S, 0.);
+	ev_timer_start(h->evl, &h->fds_w);
+	return 0;
+}
+
 static void accept_cb(struct ev_loop *l, ev_io *w, int revents)
 {
 	struct http *h = w->data;
@@ -401,29 +451,8 @@ static void accept_cb(struct ev_loop *l, ev_io *w, int revents)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				struct hg_conn *v;
-
-				/* counted once until one is accepted again */
-				if (!h->fds_full)
-					h->st.dropped[HD_FDS]++;
-				h->fds_full = 1;
-				/* an idle connection's descriptor for the new
-				 * one, as when max_connections is reached
-				 * (libmicrohttpd closes it at its run) */
-				v = hg_victim(&h->g, pending);
-				if (v) {
-					evict(h, (struct hconn *)v, HD_EVICTED);
-					MHD_run(h->mhd);
-					continue;
-				}
-				/* none: the listening socket stays readable,
-				 * so rest it, or this callback would spin */
-				ev_io_stop(h->evl, &h->lis_w);
-				ev_timer_set(&h->fds_w, FDS_PAUSE_S, 0.);
-				ev_timer_start(h->evl, &h->fds_w);
-			}
+			if (short_of_fds(errno) && make_room(h))
+				continue;
 			break; /* EAGAIN: all taken */
 		}
 		h->fds_full = 0;

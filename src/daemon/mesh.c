@@ -220,12 +220,31 @@ static const struct reconcile_ops peer_ops = {
 	.start = peer_start,
 };
 
+/* The n peers whose probe was made, packed at the front of w's arrays
+ * (a peer whose probe could not be made is left out): how many. */
+static size_t keep_made(struct peers_rc *w, size_t n)
+{
+	size_t i, k;
+
+	for (i = 0, k = 0; i < n; i++) {
+		if (!w->np[i]) {
+			pconf_probe_fini(&w->cfgs[i]);
+			continue;
+		}
+		w->cfgs[k] = w->cfgs[i];
+		w->np[k] = w->np[i];
+		w->np[k]->cfg = &w->cfgs[k];
+		k++;
+	}
+	return k;
+}
+
 void mesh_set_peers(struct mesh *m, struct mesh_list *l)
 {
 	const char *path = m->cfg->peers_file;
 	struct peers_rc w = { m, NULL, NULL };
 	struct reconcile rc;
-	size_t n = 0, i;
+	size_t n = 0;
 	int in_file = l->self_labels != NULL;
 
 	w.cfgs = calloc(l->n + 1, sizeof(*w.cfgs));
@@ -242,17 +261,7 @@ void mesh_set_peers(struct mesh *m, struct mesh_list *l)
 		goto oom;
 	reconcile_commit(&rc);
 	free_peers(m->cfgs, m->probes, m->npeers); /* their probes kept or gone */
-	/* a peer whose probe could not be made is left out */
-	for (i = 0, m->npeers = 0; i < n; i++) {
-		if (!w.np[i]) {
-			pconf_probe_fini(&w.cfgs[i]);
-			continue;
-		}
-		w.cfgs[m->npeers] = w.cfgs[i];
-		w.np[m->npeers] = w.np[i];
-		w.np[m->npeers]->cfg = &w.cfgs[m->npeers];
-		m->npeers++;
-	}
+	m->npeers = keep_made(&w, n);
 	m->cfgs = w.cfgs;
 	m->probes = w.np;
 	sample_arm(m);

@@ -572,28 +572,54 @@ static void render_devices(FILE *f, struct evr_loop *l)
 	free(devs);
 }
 
+/* The daemon's own numbers, as they are now, into v. */
+static void daemon_view_fill(struct daemon_view *v,
+			     const struct metrics_src *src,
+			     const struct metrics_daemon *d)
+{
+	memset(v, 0, sizeof(*v));
+	v->d = *d;
+	v->probes = src->nprobes + src->npeers;
+	v->responders = src->nresponders;
+	if (d->loop)
+		evr_loop_lookup_stats(d->loop, &v->dns);
+	v->runs = *probe_agent_stats();
+	if (d->http)
+		v->http = *d->http;
+	if (src->mesh)
+		v->mesh = *src->mesh;
+}
+
+/* The subjects of the probes' rows (the configured probes, then the
+ * mesh's) into ps, and of the responders' into rs. */
+static void subjects_fill(struct subject *ps, struct subject *rs,
+			  const struct metrics_src *src)
+{
+	size_t i;
+
+	for (i = 0; i < src->nprobes; i++)
+		probe_subject(&ps[i], src->probes[i]);
+	for (i = 0; i < src->npeers; i++)
+		probe_subject(&ps[src->nprobes + i], src->peers[i]);
+	for (i = 0; i < src->nresponders; i++) {
+		rs[i].key = "responder";
+		rs[i].value = src->responders[i]->cfg->label;
+		rs[i].st = &src->responders[i]->st;
+	}
+}
+
 int metrics_render(char **buf, size_t *len, const struct metrics_src *src,
 		   const struct metrics_daemon *d)
 {
 	static const struct metrics_src none;
 	struct daemon_view v;
 	struct subject self = { .st = &v }, *ps, *rs;
-	size_t i, np;
+	size_t np;
 	FILE *f;
 
 	if (!src)
 		src = &none;
-	memset(&v, 0, sizeof(v));
-	v.d = *d;
-	v.probes = src->nprobes + src->npeers;
-	v.responders = src->nresponders;
-	if (d->loop)
-		evr_loop_lookup_stats(d->loop, &v.dns);
-	v.runs = *probe_agent_stats();
-	if (d->http)
-		v.http = *d->http;
-	if (src->mesh)
-		v.mesh = *src->mesh;
+	daemon_view_fill(&v, src, d);
 	/* the configured probes, then the mesh's */
 	np = src->nprobes + src->npeers;
 	ps = calloc(np + 1, sizeof(*ps));
@@ -606,15 +632,7 @@ int metrics_render(char **buf, size_t *len, const struct metrics_src *src,
 		free(rs);
 		return -ENOMEM;
 	}
-	for (i = 0; i < src->nprobes; i++)
-		probe_subject(&ps[i], src->probes[i]);
-	for (i = 0; i < src->npeers; i++)
-		probe_subject(&ps[src->nprobes + i], src->peers[i]);
-	for (i = 0; i < src->nresponders; i++) {
-		rs[i].key = "responder";
-		rs[i].value = src->responders[i]->cfg->label;
-		rs[i].st = &src->responders[i]->st;
-	}
+	subjects_fill(ps, rs, src);
 	render_rows(f, ROWS(daemon_rows), &self, 1);
 	if (d->loop)
 		render_devices(f, d->loop);

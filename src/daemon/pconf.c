@@ -153,6 +153,17 @@ static int get_bool(struct ctx *c, json_t *obj, const char *key, int def,
 		(words)[i_] = NULL; \
 	} while (0)
 
+/* The failure of get_enum(): s is none of words, of which the first
+ * three at most are named. */
+static int enum_fail(struct ctx *c, const char *key, const char *s,
+		     const char *const *words)
+{
+	return fail(c, "\"%s\" is \"%s\", must be one of %s%s%s%s%s", key, s,
+		    words[0], words[1] ? ", " : "", words[1] ? words[1] : "",
+		    words[1] && words[2] ? ", " : "",
+		    words[1] && words[2] ? words[2] : "");
+}
+
 static int get_enum(struct ctx *c, json_t *obj, const char *key,
 		    const char *const *words, int def, int *out)
 {
@@ -171,10 +182,7 @@ static int get_enum(struct ctx *c, json_t *obj, const char *key,
 			*out = i;
 			return 0;
 		}
-	return fail(c, "\"%s\" is \"%s\", must be one of %s%s%s%s%s", key, s,
-		    words[0], words[1] ? ", " : "", words[1] ? words[1] : "",
-		    words[1] && words[2] ? ", " : "",
-		    words[1] && words[2] ? words[2] : "");
+	return enum_fail(c, key, s, words);
 }
 
 /* A port as a number or a numeric string. */
@@ -391,6 +399,18 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	return 0;
 }
 
+/* An mckey probe's group (required) and bind address, checked. */
+static int get_mckey_addrs(struct ctx *c, json_t *o, struct probe_cfg *p)
+{
+	if (!json_object_get(o, "group"))
+		return fail(c, "\"group\" is required");
+	if (get_str(c, o, "group", NULL, &p->group) ||
+	    get_str(c, o, "bind", NULL, &p->bind) ||
+	    check_group(c, p->group) || check_host(c, "bind", p->bind))
+		return -1;
+	return 0;
+}
+
 static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 {
 	static const char *const keys[] = {
@@ -407,11 +427,7 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 	ENUM_WORDS(xports, evr_mc_transport_name);
 	if (check_keys(c, o, keys))
 		return -1;
-	if (!json_object_get(o, "group"))
-		return fail(c, "\"group\" is required");
-	if (get_str(c, o, "group", NULL, &p->group) ||
-	    get_str(c, o, "bind", NULL, &p->bind) ||
-	    check_group(c, p->group) || check_host(c, "bind", p->bind) ||
+	if (get_mckey_addrs(c, o, p) ||
 	    get_enum(c, o, "transport", xports, 0, &x) ||
 	    get_enum(c, o, "role", roles, 0, &role) ||
 	    get_uint(c, o, "count", 0, 1000000, 10, &count) ||
@@ -426,6 +442,20 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 	return 0;
 }
 
+/* A probe's "name" (required): a string of 1 to PCONF_NAME_MAX
+ * printable characters. */
+static int check_probe_name(struct ctx *c, json_t *name)
+{
+	if (!name)
+		return fail(c, "\"name\" is required");
+	if (!json_is_string(name) || !json_string_value(name)[0] ||
+	    strlen(json_string_value(name)) > PCONF_NAME_MAX ||
+	    !name_ok(json_string_value(name)))
+		return fail(c, "\"name\" must be a string of 1 to %d "
+			    "printable characters", PCONF_NAME_MAX);
+	return 0;
+}
+
 static int parse_probe(struct ctx *c, json_t *o, size_t i,
 		       struct probe_cfg *p)
 {
@@ -437,13 +467,8 @@ static int parse_probe(struct ctx *c, json_t *o, size_t i,
 	if (!json_is_object(o))
 		return fail(c, "must be an object");
 	name = json_object_get(o, "name");
-	if (!name)
-		return fail(c, "\"name\" is required");
-	if (!json_is_string(name) || !json_string_value(name)[0] ||
-	    strlen(json_string_value(name)) > PCONF_NAME_MAX ||
-	    !name_ok(json_string_value(name)))
-		return fail(c, "\"name\" must be a string of 1 to %d "
-			    "printable characters", PCONF_NAME_MAX);
+	if (check_probe_name(c, name))
+		return -1;
 	snprintf(c->where, sizeof(c->where), "probes[%zu] (\"%s\")", i,
 		 json_string_value(name));
 	if (!json_object_get(o, "type"))
@@ -463,37 +488,49 @@ static int parse_probe(struct ctx *c, json_t *o, size_t i,
 	return 0;
 }
 
-static int parse_responder(struct ctx *c, json_t *o, size_t i,
-			   struct responder_cfg *r)
+/* A responder's transport, port (both required: no defaults for what a
+ * peer must know to reach it) and bind address. */
+static int get_resp_listener(struct ctx *c, json_t *o,
+			     struct responder_cfg *r)
 {
-	static const char *const keys[] = {
-		"transport", "port", "bind", "max_conns", "max_memory",
-		"size", "count", "iters", "stall_timeout_s", NULL,
-	};
-	const struct evr_stream_opts d = stream_defaults();
 	const char *xports[MAX_WORDS];
-	unsigned long long conns, mem, size, count, iters;
-	double stall;
-	char buf[300];
 	int x;
 
-	snprintf(c->where, sizeof(c->where), "responders[%zu]", i);
-	if (!json_is_object(o))
-		return fail(c, "must be an object");
 	ENUM_WORDS(xports, evr_xport_name);
-	if (check_keys(c, o, keys))
-		return -1;
-	/* no defaults for what a peer must know to reach it */
 	if (!json_object_get(o, "transport"))
 		return fail(c, "\"transport\" is required");
 	if (!json_object_get(o, "port"))
 		return fail(c, "\"port\" is required");
 	if (get_enum(c, o, "transport", xports, 0, &x) ||
 	    get_port(c, o, "port", 0, &r->port) ||
-	    get_str(c, o, "bind", NULL, &r->bind) ||
-	    get_uint(c, o, "max_conns", 1, EVR_MAX_CONNS, 0, &conns) ||
-	    get_uint(c, o, "max_memory", 4096, 1ull << 40, 0, &mem) ||
-	    get_uint(c, o, "size", 1, 64u << 20, 64, &size) ||
+	    get_str(c, o, "bind", NULL, &r->bind))
+		return -1;
+	r->xport = (enum evr_xport_kind)x;
+	return 0;
+}
+
+/* A responder's limits: its connections and the memory they take. */
+static int get_resp_limits(struct ctx *c, json_t *o, struct responder_cfg *r)
+{
+	unsigned long long conns, mem;
+
+	if (get_uint(c, o, "max_conns", 1, EVR_MAX_CONNS, 0, &conns) ||
+	    get_uint(c, o, "max_memory", 4096, 1ull << 40, 0, &mem))
+		return -1;
+	r->max_conns = (unsigned)conns;
+	r->max_memory = mem;
+	return 0;
+}
+
+/* What a responder's connections run (size, count and iters, custom if
+ * any is given) and how long one may stall. */
+static int get_resp_run(struct ctx *c, json_t *o, struct responder_cfg *r)
+{
+	const struct evr_stream_opts d = stream_defaults();
+	unsigned long long size, count, iters;
+	double stall;
+
+	if (get_uint(c, o, "size", 1, 64u << 20, 64, &size) ||
 	    get_uint(c, o, "count", 1, 1000000000, 1, &count) ||
 	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters) ||
 	    get_num(c, o, "stall_timeout_s", 0.1, 3600,
@@ -507,18 +544,48 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 	r->size = (uint32_t)size;
 	r->count = (uint32_t)count;
 	r->iters = (uint32_t)iters;
-	if (r->bind && !name_ok(r->bind))
+	return 0;
+}
+
+/* A responder's bind address, if any: printable, and a usable host. */
+static int check_resp_bind(struct ctx *c, const char *bind)
+{
+	if (bind && !name_ok(bind))
 		return fail(c, "\"bind\" must be printable");
-	if (check_host(c, "bind", r->bind))
-		return -1;
-	r->xport = (enum evr_xport_kind)x;
-	r->max_conns = (unsigned)conns;
-	r->max_memory = mem;
+	return check_host(c, "bind", bind);
+}
+
+/* A responder's label, transport:address:port, which names it in the
+ * metrics and tells two responders apart. */
+static int resp_label(struct ctx *c, struct responder_cfg *r)
+{
+	char buf[300];
+
 	snprintf(buf, sizeof(buf), strchr(r->bind ? r->bind : "", ':') ?
 		 "%s:[%s]:%u" : "%s:%s:%u", evr_xport_name(r->xport),
 		 r->bind ? r->bind : "*", r->port);
 	if (!(r->label = strdup(buf)))
 		return fail(c, "out of memory");
+	return 0;
+}
+
+static int parse_responder(struct ctx *c, json_t *o, size_t i,
+			   struct responder_cfg *r)
+{
+	static const char *const keys[] = {
+		"transport", "port", "bind", "max_conns", "max_memory",
+		"size", "count", "iters", "stall_timeout_s", NULL,
+	};
+
+	snprintf(c->where, sizeof(c->where), "responders[%zu]", i);
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	if (check_keys(c, o, keys))
+		return -1;
+	if (get_resp_listener(c, o, r) || get_resp_limits(c, o, r) ||
+	    get_resp_run(c, o, r) || check_resp_bind(c, r->bind) ||
+	    resp_label(c, r))
+		return -1;
 	r->raw = json_incref(o);
 	return 0;
 }
@@ -566,22 +633,26 @@ int pconf_probe_copy(struct probe_cfg *dst, const struct probe_cfg *src)
 	return 0;
 }
 
-/* "mesh": the keys of an rstream probe but its name, type and host (the
- * peers'), and peers_file. */
-static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
+/* The keys of a probe that are each peer's (from the peers file), which
+ * "mesh" must not have. */
+static int refuse_peer_keys(struct ctx *c, json_t *o)
 {
 	static const char *const own[] = { "name", "type", "host", NULL };
-	unsigned long long sample, across;
-	json_t *t;
-	int i, ret = -1;
+	int i;
 
-	snprintf(c->where, sizeof(c->where), "mesh");
-	if (!json_is_object(o))
-		return fail(c, "must be an object");
 	for (i = 0; own[i]; i++)
 		if (json_object_get(o, own[i]))
 			return fail(c, "unknown key \"%s\" (each peer's, "
 				    "from the peers file)", own[i]);
+	return 0;
+}
+
+/* The mesh's own keys: peers_file (required), sample, group_by and
+ * across. */
+static int get_mesh_keys(struct ctx *c, json_t *o, struct mesh_cfg *m)
+{
+	unsigned long long sample, across;
+
 	if (!json_object_get(o, "peers_file"))
 		return fail(c, "\"peers_file\" is required");
 	if (get_str(c, o, "peers_file", NULL, &m->peers_file) ||
@@ -591,6 +662,13 @@ static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
 		return -1;
 	m->sample = (unsigned)sample;
 	m->across = (unsigned)across;
+	return 0;
+}
+
+/* group_by, if given, is a label a peers file can have; across needs
+ * it. */
+static int check_group_by(struct ctx *c, json_t *o, const struct mesh_cfg *m)
+{
 	if (m->group_by && !mesh_label_name_ok(m->group_by,
 					       strlen(m->group_by)))
 		return fail(c, "\"group_by\": \"%s\" is not a label a peers "
@@ -598,28 +676,62 @@ static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
 			    "none of the daemon's own)", m->group_by);
 	if (!m->group_by && json_object_get(o, "across"))
 		return fail(c, "\"across\" without \"group_by\"");
-	t = json_deep_copy(o);
-	if (!t || json_object_del(t, "peers_file") ||
-	    (sample && json_object_del(t, "sample")) ||
-	    (m->group_by && json_object_del(t, "group_by")) ||
-	    (json_object_get(t, "across") && json_object_del(t, "across")) ||
-	    json_object_set_new(t, "host", json_string("peer")))
-		goto nomem;
-	m->tmpl.type = PROBE_RSTREAM;
-	if (!(m->tmpl.name = strdup("mesh")))
-		goto nomem;
-	if (get_num(c, t, "interval_s", 0.1, 86400, 10, &m->tmpl.interval_s) ||
-	    get_num(c, t, "timeout_s", 0.1, 3600, 5, &m->tmpl.timeout_s) ||
-	    parse_rstream(c, t, &m->tmpl))
-		goto out;
-	m->raw = json_incref(o);
-	ret = 0;
-	goto out;
-nomem:
-	fail(c, "out of memory");
-out:
+	return 0;
+}
+
+/* A copy of "mesh" o as an rstream probe's keys: without the mesh's own
+ * keys, with "host" "peer"; NULL without memory. */
+static json_t *tmpl_json(json_t *o, const struct mesh_cfg *m)
+{
+	json_t *t = json_deep_copy(o);
+
+	if (t && (json_object_del(t, "peers_file") ||
+		  (m->sample && json_object_del(t, "sample")) ||
+		  (m->group_by && json_object_del(t, "group_by")) ||
+		  (json_object_get(t, "across") &&
+		   json_object_del(t, "across")) ||
+		  json_object_set_new(t, "host", json_string("peer")))) {
+		json_decref(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* The peers' probe p, an rstream probe named "mesh", from the keys t. */
+static int parse_tmpl(struct ctx *c, json_t *t, struct probe_cfg *p)
+{
+	p->type = PROBE_RSTREAM;
+	if (!(p->name = strdup("mesh")))
+		return fail(c, "out of memory");
+	if (get_num(c, t, "interval_s", 0.1, 86400, 10, &p->interval_s) ||
+	    get_num(c, t, "timeout_s", 0.1, 3600, 5, &p->timeout_s) ||
+	    parse_rstream(c, t, p))
+		return -1;
+	return 0;
+}
+
+/* "mesh": the keys of an rstream probe but its name, type and host (the
+ * peers'), and peers_file. */
+static int parse_mesh(struct ctx *c, json_t *o, struct mesh_cfg *m)
+{
+	json_t *t;
+	int ret;
+
+	snprintf(c->where, sizeof(c->where), "mesh");
+	if (!json_is_object(o))
+		return fail(c, "must be an object");
+	if (refuse_peer_keys(c, o) || get_mesh_keys(c, o, m) ||
+	    check_group_by(c, o, m))
+		return -1;
+	t = tmpl_json(o, m);
+	if (!t)
+		return fail(c, "out of memory");
+	ret = parse_tmpl(c, t, &m->tmpl);
 	json_decref(t);
-	return ret;
+	if (ret)
+		return -1;
+	m->raw = json_incref(o);
+	return 0;
 }
 
 /* "http": the limits of /metrics' connections (hguard.h) */
@@ -688,21 +800,13 @@ void pconf_free(struct pconf *c)
  * device (/dev/zero would be read for ever) is named as what it is. */
 #define PCONF_MAX_BYTES (1u << 20)
 
-static json_t *load_file(const char *file, json_error_t *jerr, char *err,
-			 size_t len)
+/* The size of file, open as fd, if it is one to read as a configuration
+ * (0); -1 with err saying what it is if not. */
+static int conf_file_size(int fd, const char *file, size_t *size, char *err,
+			  size_t len)
 {
 	struct stat sb;
-	json_t *root = NULL;
-	char *buf = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int fd;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		snprintf(err, len, "%s: %s", file, strerror(errno));
-		return NULL;
-	}
 	if (fstat(fd, &sb)) {
 		snprintf(err, len, "%s: %s", file, strerror(errno));
 	} else if (S_ISDIR(sb.st_mode)) {
@@ -714,28 +818,70 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 		snprintf(err, len, "%s: %lld bytes, more than a configuration "
 			 "may have (%u)", file, (long long)sb.st_size,
 			 PCONF_MAX_BYTES);
-	} else if (!(buf = malloc((size_t)sb.st_size + 1))) {
-		snprintf(err, len, "%s: %s", file, strerror(ENOMEM));
 	} else {
-		/* the file may change under us: read what is there, bounded */
-		while (got <= (size_t)sb.st_size &&
-		       (n = read(fd, buf + got, (size_t)sb.st_size + 1 - got)) > 0)
-			got += (size_t)n;
-		if (n < 0) {
-			snprintf(err, len, "%s: %s", file, strerror(errno));
-		} else {
-			root = json_loadb(buf, got, JSON_REJECT_DUPLICATES,
-					  jerr);
-			if (!root && jerr->line > 0)
-				snprintf(err, len, "%s:%d:%d: %s", file,
-					 jerr->line, jerr->column, jerr->text);
-			else if (!root)
-				snprintf(err, len, "%s: %s", file, jerr->text);
-		}
+		*size = (size_t)sb.st_size;
+		return 0;
+	}
+	return -1;
+}
+
+/* The JSON in fd, of size bytes when it was looked at: NULL with err
+ * saying why if it cannot be read or parsed. */
+static json_t *read_conf(int fd, const char *file, size_t size,
+			 json_error_t *jerr, char *err, size_t len)
+{
+	json_t *root = NULL;
+	size_t got = 0;
+	ssize_t n;
+	char *buf;
+
+	if (!(buf = malloc(size + 1))) {
+		snprintf(err, len, "%s: %s", file, strerror(ENOMEM));
+		return NULL;
+	}
+	/* the file may change under us: read what is there, bounded */
+	while (got <= size && (n = read(fd, buf + got, size + 1 - got)) > 0)
+		got += (size_t)n;
+	if (n < 0) {
+		snprintf(err, len, "%s: %s", file, strerror(errno));
+	} else {
+		root = json_loadb(buf, got, JSON_REJECT_DUPLICATES, jerr);
+		if (!root && jerr->line > 0)
+			snprintf(err, len, "%s:%d:%d: %s", file, jerr->line,
+				 jerr->column, jerr->text);
+		else if (!root)
+			snprintf(err, len, "%s: %s", file, jerr->text);
 	}
 	free(buf);
+	return root;
+}
+
+static json_t *load_file(const char *file, json_error_t *jerr, char *err,
+			 size_t len)
+{
+	json_t *root = NULL;
+	size_t size;
+	int fd;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, len, "%s: %s", file, strerror(errno));
+		return NULL;
+	}
+	if (!conf_file_size(fd, file, &size, err, len))
+		root = read_conf(fd, file, size, jerr, err, len);
 	close(fd);
 	return root;
+}
+
+/* Responder r listens on the daemon's own HTTP port (listen_port), on
+ * its address or on every address. */
+static int takes_http_port(const struct pconf *conf,
+			   const struct responder_cfg *r)
+{
+	return r->xport == EVR_XPORT_TCP && r->port == conf->listen_port &&
+	       (wildcard(r->bind) || wildcard(conf->listen_addr) ||
+		!strcmp(r->bind, conf->listen_addr));
 }
 
 /* Responder i against the ones before it and the daemon's own HTTP
@@ -747,9 +893,7 @@ static int resp_clash(struct ctx *c, const struct pconf *conf, size_t i)
 	const struct responder_cfg *r = &conf->responders[i], *o;
 	size_t j;
 
-	if (r->xport == EVR_XPORT_TCP && r->port == conf->listen_port &&
-	    (wildcard(r->bind) || wildcard(conf->listen_addr) ||
-	     !strcmp(r->bind, conf->listen_addr)))
+	if (takes_http_port(conf, r))
 		return fail(c, "\"port\" %u is the daemon's own HTTP port "
 			    "(listen_port) on %s", r->port,
 			    wildcard(r->bind) ? "every address" : r->bind);

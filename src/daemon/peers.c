@@ -27,6 +27,17 @@ static const char *const reserved[] = {
 	NULL,
 };
 
+/* s[0..n) is one of the labels the daemon's own metrics have. */
+static int reserved_name(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; reserved[i]; i++)
+		if (strlen(reserved[i]) == n && !strncmp(reserved[i], s, n))
+			return 1;
+	return 0;
+}
+
 static int label_name_ok(const char *s, size_t n)
 {
 	size_t i;
@@ -38,10 +49,7 @@ static int label_name_ok(const char *s, size_t n)
 	for (i = 1; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
 			return 0;
-	for (i = 0; reserved[i]; i++)
-		if (strlen(reserved[i]) == n && !strncmp(reserved[i], s, n))
-			return 0;
-	return 1;
+	return !reserved_name(s, n);
 }
 
 int mesh_label_name_ok(const char *name, size_t n)
@@ -49,33 +57,51 @@ int mesh_label_name_ok(const char *name, size_t n)
 	return label_name_ok(name, n);
 }
 
+/* A UTF-8 sequence's first byte *c: the bytes that follow (*need), its
+ * own bits of the code point (*c) and the least code point a sequence
+ * this long may have (*min); 0 if it starts no sequence. */
+static int utf8_lead(unsigned long *c, size_t *need, unsigned long *min)
+{
+	if ((*c & 0xe0) == 0xc0)
+		*need = 1, *c &= 0x1f, *min = 0x80;
+	else if ((*c & 0xf0) == 0xe0)
+		*need = 2, *c &= 0x0f, *min = 0x800;
+	else if ((*c & 0xf8) == 0xf0)
+		*need = 3, *c &= 0x07, *min = 0x10000;
+	else
+		return 0;
+	return 1;
+}
+
+/* The need continuation bytes at s, their bits appended to *c; 0 if one
+ * of them is not a continuation byte. */
+static int utf8_more(const unsigned char *s, size_t need, unsigned long *c)
+{
+	size_t k;
+
+	for (k = 0; k < need; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		*c = *c << 6 | (s[k] & 0x3f);
+	}
+	return 1;
+}
+
 /* s[0..n) is UTF-8 (Prometheus refuses a scrape with a label value that
  * is not): no overlong form, no surrogate, nothing above U+10FFFF. */
 static int utf8_ok(const unsigned char *s, size_t n)
 {
-	size_t i = 0, k, need;
+	size_t i = 0, need;
 	unsigned long c, min;
 
 	while (i < n) {
 		c = s[i++];
 		if (c < 0x80)
 			continue;
-		if ((c & 0xe0) == 0xc0) {
-			need = 1, c &= 0x1f, min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			need = 2, c &= 0x0f, min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			need = 3, c &= 0x07, min = 0x10000;
-		} else {
+		if (!utf8_lead(&c, &need, &min) || n - i < need ||
+		    !utf8_more(s + i, need, &c))
 			return 0;
-		}
-		if (n - i < need)
-			return 0;
-		for (k = 0; k < need; k++, i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			c = c << 6 | (s[i] & 0x3f);
-		}
+		i += need;
 		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
 			return 0;
 	}
@@ -364,53 +390,30 @@ static int dups(struct loader *ld)
 	return 0;
 }
 
-/* One line (len bytes at p, not terminated): a peer into l, or bad. */
-static int load_line(struct loader *ld, const struct ifaddrs *ifs,
-		     char *p, size_t len, unsigned lineno)
+/* This host's line (its address is one of this host's): of several,
+ * the least name (whatever their order) names this host. */
+static void own_line(struct mesh_list *l, char *name, char *addr,
+		     char *labels)
 {
-	struct mesh_list *l = ld->l;
-	char *name, *addr, *labels, err[256], save;
-	struct mesh_entry *e;
-	int r;
+	l->own++;
+	free(addr);
+	if (!l->self_name || strcmp(name, l->self_name) < 0) {
+		free(l->self_name);
+		free(l->self_labels);
+		l->self_name = name;
+		l->self_labels = labels;
+	} else {
+		free(name);
+		free(labels);
+	}
+}
 
-	if (memchr(p, '\0', len)) {
-		/* a peer line all the same: it does not go unnoticed */
-		l->listed++;
-		bad_line(ld, lineno, "a NUL byte (not a text file)");
-		return 0;
-	}
-	if (len > MESH_LINE_MAX) {
-		l->listed++;
-		bad_line(ld, lineno, "a line longer than 4096 bytes");
-		return 0;
-	}
-	save = p[len];
-	p[len] = '\0';
-	r = mesh_parse_line(p, &name, &addr, &labels, err, sizeof(err));
-	p[len] = save;
-	if (r > 0)
-		return 0;
-	if (r < 0) {
-		l->listed++;
-		bad_line(ld, lineno, err);
-		return 0;
-	}
-	if (addr_in(ifs, addr)) {
-		l->own++;
-		free(addr);
-		/* this host's line: of several, the least name (whatever
-		 * their order) */
-		if (!l->self_name || strcmp(name, l->self_name) < 0) {
-			free(l->self_name);
-			free(l->self_labels);
-			l->self_name = name;
-			l->self_labels = labels;
-		} else {
-			free(name);
-			free(labels);
-		}
-		return 0;
-	}
+/* A peer's line into l: past MESH_PEERS_MAX, only counted. */
+static int add_peer(struct mesh_list *l, char *name, char *addr,
+		    char *labels, unsigned lineno)
+{
+	struct mesh_entry *e;
+
 	l->listed++;
 	if (l->n == MESH_PEERS_MAX) {
 		free(name);
@@ -437,49 +440,83 @@ static int load_line(struct loader *ld, const struct ifaddrs *ifs,
 	return 0;
 }
 
-static int load_sel(const char *path, const struct mesh_cfg *cfg,
-		    struct mesh_list *l, mesh_say_fn *say, void *ud, char *err,
-		    size_t len)
+/* One line (len bytes at p, not terminated): a peer into l, or bad. */
+static int load_line(struct loader *ld, const struct ifaddrs *ifs,
+		     char *p, size_t len, unsigned lineno)
 {
-	struct loader ld = { path, say, ud, l };
+	struct mesh_list *l = ld->l;
+	char *name, *addr, *labels, err[256], save;
+	int r;
+
+	if (memchr(p, '\0', len)) {
+		/* a peer line all the same: it does not go unnoticed */
+		l->listed++;
+		bad_line(ld, lineno, "a NUL byte (not a text file)");
+		return 0;
+	}
+	if (len > MESH_LINE_MAX) {
+		l->listed++;
+		bad_line(ld, lineno, "a line longer than 4096 bytes");
+		return 0;
+	}
+	save = p[len];
+	p[len] = '\0';
+	r = mesh_parse_line(p, &name, &addr, &labels, err, sizeof(err));
+	p[len] = save;
+	if (r > 0)
+		return 0;
+	if (r < 0) {
+		l->listed++;
+		bad_line(ld, lineno, err);
+		return 0;
+	}
+	if (addr_in(ifs, addr)) {
+		own_line(l, name, addr, labels);
+		return 0;
+	}
+	return add_peer(l, name, addr, labels, lineno);
+}
+
+/* Every line of buf (size bytes, the file) through load_line(): 0, or
+ * -ENOMEM. */
+static int load_lines(struct loader *ld, char *buf, size_t size)
+{
 	struct ifaddrs *ifs = NULL;
-	char *buf, *p, *nl;
-	size_t size, left, ll;
+	size_t left, ll;
 	unsigned lineno = 0;
+	char *p, *nl;
 	int r = 0;
 
-	memset(l, 0, sizeof(*l));
-	buf = slurp(path, &size);
-	if (!buf) {
-		snprintf(err, len, "mesh: %s: %s", path, slurp_error(errno));
-		return -1;
-	}
-	l->read = 1;
 	if (getifaddrs(&ifs))
 		ifs = NULL; /* no address is this host's */
 	for (p = buf, left = size; left && !r; ) {
 		nl = memchr(p, '\n', left);
 		ll = nl ? (size_t)(nl - p) : left;
-		r = load_line(&ld, ifs, p, ll, ++lineno);
+		r = load_line(ld, ifs, p, ll, ++lineno);
 		p += ll + !!nl;
 		left -= ll + !!nl;
 	}
 	if (ifs)
 		freeifaddrs(ifs);
-	free(buf);
-	if (!r)
-		r = dups(&ld);
-	l->selected = l->listed;
-	if (!r && !l->self_labels) {
-		char host[256] = "";
+	return r;
+}
 
-		/* not in the file: its host name seeds its choices */
-		gethostname(host, sizeof(host) - 1);
-		if (!(l->self_name = strdup(host)))
-			r = -ENOMEM;
-	}
-	if (!r && cfg && cfg->group_by)
-		r = mesh_select(l, cfg->group_by, cfg->across);
+/* This host not in the file: its host name seeds its choices. */
+static int self_from_host(struct mesh_list *l)
+{
+	char host[256] = "";
+
+	gethostname(host, sizeof(host) - 1);
+	if (!(l->self_name = strdup(host)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* What is wrong with the list l read from path, in err (-1), r being
+ * what loading it returned; 0 if nothing is. */
+static int list_problem(const char *path, const struct mesh_list *l, int r,
+			char *err, size_t len)
+{
 	if (r) {
 		snprintf(err, len, "mesh: %s: out of memory", path);
 	} else if (l->bad) {
@@ -495,6 +532,36 @@ static int load_sel(const char *path, const struct mesh_cfg *cfg,
 	} else {
 		return 0;
 	}
+	return -1;
+}
+
+static int load_sel(const char *path, const struct mesh_cfg *cfg,
+		    struct mesh_list *l, mesh_say_fn *say, void *ud, char *err,
+		    size_t len)
+{
+	struct loader ld = { path, say, ud, l };
+	size_t size;
+	char *buf;
+	int r;
+
+	memset(l, 0, sizeof(*l));
+	buf = slurp(path, &size);
+	if (!buf) {
+		snprintf(err, len, "mesh: %s: %s", path, slurp_error(errno));
+		return -1;
+	}
+	l->read = 1;
+	r = load_lines(&ld, buf, size);
+	free(buf);
+	if (!r)
+		r = dups(&ld);
+	l->selected = l->listed;
+	if (!r && !l->self_labels)
+		r = self_from_host(l);
+	if (!r && cfg && cfg->group_by)
+		r = mesh_select(l, cfg->group_by, cfg->across);
+	if (!list_problem(path, l, r, err, len))
+		return 0;
 	mesh_list_free(l);
 	return -1;
 }
@@ -513,6 +580,15 @@ int mesh_load_cfg(const struct mesh_cfg *cfg, struct mesh_list *l,
 
 /* ---- the selection (mesh_select()) ---- */
 
+/* The end of the escaped value at q: its closing quote, or the string's
+ * end if it has none. */
+static const char *value_end(const char *q)
+{
+	while (*q && *q != '"')
+		q += q[0] == '\\' && q[1] ? 2 : 1;
+	return q;
+}
+
 /* The value of label key in labels ('peer="NAME",k="v"', escaped): the
  * escaped text, which is one to one with the value; "" if absent. */
 static void label_value(const char *labels, const char *key,
@@ -527,9 +603,7 @@ static void label_value(const char *labels, const char *key,
 		eq = strchr(p, '=');
 		if (!eq || eq[1] != '"')
 			return;
-		for (q = eq + 2; *q && *q != '"';
-		     q += q[0] == '\\' && q[1] ? 2 : 1)
-			;
+		q = value_end(eq + 2);
 		if ((size_t)(eq - p) == kl && !strncmp(p, key, kl)) {
 			*v = eq + 2;
 			*vl = (size_t)(q - (eq + 2));

@@ -244,53 +244,66 @@ static void rs_result(void *ud, const struct evr_result *r)
 		p->run.lat = *r->lat;
 }
 
+/* An rstream run with a result: its round trips, throughput, split and
+ * latency into the probe's totals. */
+static void rs_fold(struct probe *p)
+{
+	struct probe_stats *s = &p->st;
+	double secs = p->run.elapsed_ns / 1e9;
+	int i;
+
+	/* every iteration's round trip of this run */
+	for (i = 0; i <= PROBE_NBUCKETS; i++)
+		s->hist[i] += p->run.hist[i];
+	s->hist_sum += p->run.hist_sum;
+	s->hist_count += p->run.hist_count;
+	s->throughput_Bps = p->run.bytes / secs;
+	if (p->run.have_split) {
+		s->have_split = 1;
+		split_hist_fold(&s->net, &p->run.net);
+		split_hist_fold(&s->hold, &p->run.hold);
+		split_hist_fold(&local_delay, &p->run.self);
+		s->split_rejected += p->run.rejected;
+	}
+	if (p->run.have_lat && p->run.lat.samples) {
+		s->have_lat = 1;
+		s->last_lat = p->run.lat;
+		s->rtt_sum += p->run.lat.mean_ns / 1e9 * p->run.lat.samples;
+		s->rtt_count += p->run.lat.samples;
+	}
+}
+
+/* An rstream run without a result: why, from the timeout, the failure f
+ * or the status. */
+static void rs_failed(struct probe *p, int status, const struct evr_failure *f)
+{
+	if (p->state == PR_TIMED_OUT) {
+		p->run.reason = R_TIMEOUT;
+		snprintf(p->run.why, sizeof(p->run.why),
+			 "no result within %.1f s", p->cfg->timeout_s);
+	} else if (f) {
+		p->run.reason = probe_stream_reason(f);
+		evr_failure_str(f, p->run.why, sizeof(p->run.why));
+	} else {
+		p->run.reason = R_ERROR;
+		snprintf(p->run.why, sizeof(p->run.why),
+			 "the run ended without a result (status %d)",
+			 status);
+	}
+}
+
 static void rs_done(void *ud, int status, const struct evr_failure *f,
 		    int in_child)
 {
 	struct probe *p = ud;
-	struct probe_stats *s = &p->st;
-	double secs;
-	int i;
 
 	if (!probe_running(p))
 		return;
 	if (!status && p->run.have && p->run.iters && p->run.elapsed_ns) {
-		secs = p->run.elapsed_ns / 1e9;
-		/* every iteration's round trip of this run */
-		for (i = 0; i <= PROBE_NBUCKETS; i++)
-			s->hist[i] += p->run.hist[i];
-		s->hist_sum += p->run.hist_sum;
-		s->hist_count += p->run.hist_count;
-		s->throughput_Bps = p->run.bytes / secs;
-		if (p->run.have_split) {
-			s->have_split = 1;
-			split_hist_fold(&s->net, &p->run.net);
-			split_hist_fold(&s->hold, &p->run.hold);
-			split_hist_fold(&local_delay, &p->run.self);
-			s->split_rejected += p->run.rejected;
-		}
-		if (p->run.have_lat && p->run.lat.samples) {
-			s->have_lat = 1;
-			s->last_lat = p->run.lat;
-			s->rtt_sum += p->run.lat.mean_ns / 1e9 *
-				      p->run.lat.samples;
-			s->rtt_count += p->run.lat.samples;
-		}
+		rs_fold(p);
 		run_over(p, 1);
 	} else {
-		if (p->state == PR_TIMED_OUT) {
-			p->run.reason = R_TIMEOUT;
-			snprintf(p->run.why, sizeof(p->run.why),
-				 "no result within %.1f s", p->cfg->timeout_s);
-		} else if (f) {
-			p->run.reason = probe_stream_reason(f);
-			evr_failure_str(f, p->run.why, sizeof(p->run.why));
-		} else {
-			p->run.reason = R_ERROR;
-			snprintf(p->run.why, sizeof(p->run.why),
-				 "the run ended without a result (status %d)",
-				 status);
-		}
+		rs_failed(p, status, f);
 		run_over(p, 0);
 	}
 	reap_later(p);
@@ -395,63 +408,84 @@ static void mc_failure(void *ud, const struct evr_mc_failure *f)
 		p->run.local = 1;
 }
 
+/* One QP's report q into the probe's totals. */
+static void mc_fold(struct probe *p, const struct evr_mc_qp_report *q)
+{
+	struct probe_stats *s = &p->st;
+	unsigned j;
+
+	s->mc_sent += q->sent;
+	s->mc_received += q->received;
+	s->mc_bad += q->bad;
+	s->mc_untracked += q->untracked;
+	for (j = 0; j < q->nsenders; j++)
+		s->mc_untracked += q->senders[j].out_of_window;
+	/* A QP that never joined was never in a position to
+	 * receive: its shortfall is the failure's, not loss.  Lost
+	 * is what the senders' headers show never came (gaps below
+	 * the highest received); the shortfall against the probe's
+	 * count also holds what was never sent or came too late. */
+	if (!p->cfg->sender && q->joined) {
+		for (j = 0; j < q->nsenders; j++)
+			s->mc_lost += q->senders[j].lost;
+		if (q->expected > q->received)
+			s->mc_shortfall += q->expected - q->received;
+	}
+}
+
+/* Why an mckey run failed: its device's state first, then a deadline
+ * missed, no device, its own configuration, a QP that never joined. */
+static enum probe_reason mc_reason(const struct probe *p, int status,
+				   int timed_out, int late, int all_joined)
+{
+	if (p->run.dev)
+		return p->run.dev == -EVR_E_DEVGONE ? R_DEVGONE : R_PORTDOWN;
+	if (timed_out || late || status == -ETIMEDOUT)
+		return R_TIMEOUT;
+	if (p->run.nodev)
+		return R_NODEV;
+	if (p->run.local)
+		return R_ERROR;
+	if (!all_joined)
+		return R_JOIN;
+	return R_ERROR;
+}
+
+/* An mckey run that failed: its reason, and its words unless the engine
+ * said why first (a timeout's own words win). */
+static void mc_failed(struct probe *p, int status, int timed_out, int late,
+		      int all_joined)
+{
+	p->run.reason = mc_reason(p, status, timed_out, late, all_joined);
+	if (timed_out || !p->run.why[0])
+		snprintf(p->run.why, sizeof(p->run.why), "%s (status %d)",
+			 timed_out ? "no result within timeout_s" :
+			 late ? "not complete by the deadline" :
+			 "the run failed", status);
+}
+
 static void mc_done(void *ud, int status, unsigned n,
 		    const struct evr_mc_qp_report *q)
 {
 	struct probe *p = ud;
-	struct probe_stats *s = &p->st;
 	int all_joined = n > 0, late = 0;
 	int timed_out = p->state == PR_TIMED_OUT;
-	unsigned i, j;
+	unsigned i;
 
 	if (!probe_running(p))
 		return;
 	for (i = 0; i < n; i++) {
-		s->mc_sent += q[i].sent;
-		s->mc_received += q[i].received;
-		s->mc_bad += q[i].bad;
-		s->mc_untracked += q[i].untracked;
-		for (j = 0; j < q[i].nsenders; j++)
-			s->mc_untracked += q[i].senders[j].out_of_window;
-		/* A QP that never joined was never in a position to
-		 * receive: its shortfall is the failure's, not loss.  Lost
-		 * is what the senders' headers show never came (gaps below
-		 * the highest received); the shortfall against the probe's
-		 * count also holds what was never sent or came too late. */
-		if (!p->cfg->sender && q[i].joined) {
-			for (j = 0; j < q[i].nsenders; j++)
-				s->mc_lost += q[i].senders[j].lost;
-			if (q[i].expected > q[i].received)
-				s->mc_shortfall += q[i].expected -
-						   q[i].received;
-		}
+		mc_fold(p, &q[i]);
 		if (!q[i].joined)
 			all_joined = 0;
 		if (q[i].timed_out)
 			late = 1;
 	}
-	s->mc_join_s = p->run.join_s;
+	p->st.mc_join_s = p->run.join_s;
 	if (!status && !timed_out) {
 		run_over(p, 1);
 	} else {
-		if (p->run.dev)
-			p->run.reason = p->run.dev == -EVR_E_DEVGONE ?
-				    R_DEVGONE : R_PORTDOWN;
-		else if (timed_out || late || status == -ETIMEDOUT)
-			p->run.reason = R_TIMEOUT;
-		else if (p->run.nodev)
-			p->run.reason = R_NODEV;
-		else if (p->run.local)
-			p->run.reason = R_ERROR;
-		else if (!all_joined)
-			p->run.reason = R_JOIN;
-		else
-			p->run.reason = R_ERROR;
-		if (timed_out || !p->run.why[0])
-			snprintf(p->run.why, sizeof(p->run.why), "%s (status %d)",
-				 timed_out ? "no result within timeout_s" :
-				 late ? "not complete by the deadline" :
-				 "the run failed", status);
+		mc_failed(p, status, timed_out, late, all_joined);
 		run_over(p, 0);
 	}
 	reap_later(p);
