@@ -10,47 +10,19 @@
 #include "config.h"
 
 #include <check.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
+#include "fakecpu.h"
 #include "loop/loop.h"
 #include "stream/session/sched.h"
-
-/* sched_yield and getrusage as the offer sees them: the yields counted,
- * and the CPU "taken" (ru_nivcsw) is fake_taken, which a yield bumps
- * while yield_gives is set (another task ran then), not the kernel's
- * count, which a busy host moves at any time. */
-static unsigned yields;
-static int yield_gives;
-static long fake_taken;
-
-int sched_yield(void)
-{
-	yields++;
-	if (yield_gives)
-		fake_taken++;
-	return (int)syscall(SYS_sched_yield);
-}
-
-int getrusage(int who, struct rusage *ru)
-{
-	int r = (int)syscall(SYS_getrusage, who, ru);
-
-	if (!r)
-		ru->ru_nivcsw = fake_taken;
-	return r;
-}
 
 static struct evr_loop *loop;
 
 static void setup(void)
 {
 	ck_assert_int_eq(evr_loop_new(&loop, NULL), 0);
-	yields = 0;
-	yield_gives = 0;
+	fake_yields = 0;
+	fake_yield_taken_at = 0;
 	fake_taken = 0;
 }
 
@@ -175,27 +147,26 @@ START_TEST(test_offer_alone)
 					&taken));
 	ck_assert(!evr__sched_offer_cpu(&a, EVERY, now, now - EVERY + 1,
 					&own, &taken));
-	ck_assert_uint_eq(yields, 0);
+	ck_assert_uint_eq(fake_yields, 0);
 	ck_assert_int_eq(taken, -1);            /* no offer: not read */
 	/* due: it yields; nobody took the CPU */
 	ck_assert(!evr__sched_offer_cpu(&a, EVERY, now, now - EVERY, &own,
 					&taken));
-	ck_assert_uint_eq(yields, 1);
+	ck_assert_uint_eq(fake_yields, 1);
 	ck_assert_int_eq(taken, 0);
 	ck_assert_uint_ge(own, now);
 	/* within every_ns of that offer: none */
 	ck_assert(!evr__sched_offer_cpu(&a, EVERY, own + EVERY - 1,
 					now - EVERY, &own, &taken));
-	ck_assert_uint_eq(yields, 1);
+	ck_assert_uint_eq(fake_yields, 1);
 	/* the next one, and another task runs in it: the poll is over */
-	yield_gives = 1;
+	fake_yield_taken_at = 2;
 	now = own + EVERY;
 	ck_assert(evr__sched_offer_cpu(&a, EVERY, now, now - EVERY, &own,
 				       &taken));
-	ck_assert_uint_eq(yields, 2);
+	ck_assert_uint_eq(fake_yields, 2);
 	ck_assert_int_eq(taken, 0);             /* the wait's first count */
 	/* the CPU taken since the wait's first offer says so again */
-	yield_gives = 0;
 	now = own + EVERY;
 	ck_assert(evr__sched_offer_cpu(&a, EVERY, now, now - EVERY, &own,
 				       &taken));
@@ -221,19 +192,19 @@ START_TEST(test_offer_shared)
 	ck_assert_int_eq(evr__sched_join(&b, loop), 0);
 	ck_assert(!evr__sched_offer_cpu(&a, EVERY, now, now - EVERY, &own_a,
 					&ta));
-	ck_assert_uint_eq(yields, 1);
+	ck_assert_uint_eq(fake_yields, 1);
 	ck_assert_uint_eq(own_a, 0);            /* the loop's clock moved */
 	ck_assert_uint_ge(loop->sched->offered_ns, now);
 	/* b's own clock says due; the loop's says not */
 	now = loop->sched->offered_ns + 1;
 	ck_assert(!evr__sched_offer_cpu(&b, EVERY, now, now - EVERY,
 					&own_b, &tb));
-	ck_assert_uint_eq(yields, 1);
+	ck_assert_uint_eq(fake_yields, 1);
 	ck_assert_int_eq(tb, -1);
 	now = loop->sched->offered_ns + EVERY;
 	ck_assert(!evr__sched_offer_cpu(&b, EVERY, now, now - EVERY, &own_b,
 					&tb));
-	ck_assert_uint_eq(yields, 2);
+	ck_assert_uint_eq(fake_yields, 2);
 	evr__sched_leave(&b, loop);
 	evr__sched_leave(&a, loop);
 }

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fakecpu.h"
 #include "loop/bytes.h"
 #include "stream/plan.h"
 #include "stream/session/session.h"
@@ -77,41 +78,9 @@ static void bq_free(struct bq *q)
 }
 
 /* ------------------------------------------------------------------ */
-/* the mock transport                                                  */
+/* the mock transport (the CPU's: fakecpu.h)                          */
 
 #define SCRIPT_MAX 8
-
-/* The session's sched_yield and getrusage (the driver's poll_async()
- * offers its CPU with one and sees with the other whether another task
- * took it): the
- * yields are counted; the CPU "taken" (ru_nivcsw) is fake_taken, not the
- * kernel's count (which a busy host moves at any time: CI's make -j2
- * preempted a 20 ms poll in each of five tries), and a test bumps it
- * where another task would have run: at the yield numbered
- * yield_taken_at (from 1), or in a mock's receive (off_cpu_at_ns).  The
- * kernel's count is tests/e2e/modes.sh's (a pair on one CPU). */
-static unsigned yields;
-static unsigned yield_taken_at;
-static uint64_t yield_first_ns;
-static long fake_taken;
-
-int sched_yield(void)
-{
-	if (!yields++)
-		yield_first_ns = evr_now_ns();
-	if (yields == yield_taken_at)
-		fake_taken++;
-	return (int)syscall(SYS_sched_yield);
-}
-
-int getrusage(int who, struct rusage *ru)
-{
-	int r = (int)syscall(SYS_getrusage, who, ru);
-
-	if (!r)
-		ru->ru_nivcsw = fake_taken;
-	return r;
-}
 
 struct mock {
 	struct evr_conn c;      /* first: the session holds &c */
@@ -248,7 +217,7 @@ static ssize_t mock_recv_(struct evr_conn *c, void *buf, size_t len)
 			if (!m->held_first)
 				m->held_first = now;
 			m->held_last = now;
-			if (m->off_cpu_after && yields >= m->off_cpu_after) {
+			if (m->off_cpu_after && fake_yields >= m->off_cpu_after) {
 				m->off_cpu_after = 0;
 				fake_taken++;
 			}
@@ -491,7 +460,7 @@ static enum evr_sess_want ready(void)
 	return evr__sess_event(&s, EVR_SE_READY, 0);
 }
 
-/* READY until the machine waits for I/O or ends (not just yields). */
+/* READY until the machine waits for I/O or ends (not just fake_yields). */
 static enum evr_sess_want settle(void)
 {
 	enum evr_sess_want w;
@@ -3398,7 +3367,7 @@ static unsigned long_poll_run_(unsigned poll_ms, unsigned hold_ms,
 	evr_loop_set_trace(loop, poll_trace, NULL);
 	cl.s.pe.offer_ns = offer_ns;
 	cl.m.off_cpu_after = off_cpu_after;
-	yields = 0;
+	fake_yields = 0;
 	cl.m.hold_until = turns_until = evr_now_ns() + hold_ms * 1000000ull;
 	ev_prepare_init(&pw, count_turn);
 	ev_prepare_start(evr_loop_ev(loop), &pw);
@@ -3476,7 +3445,7 @@ START_TEST(test_driver_poll_preempted)
 	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
 	ck_assert_uint_eq(cl.s.pe.n_preempted, 1);
 	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
-	ck_assert_uint_eq(yields, 2);
+	ck_assert_uint_eq(fake_yields, 2);
 	/* backing off: the next wait sleeps; the poll is at its base */
 	ck_assert_uint_eq(cl.s.pe.skip, 1);
 	ck_assert_uint_eq(cl.s.pe.budget_ns, 20000000);
@@ -3543,8 +3512,8 @@ START_TEST(test_driver_shared_poll_preempted)
 	drv_start(&sv, 1, &pc, &oc);
 	mock_init(&cl.m, &q_c2s, &q_c2s, "server:7471");
 	mock_init(&sv.m, &q_s2c, &q_s2c, "server:7472");
-	yields = 0;
-	yield_taken_at = 1;
+	fake_yields = 0;
+	fake_yield_taken_at = 1;
 	until = evr_now_ns() + 300000000ull;
 	cl.m.hold_until = sv.m.hold_until = until;
 	/* a third connection in play from the start (it never moves):
@@ -3557,7 +3526,7 @@ START_TEST(test_driver_shared_poll_preempted)
 	evr_loop_run(loop);
 	evr__sched_leave(&third, loop);
 	ck_assert_ptr_null(loop->sched);
-	yield_taken_at = 0;
+	fake_yield_taken_at = 0;
 	ck_assert_uint_eq(finished_n[0], 2);
 	for (i = 0; i < 2; i++) {
 		ck_assert_int_eq(e[i]->s.fail.err, -EVR_E_STALL);
@@ -3578,15 +3547,15 @@ END_TEST
  * did ends the poll as above.  Here the first offer lets one run. */
 START_TEST(test_driver_poll_offers_cpu)
 {
-	yield_taken_at = 1;
+	fake_yield_taken_at = 1;
 	long_poll_run_(20, 300, 600, EVR_POLL_OFFER_NS, 0);
-	yield_taken_at = 0;
-	ck_assert_uint_eq(yields, 1);
+	fake_yield_taken_at = 0;
+	ck_assert_uint_eq(fake_yields, 1);
 	ck_assert_uint_eq(cl.s.pe.n_preempted, 1);
 	ck_assert_uint_eq(cl.s.pe.n_ran_out, 0);
 	ck_assert_int_eq(cl.s.fail.err, -EVR_E_STALL);
 	/* not before the wait has gone on for an offer's interval */
-	ck_assert_uint_ge(yield_first_ns - cl.m.held_first,
+	ck_assert_uint_ge(fake_yield_first_ns - cl.m.held_first,
 			  EVR_POLL_OFFER_NS - 10000);
 }
 END_TEST
@@ -3600,7 +3569,7 @@ START_TEST(test_driver_poll_offers_untaken)
 	long_poll_run_(20, 300, 600, EVR_POLL_OFFER_NS, 0);
 	ck_assert_uint_eq(cl.s.pe.n_preempted, 0);
 	ck_assert_uint_eq(cl.s.pe.n_ran_out, 1);
-	ck_assert_uint_ge(yields, 1);
+	ck_assert_uint_ge(fake_yields, 1);
 	ck_assert_uint_ge(cl.m.held_last - cl.m.held_first, 19000000);
 }
 END_TEST

@@ -9,7 +9,8 @@
 # against 20 us alone); now the first runs are spread over the interval
 # and the agent runs one run on a path at a time, so lo's round trip
 # with the crowd stays within 20 % of its round trip alone (the median
-# of its runs' medians, against the larger of the two alone phases), lo
+# of its runs' medians, against the larger of the two alone phases; a
+# breach is measured once more, below), lo
 # still runs every interval, and the waits are counted.  Then the crowd
 # again with every probe "exclusive": false: no run waits.
 # shellcheck source=lib.sh
@@ -88,6 +89,9 @@ phase() {
 }
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 us() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1e6 }'; }
+within() { # CROWD ALONE_A ALONE_B: CROWD at most 1.2 x the larger alone
+	awk -v c="$1" -v a="$2" -v b="$3" 'BEGIN { m = a > b ? a : b; exit !(c <= 1.2 * m) }'
+}
 
 if [ "$E2E_VG" = 1 ]; then
 	phase crowd "$EXTRA"
@@ -116,11 +120,24 @@ if [ -z "$a1" ] || [ -z "$c" ] || [ -z "$a2" ]; then
 else
 	assert_le "crowd: lo ran every interval ($runs runs in about $PHASE s at $IV s)" \
 		$((PHASE / IV - 1)) "${runs:-0}"
-	if awk -v a="$a1" -v b="$a2" -v c="$c" 'BEGIN { m = a > b ? a : b; exit !(c <= 1.2 * m) }'; then
+	# A neighbour in make -j2 check that loads the CPU through a whole
+	# 10 s phase moves its median (9.1 us with the crowd against 5.9 us
+	# alone, once; quiet, 5.8-6.0 against 5.8-6.1): a breach is measured
+	# again, the crowd then alone, and judged on that second pair.  The
+	# lockstep this guards against (880 us against 20) breaches both.
+	if within "$c" "$a1" "$a2"; then
 		ok "crowd: lo's round trip within 20 % of alone ($(us "$c") us, alone $(us "$a1") and $(us "$a2") us)"
 	else
-		not_ok "crowd: lo's round trip within 20 % of alone" \
-			"$(us "$c") us against $(us "$a1") and $(us "$a2") us"
+		say "crowd: $(us "$c") us against $(us "$a1") and $(us "$a2") us alone: over 20 %; measured again"
+		phase crowd2 "$EXTRA"
+		phase alone3 0
+		c2=$(median "$T/crowd2.med") a3=$(median "$T/alone3.med")
+		if [ -n "$c2" ] && [ -n "$a3" ] && within "$c2" "$a2" "$a3"; then
+			ok "crowd: lo's round trip within 20 % of alone, measured again ($(us "$c2") us, alone $(us "$a2") and $(us "$a3") us)"
+		else
+			not_ok "crowd: lo's round trip within 20 % of alone, twice" \
+				"$(us "$c") us against $(us "$a1") and $(us "$a2") us; then $(us "${c2:-0}") us against $(us "$a2") and $(us "${a3:-0}") us"
+		fi
 	fi
 fi
 
