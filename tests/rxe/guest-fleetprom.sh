@@ -256,6 +256,13 @@ inject() { # KIND TARGET
 					host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio; do
 					echo "$kind $tgt $a{$w}: $e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"host":"\([^"]*\)"/\1/' | tr '\n' ' ')"
 				done >>"$T/wrong"
+				# a host's own failures: why its agent said they were
+				case $w in host=h[0-9]*)
+					e=${w#host=}
+					e=${e%%,*}
+					grep -a 'failing (' "$T/$e.log" | tail -4 |
+						sed "s/^/$kind $tgt $a{$w}: $e.log: /" >>"$T/wrong" ;;
+				esac
 			fi
 		done <"$T/firing"
 		# once detected, watch 5 s more for a wrong one
