@@ -25,8 +25,8 @@ build=(
 # the tests, on top of the build
 pkgs=(
 	"${build[@]}"
-	curl                      # tests/e2e/daemon.sh scrapes /metrics with it
-	prometheus                # its promtool: daemon.sh lints every scrape
+	curl                      # tests/e2e/daemon-*.sh scrape /metrics with it
+	prometheus                # its promtool: daemon-*.sh lint every scrape
 	                          # (promtool check metrics: names, base units, _total)
 	jq                        # tests parse the JSON output with it
 	mandoc                    # tests/e2e/manpages.sh lints the man pages
