@@ -204,7 +204,8 @@ enum evr_phase {
 /* An -EIO failure's detail over RDMA: the work completion that failed
  * blamed the peer or its path (IBV_WC_RETRY_EXC_ERR, RNR_RETRY_EXC_ERR,
  * REM_*_ERR, or a send flushed while the connection was live: its QP
- * put in error under it), not this host.  The text stays upstream's ("Input/output
+ * put in error under it), or a connect whose QP could not take the
+ * peer's reply (librdmacm's CONNECT_ERROR), not this host.  The text stays upstream's ("Input/output
  * error"); a monitor tells the two apart by this. */
 #define EVR_EIO_PEER 1
 

@@ -449,6 +449,23 @@ static void dev_removed(struct rdma_xport *x, struct rconn *rc)
 	}
 }
 
+/* A connect's UNREACHABLE or CONNECT_ERROR: its status is the kernel
+ * CM's -errno, but for librdmacm's own CONNECT_ERROR, when our QP could
+ * not take the peer's reply (moving it to RTR or RTS failed), where it is
+ * the -1 that librdmacm's call returned, not an errno (it said
+ * "Operation not permitted").  That one is the peer's or its path's: seen
+ * with the peer's RNIC removed and added back under a connect (a
+ * monitor took it for this host's own "error"), and told as an -EIO
+ * that blames the peer, as a failed completion that does. */
+static int connect_error(struct rconn *rc, const struct rdma_cm_event *e)
+{
+	if (e->event == RDMA_CM_EVENT_CONNECT_ERROR && e->status == -1) {
+		rc->base.eio_detail = EVR_EIO_PEER;
+		return -EIO;
+	}
+	return e->status < 0 ? e->status : -ETIMEDOUT;
+}
+
 static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 {
 	struct rconn *rc;
@@ -511,8 +528,7 @@ static void cm_event(struct rdma_xport *x, struct rdma_cm_event *e)
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		if (rc->state == EVR_RC_CONNECTING)
-			connect_failed(rc, e->status < 0 ? e->status :
-					   -ETIMEDOUT);
+			connect_failed(rc, connect_error(rc, e));
 		else if (rc->state == EVR_RC_ACCEPTING)
 			evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
 		break;
