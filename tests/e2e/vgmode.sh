@@ -21,11 +21,15 @@
 # another user may write) is added to VG_MODE_DIRS, which vg_mode_logs
 # and vg_mode_reports read.
 
+# --vgdb=no: no gdbserver, so no /tmp/vgdb-pipe-* files: one left by a
+# killed run of another user with the same pid made a later run as
+# nobody fail ("cannot create shared_mem file ... Permission denied").
 # shellcheck disable=SC2054 # the commas are valgrind's
 VG_MODE_OPTS=(--quiet --leak-check=full
 	--show-leak-kinds=definite,indirect,possible
 	--errors-for-leak-kinds=definite,indirect,possible
-	--error-exitcode=86 --track-fds=no --child-silent-after-fork=no)
+	--error-exitcode=86 --track-fds=no --child-silent-after-fork=no
+	--vgdb=no)
 
 vg_mode_setup() { # DIR
 	local dir=$1 var real w
