@@ -2476,6 +2476,30 @@ START_TEST(test_stall_in_drain_is_done)
 }
 END_TEST
 
+/* The driver cannot go on (its scheduler seat could not be had): the
+ * machine fails with the driver's error, at whatever phase it is, and
+ * stays failed; an errno of 0 is still a failure (-EIO). */
+START_TEST(test_driver_fail_event)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+
+	base_opts(&o);
+	custom_plan(&cp, 100, 3, 4);
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_NONE, ev(EVR_SE_FAIL, -ENOMEM), EVR_SS_FAILED);
+	assert_failed(-ENOMEM, EVR_PH_CONNECT);
+	ck_assert_str_eq(s.fail.where, "driver");
+	assert_terminal_sticks();
+	reset_fixture();
+
+	go_to(C_DATA_RECV);
+	ASSERT_AT(EVR_WANT_NONE, ev(EVR_SE_FAIL, 0), EVR_SS_FAILED);
+	assert_failed(-EIO, EVR_PH_RECV);
+	ck_assert_str_eq(s.fail.where, "driver");
+}
+END_TEST
+
 START_TEST(test_cancel)
 {
 	struct evr_stream_opts o;
@@ -4003,6 +4027,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_stall);
 	tcase_add_test(tc, test_stall_in_drain_is_done);
 	tcase_add_test(tc, test_cancel);
+	tcase_add_test(tc, test_driver_fail_event);
 	tcase_add_test(tc, test_conn_error);
 	tcase_add_test(tc, test_connected_misuse);
 	tcase_add_test(tc, test_events_after_done);
