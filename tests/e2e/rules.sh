@@ -159,7 +159,17 @@ brk hostslow_for 'expr: host:evrdma_rstream_responder_hold_seconds:slow
         for: 0s'
 # a slow host's link: each pair against its own baseline (fleets of 3-4)
 brk median_small_fleet '
-            and on (job) count by (job) (host:evrdma_mesh_probers:count) >= 4)' ')'
+              and on (job) count by (job) (host:evrdma_mesh_probers:count) >= 4)' ')'
+# a spine's failing paths slowed a whole emulated fleet: the latency
+# alert stands down for the racks' hosts, and its in-rack guard holds
+# for both of its branches
+brk latency_rack_standdown '
+          unless on (job, host) host:evrdma_rack_paths_failing:any2m' ''
+brk latency_guard_both_branches '
+          )
+          unless on (job, host) (host:evrdma_rstream_network_slow_in_rack:count == 0)' '
+          unless on (job, host) (host:evrdma_rstream_network_slow_in_rack:count == 0)
+          )'
 brk net_share 'network_slow:ratio > 0.5' 'network_slow:ratio > 0.1'
 brk net_baseline '(3 * host_peer:evrdma_rstream_network_seconds:baseline30m' \
 	'(30 * host_peer:evrdma_rstream_network_seconds:baseline30m'
@@ -207,7 +217,7 @@ brk rack_within '(4 * rack:evrdma_mesh_failed_in_rack:ratio2m)' '(0 * rack:evrdm
 brk latency_best_pair '(1.5 * job:evrdma_rstream_network_seconds:best_pair)' '(0 * job:evrdma_rstream_network_seconds:best_pair)'
 # of the hosts most of whose pairs are slow, only the worst best pair
 brk latency_worst_best 'host:evrdma_rstream_network_slow_most:best_pair
-              == on (job) group_left () max by (job) (host:evrdma_rstream_network_slow_most:best_pair)' \
+                == on (job) group_left () max by (job) (host:evrdma_rstream_network_slow_most:best_pair)' \
 	'host:evrdma_rstream_network_slow_most:best_pair'
 
 # -------------------------------------------------------------- peers2sd

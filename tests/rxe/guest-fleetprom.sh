@@ -253,7 +253,11 @@ inject() { # KIND TARGET
 					job:evrdma_rstream_latency_seconds:median_mean2m \
 					host:evrdma_rstream_network_seconds:best_pair \
 					job:evrdma_rstream_network_seconds:best_pair \
-					host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio; do
+					host:evrdma_mesh_unreached:ratio host:evrdma_mesh_down:ratio \
+					host:evrdma_rstream_network_slow_in_rack:count \
+					'host_peer:evrdma_rstream_network_slow:bool == 1' \
+					host_peer:evrdma_rstream_network_seconds:mean2m \
+					host_peer:evrdma_rstream_network_seconds:baseline30m; do
 					echo "$kind $tgt $a{$w}: $e: $(q "$e" | sed 's/"__name__":"[^"]*",//; s/"job":"evrdma",\{0,1\}//; s/"host":"\([^"]*\)"/\1/' | tr '\n' ' ')"
 				done >>"$T/wrong"
 				# a host's own failures: why its agent said they were
