@@ -9,7 +9,8 @@
 #                            stdout/stderr in $E2E_TMP/NAME.out / NAME.err
 #   start_server NAME PORT CMD..   bg_start + wait_listen
 #   wait_listen PORT [SECS] [NAME] wait until something listens on PORT
-#   bg_wait NAME [SECS]      wait for NAME to exit (kill it after SECS); RC
+#   bg_wait NAME [SECS]      wait for NAME to exit (kill it after SECS); RC,
+#                            BG_RUN_MS (its run time since bg_start)
 #   bg_stop NAME [SECS]      SIGTERM, wait, then SIGKILL; RC, ELAPSED_MS
 #   run_cmd NAME SECS CMD..  run CMD in the foreground under timeout; RC,
 #                            ELAPSED_MS, output in $E2E_TMP/NAME.out/.err
@@ -50,9 +51,10 @@ E2E_STATUS=1
 E2E_PORT_SEQ=0
 E2E_PORTS_USED=" "
 E2E_START_NS=$(date +%s%N)
-declare -A E2E_PID=()
+declare -A E2E_PID=() E2E_T0=()
 RC=0
 ELAPSED_MS=0
+BG_RUN_MS=0
 # Bounds: a default run (about 5 s on a quiet 2-core host, minutes when
 # spinning pairs share a busy one) and a background server's whole life.
 E2E_RUN_SECS=${E2E_RUN_SECS:-240}
@@ -500,6 +502,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 bg_start() { # NAME SECS CMD...
 	local name=$1 secs=$2
 	shift 2
+	E2E_T0[$name]=$(now_ms)
 	timeout -k "$(tscale 5)" "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
 	E2E_PID[$name]=$!
 }
@@ -519,7 +522,8 @@ bg_child_pid() { # NAME
 
 # Wait up to SECS (default 20) for NAME to exit; kill it after that.
 # RC = its exit status (timeout's 124/137 when it had to be killed);
-# BG_TIMED_OUT=1 when it did not exit in time.
+# BG_TIMED_OUT=1 when it did not exit in time; BG_RUN_MS = how long it
+# ran, from its bg_start.
 bg_wait() { # NAME [SECS]
 	local name=$1 secs pid end
 	secs=$(tscale "${2:-20}")
@@ -539,7 +543,8 @@ bg_wait() { # NAME [SECS]
 	fi
 	wait "$pid" 2>/dev/null
 	RC=$?
-	unset "E2E_PID[$name]"
+	BG_RUN_MS=$(( $(now_ms) - ${E2E_T0[$name]:-0} ))
+	unset "E2E_PID[$name]" "E2E_T0[$name]"
 }
 
 # Send SIG once to every process in the group timeout(1) PID made (the
