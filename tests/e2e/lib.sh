@@ -15,6 +15,7 @@
 #   run_cmd NAME SECS CMD..  run CMD in the foreground under timeout; RC,
 #                            ELAPSED_MS, output in $E2E_TMP/NAME.out/.err
 #   assert_* / ok / not_ok   checks, counted; e2e_done prints the summary
+#   vg_clean DESC FILE       a valgrind log of the script's own is empty
 #   tscale N                 N times E2E_TIME_SCALE (1; 3 in the ASan
 #                            build; 20 with E2E_VALGRIND=1), rounded up:
 #                            every SECS bound above is scaled so, and
@@ -111,6 +112,17 @@ e2e_can_valgrind() { # WHAT
 		return 1
 	fi
 	return 0
+}
+
+# A valgrind run of the script's own (e2e_can_valgrind, --quiet) wrote
+# nothing to FILE, its log: not a line of valgrind's ("==PID==").
+vg_clean() { # DESC FILE
+	if grep -q '^==[0-9]*==' "$2"; then
+		not_ok "$1: valgrind reports nothing"
+		grep '^==' "$2" | head -30 | sed 's/^/#   /'
+	else
+		ok "$1: valgrind reports nothing"
+	fi
 }
 
 # ---------------------------------------------------------------- cleanup
