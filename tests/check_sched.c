@@ -5,7 +5,7 @@
  * slice, -T n's spin budget, the CPU offer (its throttle alone and
  * shared, and what it reports when another task took the CPU) and the
  * back-off every connection of a loop hears of.  The sessions' use of it
- * is check_session's (test_driver_shared_*).
+ * is check_sessdrive's (test_driver_shared_*).
  */
 #include "config.h"
 

@@ -1204,7 +1204,7 @@ static void pingpong_run(const char *port, enum evr_io_mode io,
  * (-T n), in every run; and four -T a connections of which only the
  * one whose CPU offer found it taken backed off did 0.73-1.04 x one's
  * on a host with one busy task (in CI, 0.81-0.97 x in all three rounds, in
- * both builds; test_driver_shared_poll_preempted in check_session holds
+ * both builds; test_driver_shared_poll_preempted in check_sessdrive holds
  * the fix).  The kernel's placement is another matter: three busy tasks
  * on two CPUs move, and while the client and the server share one, -T n
  * goes at the pace of time slices whatever the connections (51 round

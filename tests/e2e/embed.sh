@@ -39,14 +39,6 @@ host_checks() { # DESC NAME MIN_OKS
 	fi
 }
 
-vg_clean() { # DESC FILE
-	if grep -q '^==[0-9]*==' "$2"; then
-		not_ok "$1: valgrind reports nothing" "$(grep '^==' "$2" | head -20)"
-	else
-		ok "$1: valgrind reports nothing"
-	fi
-}
-
 # ---- stream engines only, on 127.0.0.1
 P=$(e2e_port)
 # The host's limits (-G wall, -B CPU time of its loop's thread between two

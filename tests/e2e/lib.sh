@@ -9,11 +9,13 @@
 #                            stdout/stderr in $E2E_TMP/NAME.out / NAME.err
 #   start_server NAME PORT CMD..   bg_start + wait_listen
 #   wait_listen PORT [SECS] [NAME] wait until something listens on PORT
-#   bg_wait NAME [SECS]      wait for NAME to exit (kill it after SECS); RC
+#   bg_wait NAME [SECS]      wait for NAME to exit (kill it after SECS); RC,
+#                            BG_RUN_MS (its run time since bg_start)
 #   bg_stop NAME [SECS]      SIGTERM, wait, then SIGKILL; RC, ELAPSED_MS
 #   run_cmd NAME SECS CMD..  run CMD in the foreground under timeout; RC,
 #                            ELAPSED_MS, output in $E2E_TMP/NAME.out/.err
 #   assert_* / ok / not_ok   checks, counted; e2e_done prints the summary
+#   vg_clean DESC FILE       a valgrind log of the script's own is empty
 #   tscale N                 N times E2E_TIME_SCALE (1; 3 in the ASan
 #                            build; 20 with E2E_VALGRIND=1), rounded up:
 #                            every SECS bound above is scaled so, and
@@ -50,9 +52,10 @@ E2E_STATUS=1
 E2E_PORT_SEQ=0
 E2E_PORTS_USED=" "
 E2E_START_NS=$(date +%s%N)
-declare -A E2E_PID=()
+declare -A E2E_PID=() E2E_T0=()
 RC=0
 ELAPSED_MS=0
+BG_RUN_MS=0
 # Bounds: a default run (about 5 s on a quiet 2-core host, minutes when
 # spinning pairs share a busy one) and a background server's whole life.
 E2E_RUN_SECS=${E2E_RUN_SECS:-240}
@@ -109,6 +112,17 @@ e2e_can_valgrind() { # WHAT
 		return 1
 	fi
 	return 0
+}
+
+# A valgrind run of the script's own (e2e_can_valgrind, --quiet) wrote
+# nothing to FILE, its log: not a line of valgrind's ("==PID==").
+vg_clean() { # DESC FILE
+	if grep -q '^==[0-9]*==' "$2"; then
+		not_ok "$1: valgrind reports nothing"
+		grep '^==' "$2" | head -30 | sed 's/^/#   /'
+	else
+		ok "$1: valgrind reports nothing"
+	fi
 }
 
 # ---------------------------------------------------------------- cleanup
@@ -500,6 +514,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 bg_start() { # NAME SECS CMD...
 	local name=$1 secs=$2
 	shift 2
+	E2E_T0[$name]=$(now_ms)
 	timeout -k "$(tscale 5)" "$(tscale "$secs")" "$@" >"$E2E_TMP/$name.out" 2>"$E2E_TMP/$name.err" &
 	E2E_PID[$name]=$!
 }
@@ -519,7 +534,8 @@ bg_child_pid() { # NAME
 
 # Wait up to SECS (default 20) for NAME to exit; kill it after that.
 # RC = its exit status (timeout's 124/137 when it had to be killed);
-# BG_TIMED_OUT=1 when it did not exit in time.
+# BG_TIMED_OUT=1 when it did not exit in time; BG_RUN_MS = how long it
+# ran, from its bg_start.
 bg_wait() { # NAME [SECS]
 	local name=$1 secs pid end
 	secs=$(tscale "${2:-20}")
@@ -539,7 +555,8 @@ bg_wait() { # NAME [SECS]
 	fi
 	wait "$pid" 2>/dev/null
 	RC=$?
-	unset "E2E_PID[$name]"
+	BG_RUN_MS=$(( $(now_ms) - ${E2E_T0[$name]:-0} ))
+	unset "E2E_PID[$name]" "E2E_T0[$name]"
 }
 
 # Send SIG once to every process in the group timeout(1) PID made (the

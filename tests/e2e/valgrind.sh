@@ -25,14 +25,6 @@ VG=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possi
 E2E_SERVER_SECS=300
 E2E_LISTEN_SECS=30
 
-vg_clean() { # DESC FILE: valgrind wrote nothing (with --quiet)
-	if grep -q '^==[0-9]*==' "$2"; then
-		not_ok "$1: valgrind reports nothing" && grep '^==' "$2" | head -30 | sed 's/^/#   /'
-	else
-		ok "$1: valgrind reports nothing"
-	fi
-}
-
 # ---- a server serving a negotiated client, a verifying client and an
 # upstream-style client, then stopped by SIGTERM
 P=$(e2e_port)

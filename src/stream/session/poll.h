@@ -2,7 +2,7 @@
 /*
  * -T a's poll estimator: how long a session polls before it sleeps, from
  * how long its waits for the peer take.  Pure (no clock, no loop): the
- * caller gives the times, and check_session drives it.  The poll itself
+ * caller gives the times, and check_poll drives it.  The poll itself
  * is the driver's (sessdrive.c's poll_async()).
  */
 #ifndef EVR_SRC_POLL_H
