@@ -228,7 +228,7 @@ END_TEST
 START_TEST(test_settings_tcp)
 {
 	struct evr_conn_settings s = {
-		.xport = EVR_XPORT_TCP, .local = "127.0.0.1:1",
+		.transport = EVR_TRANSPORT_TCP, .local = "127.0.0.1:1",
 		.peer = "127.0.0.1:2", .tcp_sndbuf = 2626560,
 		.tcp_rcvbuf = 131072, .tcp_nodelay = 1, .tcp_mss = 32768,
 		.keepalive_on = 1, .keepalive_idle_s = 5,
@@ -276,7 +276,7 @@ END_TEST
 START_TEST(test_settings_rdma)
 {
 	struct evr_conn_settings s = {
-		.xport = EVR_XPORT_RDMA, .local = "10.0.0.1:7471",
+		.transport = EVR_TRANSPORT_RDMA, .local = "10.0.0.1:7471",
 		.peer = "10.0.0.2:40000", .rdma_sbuf_bytes = 1048576,
 		.rdma_rbuf_bytes = 1048576, .rdma_inline_bytes = 64,
 		.rdma_sq_depth = 384, .rdma_rq_depth = 400,

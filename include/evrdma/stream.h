@@ -20,9 +20,9 @@
 extern "C" {
 #endif
 
-enum evr_xport_kind {
-	EVR_XPORT_TCP = 0,   /* kernel TCP sockets (rstream -T s) */
-	EVR_XPORT_RDMA,      /* the rsocket protocol on RDMA CM + verbs */
+enum evr_stream_transport {
+	EVR_TRANSPORT_TCP = 0,   /* kernel TCP sockets (rstream -T s) */
+	EVR_TRANSPORT_RDMA,      /* the rsocket protocol on RDMA CM + verbs */
 };
 
 /* How a connection waits for its socket (rstream -T n / a / b). */
@@ -45,7 +45,7 @@ struct evr_stream_opts {
 	const char *host;           /* client: the server's address */
 	const char *bind_addr;      /* server: listen address; client: source */
 	const char *port;           /* default "7471" */
-	enum evr_xport_kind xport;
+	enum evr_stream_transport transport;
 	enum evr_io_mode io;        /* a host wants EVR_IO_ASYNC: NONBLOCK
 				     * keeps the loop busy (idle watchers),
 				     * BLOCK blocks it in socket calls for up
@@ -347,7 +347,7 @@ enum evr_info_kind {
  * and, over RDMA, as negotiated with the peer.  Fields of the other
  * transport are 0. */
 struct evr_conn_settings {
-	enum evr_xport_kind xport;
+	enum evr_stream_transport transport;
 	char local[64];             /* "addr:port" or "" */
 	char peer[64];
 	int keepalive_on;           /* SO_KEEPALIVE / -k timer running */
@@ -474,17 +474,18 @@ void evr_failure_format(const struct evr_failure *f, const char *reason,
 /* The stable name of a phase: "negotiate" for EVR_PH_NEGOTIATE
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);
-/* The stable name of a transport: "tcp" for EVR_XPORT_TCP, "rdma" for
- * EVR_XPORT_RDMA; NULL for a kind no transport has (the kinds are 0, 1,
+/* The stable name of a transport: "tcp" for EVR_TRANSPORT_TCP, "rdma" for
+ * EVR_TRANSPORT_RDMA; NULL for a kind no transport has (the kinds are 0, 1,
  * ...: a program lists the transports by asking from 0 until NULL). */
-const char *evr_xport_name(enum evr_xport_kind kind);
+const char *evr_stream_transport_name(enum evr_stream_transport kind);
 /* Whether this host can run a transport: 0, -EVR_E_NODEV when it needs
  * an RDMA device and there is none, -EINVAL for an unknown kind. */
-int evr_xport_check(enum evr_xport_kind kind);
+int evr_stream_transport_check(enum evr_stream_transport kind);
 /* The file descriptors a program needs for conns connections of a
  * transport, the engine's own and a margin included: what to raise
  * RLIMIT_NOFILE to before a client of many connections starts. */
-unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns);
+unsigned long evr_stream_transport_fds(enum evr_stream_transport kind,
+				       unsigned conns);
 
 /* Upstream rstream's table, for a program that prints its rows (see
  * man 3 evr_size_str): sizes in binary units, one decimal while below

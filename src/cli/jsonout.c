@@ -126,7 +126,7 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 	if (evr_stream_opts_resolve(&cli->o, &eff))
 		eff = cli->o;
 	r = start_record("rstream", version, o->server ? "server" : "client",
-			 evr_xport_name(o->xport));
+			 evr_stream_transport_name(o->transport));
 	opt = json_object();
 
 	set_str(r, "io", io_name(o->io));
@@ -290,16 +290,16 @@ json_t *jo_settings(unsigned conn, const char *peer,
 	set_int(o, "conn", conn);
 	set_str(o, "peer", s->peer[0] ? s->peer : peer);
 	set_str(o, "local", s->local);
-	set_str(o, "transport", evr_xport_name(s->xport));
+	set_str(o, "transport", evr_stream_transport_name(s->transport));
 	/* each transport's own settings (a new one: -Wswitch says so) */
-	switch (s->xport) {
-	case EVR_XPORT_TCP:
+	switch (s->transport) {
+	case EVR_TRANSPORT_TCP:
 		set_int(o, "sndbuf_bytes", s->tcp_sndbuf);
 		set_int(o, "rcvbuf_bytes", s->tcp_rcvbuf);
 		set_bool(o, "nodelay", s->tcp_nodelay);
 		set_int(o, "mss_bytes", s->tcp_mss);
 		break;
-	case EVR_XPORT_RDMA:
+	case EVR_TRANSPORT_RDMA:
 		set_int(o, "sbuf_bytes", s->rdma_sbuf_bytes);
 		set_int(o, "rbuf_bytes", s->rdma_rbuf_bytes);
 		set_int(o, "inline_bytes", s->rdma_inline_bytes);
@@ -314,7 +314,7 @@ json_t *jo_settings(unsigned conn, const char *peer,
 	set_bool(o, "keepalive", s->keepalive_on);
 	if (s->keepalive_on) {
 		set_int(o, "keepalive_idle_s", s->keepalive_idle_s);
-		if (s->xport == EVR_XPORT_TCP) {
+		if (s->transport == EVR_TRANSPORT_TCP) {
 			set_int(o, "keepalive_intvl_s", s->tcp_keepintvl_s);
 			set_int(o, "keepalive_probes", s->tcp_keepcnt);
 		}

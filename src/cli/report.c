@@ -56,7 +56,7 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 static void format_keepalive(char *ka, size_t len,
 			     const struct evr_conn_settings *s)
 {
-	if (s->keepalive_on && s->xport == EVR_XPORT_TCP)
+	if (s->keepalive_on && s->transport == EVR_TRANSPORT_TCP)
 		snprintf(ka, len, "keepalive idle %d intvl %d probes %d",
 			 s->keepalive_idle_s, s->tcp_keepintvl_s,
 			 s->tcp_keepcnt);
@@ -80,13 +80,13 @@ void rstream_format_settings(char *buf, size_t len, unsigned conn,
 	if (n < 0 || (size_t)n >= len)
 		return;
 	/* each transport's own settings (a new one: -Wswitch says so) */
-	switch (s->xport) {
-	case EVR_XPORT_TCP:
+	switch (s->transport) {
+	case EVR_TRANSPORT_TCP:
 		snprintf(buf + n, len - n, "tcp sndbuf %d rcvbuf %d nodelay %d "
 			 "mss %d %s\n", s->tcp_sndbuf, s->tcp_rcvbuf,
 			 s->tcp_nodelay, s->tcp_mss, ka);
 		break;
-	case EVR_XPORT_RDMA:
+	case EVR_TRANSPORT_RDMA:
 		snprintf(buf + n, len - n, "rdma sbuf %u rbuf %u inline %u "
 			 "sq %u rq %u credits %u peer_credits %u "
 			 "peer_rbuf %u peer_sgl %u %s\n", s->rdma_sbuf_bytes,

@@ -275,7 +275,7 @@ static int tcp_settings(struct evr_conn *c, struct evr_conn_settings *o)
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->xport = EVR_XPORT_TCP;
+	o->transport = EVR_TRANSPORT_TCP;
 	if (!getsockname(c->fd, (struct sockaddr *)&ss, &sl))
 		evr__sockaddr_str((struct sockaddr *)&ss, o->local,
 				  sizeof(o->local));

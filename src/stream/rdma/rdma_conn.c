@@ -755,7 +755,7 @@ static int r_settings(struct evr_conn *c, struct evr_conn_settings *o)
 	const struct evr_stream_opts *so = rc->x->base.o;
 
 	memset(o, 0, sizeof(*o));
-	o->xport = EVR_XPORT_RDMA;
+	o->transport = EVR_TRANSPORT_RDMA;
 	if (!rc->id || !evr__rc_established(rc->state))
 		return -ENOTCONN;
 	evr__sockaddr_str(rdma_get_local_addr(rc->id), o->local,
