@@ -337,9 +337,26 @@ static void assert_trace(const struct rec *r, const char *const *want,
 START_TEST(test_xport_name)
 {
 	ck_assert_str_eq(evr_stream_transport_name(EVR_TRANSPORT_TCP), "tcp");
-	ck_assert_str_eq(evr_stream_transport_name(EVR_TRANSPORT_RDMA), "rdma");
-	ck_assert_ptr_null(evr_stream_transport_name((enum evr_stream_transport)2));
-	ck_assert_ptr_null(evr_stream_transport_name((enum evr_stream_transport)-1));
+	ck_assert_str_eq(evr_stream_transport_name(EVR_TRANSPORT_RDMA),
+			 "rdma");
+	ck_assert_ptr_null(evr_stream_transport_name(
+		(enum evr_stream_transport)2));
+	ck_assert_ptr_null(evr_stream_transport_name(
+		(enum evr_stream_transport)-1));
+}
+END_TEST
+
+/* What each transport says it can do or needs: the programs ask this,
+ * never which transport it is. */
+START_TEST(test_xport_caps)
+{
+	ck_assert_uint_eq(evr_stream_transport_caps(EVR_TRANSPORT_TCP),
+			  EVR_TRANSPORT_CAP_KERNEL_PORT);
+	ck_assert_uint_eq(evr_stream_transport_caps(EVR_TRANSPORT_RDMA),
+			  EVR_TRANSPORT_CAP_RDMA_DEVICE |
+			  EVR_TRANSPORT_CAP_GID | EVR_TRANSPORT_CAP_INLINE);
+	ck_assert_uint_eq(evr_stream_transport_caps(
+		(enum evr_stream_transport)2), 0);
 }
 END_TEST
 
@@ -356,7 +373,8 @@ START_TEST(test_xport_check)
 	ck_assert_int_eq(evr_stream_transport_check(EVR_TRANSPORT_TCP), 0);
 	ck_assert_int_eq(evr_stream_transport_check(EVR_TRANSPORT_RDMA),
 			 n > 0 ? 0 : -EVR_E_NODEV);
-	ck_assert_int_eq(evr_stream_transport_check((enum evr_stream_transport)2), -EINVAL);
+	ck_assert_int_eq(evr_stream_transport_check(
+		(enum evr_stream_transport)2), -EINVAL);
 	/* one a connection more than the transport's own */
 	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_TCP, 10) + 1,
 			  evr_stream_transport_fds(EVR_TRANSPORT_TCP, 11));
@@ -1271,6 +1289,7 @@ static Suite *stream_suite(void)
 	tc = tcase_create("xport");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_xport_name);
+	tcase_add_test(tc, test_xport_caps);
 	tcase_add_test(tc, test_xport_check);
 	tcase_add_test(tc, test_start_refuses_unknown_xport_and_gid_tcp);
 	tcase_add_test(tc, test_opts_resolve_fills_every_default);

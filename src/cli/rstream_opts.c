@@ -463,7 +463,8 @@ static int finish(struct rstream_cli *cli, uint64_t seen, FILE *err)
 	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
 	 * an interval.  Last, so that a command line that fails says only
 	 * why. */
-	if (given(seen, 'i') && o->transport == EVR_TRANSPORT_TCP)
+	if (given(seen, 'i') && !(evr_stream_transport_caps(o->transport) &
+				  EVR_TRANSPORT_CAP_INLINE))
 		fprintf(err, "rstream: note: -i is the RDMA inline size and "
 			"means nothing over TCP (-T s); ignored (progress "
 			"reports: --interval SEC)\n");

@@ -876,11 +876,14 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 }
 
 /* Responder r listens on the daemon's own HTTP port (listen_port), on
- * its address or on every address. */
+ * its address or on every address: a transport on the kernel's TCP
+ * ports. */
 static int takes_http_port(const struct pconf *conf,
 			   const struct responder_cfg *r)
 {
-	return r->transport == EVR_TRANSPORT_TCP && r->port == conf->listen_port &&
+	return (evr_stream_transport_caps(r->transport) &
+		EVR_TRANSPORT_CAP_KERNEL_PORT) &&
+	       r->port == conf->listen_port &&
 	       (wildcard(r->bind) || wildcard(conf->listen_addr) ||
 		!strcmp(r->bind, conf->listen_addr));
 }

@@ -11,8 +11,6 @@
  */
 #include "config.h"
 
-#include <infiniband/verbs.h>
-
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -20,6 +18,7 @@
 #include <string.h>
 
 #include "evrdma/hostcheck.h"
+#include "../loop/device.h"
 #include "addr.h"
 #include "rdma/rdma.h"
 #include "stream_int.h"
@@ -28,28 +27,32 @@
 /*
  * The transports, one row each: a third one is its own file plus a row
  * here (and a value at the end of enum evr_stream_transport).  What a
- * program asks of a transport (evr_stream_transport_check(),
- * evr_stream_transport_fds(), evr_stream_memlock(), evr_stream_need()) is
- * answered from its row.
+ * program asks of a transport (evr_stream_transport_check(), _caps(),
+ * _fds(), evr_stream_memlock(), evr_stream_need()) is answered from its
+ * row; its settings, from its connections (evr_conn_ops.settings).
  */
 static const struct xport_type {
 	enum evr_stream_transport kind;
 	const char *name;           /* evr_stream_transport_name(): stable */
-	int gid;                    /* takes GID addresses (EVR_ADDR_GID) */
-	int rdma_device;            /* needs one (evr_stream_transport_check()),
-				     * and the host checks (evr_stream_need()) */
+	unsigned caps;              /* EVR_TRANSPORT_CAP_*: an RDMA device
+				     * (evr_stream_transport_check(), the
+				     * host checks: evr_stream_need()), GID
+				     * addresses, inline data, a kernel
+				     * port */
 	unsigned fds_base;          /* evr_stream_transport_fds(): the
 				     * engine's own */
 	unsigned fds_conn;          /* ... and each connection's */
 	evr__xport_memlock_fn *memlock; /* what a run locks; NULL: nothing */
 	evr__xport_new_fn *create;
 } xports[] = {
-	{ .kind = EVR_TRANSPORT_TCP, .name = "tcp", .fds_base = 16,
+	{ .kind = EVR_TRANSPORT_TCP, .name = "tcp",
+	  .caps = EVR_TRANSPORT_CAP_KERNEL_PORT, .fds_base = 16,
 	  .fds_conn = 1, .create = evr__tcp_xport_new },
 	/* a connection has no fd: one completion channel per device */
-	{ .kind = EVR_TRANSPORT_RDMA, .name = "rdma", .gid = 1,
-	  .rdma_device = 1, .fds_base = 32, .memlock = evr__rdma_memlock,
-	  .create = evr__rdma_xport_new },
+	{ .kind = EVR_TRANSPORT_RDMA, .name = "rdma",
+	  .caps = EVR_TRANSPORT_CAP_RDMA_DEVICE | EVR_TRANSPORT_CAP_GID |
+		  EVR_TRANSPORT_CAP_INLINE,
+	  .fds_base = 32, .memlock = evr__rdma_memlock, .create = evr__rdma_xport_new },
 };
 
 static const struct xport_type *xport_find(enum evr_stream_transport kind)
@@ -72,17 +75,19 @@ const char *evr_stream_transport_name(enum evr_stream_transport kind)
 int evr_stream_transport_check(enum evr_stream_transport kind)
 {
 	const struct xport_type *t = xport_find(kind);
-	struct ibv_device **l;
-	int n = 0;
 
 	if (!t)
 		return -EINVAL;
-	if (!t->rdma_device)
+	if (!(t->caps & EVR_TRANSPORT_CAP_RDMA_DEVICE))
 		return 0;
-	l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	return n > 0 ? 0 : -EVR_E_NODEV;
+	return evr__rdma_device_check();
+}
+
+unsigned evr_stream_transport_caps(enum evr_stream_transport kind)
+{
+	const struct xport_type *t = xport_find(kind);
+
+	return t ? t->caps : 0;
 }
 
 unsigned long evr_stream_transport_fds(enum evr_stream_transport kind,
@@ -110,7 +115,7 @@ int evr_stream_need(const struct evr_stream_opts *o, struct evr_hc_need *need)
 	memset(need, 0, sizeof(*need));
 	if (!t)
 		return -EINVAL;
-	need->rdma = t->rdma_device;
+	need->rdma = !!(t->caps & EVR_TRANSPORT_CAP_RDMA_DEVICE);
 	need->memlock = evr_stream_memlock(o);
 	/* a server takes what descriptors it may, and turns connections
 	 * away beyond its limits: no figure to check */
@@ -357,7 +362,8 @@ static const struct xport_type *start_check(struct evr_stream *st,
 		f->where = "transport";
 		return NULL;
 	}
-	if (st->o.addr_fmt == EVR_ADDR_GID && !t->gid) {
+	if (st->o.addr_fmt == EVR_ADDR_GID &&
+	    !(t->caps & EVR_TRANSPORT_CAP_GID)) {
 		f->err = -EVR_E_NOTSUP;
 		f->detail = EVR_NOTSUP_GID_TCP;
 		return NULL;
