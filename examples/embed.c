@@ -422,7 +422,7 @@ static int run_host(struct host *h)
 	so.server = 1;
 	so.bind_addr = "127.0.0.1";
 	so.port = h->port;
-	so.xport = EVR_XPORT_TCP;
+	so.transport = EVR_TRANSPORT_TCP;
 	so.io = EVR_IO_ASYNC;
 	if (start_stream(h, &h->srv, &so, &scbs, h, "server"))
 		return 1;
@@ -450,7 +450,7 @@ static int run_host(struct host *h)
 		memset(&so, 0, sizeof(so));
 		so.host = "127.0.0.1";
 		so.port = h->port;
-		so.xport = EVR_XPORT_TCP;
+		so.transport = EVR_TRANSPORT_TCP;
 		so.io = c->io;
 		so.custom = 1;
 		so.size = c->size;

@@ -40,14 +40,14 @@ else
 	echo "$pass passed, $fail failed"
 	exit 1
 fi
-# the library's ABI as debian/libevrdma0.symbols lists it: an evr_ function
+# the library's ABI as debian/libevrdma1.symbols lists it: an evr_ function
 # added to or removed from the exports (src/libevrdma.map) must be there
 # too; dpkg-gensymbols only warns on a new one
 if grep -q "dpkg-gensymbols: warning: .*doesn't match completely" "$out/build.log"; then
-	not_ok "debian/libevrdma0.symbols lists exactly the exported symbols"
-	sed -n '/^--- debian\/libevrdma0.symbols/,/^ *dh_/p' "$out/build.log" | head -n 20
+	not_ok "debian/libevrdma1.symbols lists exactly the exported symbols"
+	sed -n '/^--- debian\/libevrdma1.symbols/,/^ *dh_/p' "$out/build.log" | head -n 20
 else
-	ok "debian/libevrdma0.symbols lists exactly the exported symbols"
+	ok "debian/libevrdma1.symbols lists exactly the exported symbols"
 fi
 for d in "$out"/*.deb; do
 	echo "  ${d##*/}: $(dpkg-deb -c "$d" | awk '$1 !~ /^d/' | wc -l) files"

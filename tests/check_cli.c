@@ -93,7 +93,7 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(c.o.host);
 	ck_assert_ptr_null(c.o.bind_addr);
 	ck_assert_str_eq(c.o.port, "7471");
-	ck_assert_int_eq(c.o.xport, EVR_XPORT_RDMA);
+	ck_assert_int_eq(c.o.transport, EVR_TRANSPORT_RDMA);
 	ck_assert_int_eq(c.o.io, EVR_IO_NONBLOCK);
 	ck_assert_int_eq(c.o.addr_fmt, EVR_ADDR_NAME);
 	ck_assert_int_eq(c.o.resolve_rdma, 0);
@@ -152,7 +152,7 @@ START_TEST(test_reparse_resets)
 	ck_assert_int_eq(c.async, 0);
 	ck_assert_int_eq(c.o.server, 1);
 	ck_assert_int_eq(c.o.verify, 0);
-	ck_assert_int_eq(c.o.xport, EVR_XPORT_RDMA);
+	ck_assert_int_eq(c.o.transport, EVR_TRANSPORT_RDMA);
 	ck_assert_int_eq(c.o.custom, 0);
 	ck_assert_uint_eq(c.o.count, 1000);
 	ck_assert_int_eq(c.per_conn, 0);
@@ -203,30 +203,30 @@ static void check_letter_effect(const struct rstream_cli *c, char letter,
 
 	switch (letter) {
 	case 's':
-		ck_assert_msg(o->xport == EVR_XPORT_TCP, "-T %s", arg);
+		ck_assert_msg(o->transport == EVR_TRANSPORT_TCP, "-T %s", arg);
 		ck_assert_int_eq(o->io, EVR_IO_NONBLOCK);
 		break;
 	case 'a':
 		ck_assert_msg(o->io == EVR_IO_ASYNC, "-T %s", arg);
-		ck_assert_int_eq(o->xport, EVR_XPORT_RDMA);
+		ck_assert_int_eq(o->transport, EVR_TRANSPORT_RDMA);
 		break;
 	case 'b':
 		ck_assert_msg(o->io == EVR_IO_BLOCK, "-T %s", arg);
 		break;
 	case 'n':
 		ck_assert_msg(o->io == EVR_IO_NONBLOCK, "-T %s", arg);
-		ck_assert_int_eq(o->xport, EVR_XPORT_RDMA);
+		ck_assert_int_eq(o->transport, EVR_TRANSPORT_RDMA);
 		break;
 	case 'f':
 		ck_assert_msg(o->fork == 1, "-T %s", arg);
-		ck_assert_msg(o->xport == EVR_XPORT_TCP, "-T %s", arg);
+		ck_assert_msg(o->transport == EVR_TRANSPORT_TCP, "-T %s", arg);
 		break;
 	case 'r':
 		ck_assert_msg(o->resolve_rdma == 1, "-T %s", arg);
 		break;
 	case 'v':
 		ck_assert_msg(o->verify == 1, "-T %s", arg);
-		ck_assert_int_eq(o->xport, EVR_XPORT_RDMA);
+		ck_assert_int_eq(o->transport, EVR_TRANSPORT_RDMA);
 		break;
 	default:
 		ck_abort_msg("bad letter");
@@ -262,7 +262,7 @@ START_TEST(test_topt_direct)
 	ck_assert_int_eq(rstream_test_opt(&c, "v"), 0);
 	ck_assert_int_eq(c.o.verify, 1);
 	ck_assert_int_eq(rstream_test_opt(&c, "Sockets"), 0);
-	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c.o.transport, EVR_TRANSPORT_TCP);
 	/* a and b are flags; the I/O mode is settled after parsing */
 	ck_assert_int_eq(rstream_test_opt(&c, "a"), 0);
 	ck_assert_int_eq(c.async, 1);
@@ -320,7 +320,7 @@ START_TEST(test_topt_combinations)
 	/* effects add up */
 	ck_assert_int_eq(PARSE(&c, "-T", "s", "-T", "v", "-T", "a", "-T",
 			       "r"), RSTREAM_PARSE_OK);
-	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c.o.transport, EVR_TRANSPORT_TCP);
 	ck_assert_int_eq(c.o.verify, 1);
 	ck_assert_int_eq(c.o.io, EVR_IO_ASYNC);
 	ck_assert_int_eq(c.o.resolve_rdma, 1);
@@ -334,11 +334,11 @@ START_TEST(test_topt_fork)
 	ck_assert_int_eq(PARSE(&c, "-T", "f"), RSTREAM_PARSE_OK);
 	ck_assert_int_eq(c.o.server, 1);
 	ck_assert_int_eq(c.o.fork, 1);
-	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c.o.transport, EVR_TRANSPORT_TCP);
 	/* a client ignores fork but keeps kernel sockets, as upstream */
 	ck_assert_int_eq(PARSE(&c, "-s", "h", "-T", "fork"), RSTREAM_PARSE_OK);
 	ck_assert_int_eq(c.o.fork, 0);
-	ck_assert_int_eq(c.o.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c.o.transport, EVR_TRANSPORT_TCP);
 }
 END_TEST
 

@@ -544,10 +544,10 @@ START_TEST(test_memlock_estimates)
 	memset(&o, 0, sizeof(o));
 	/* a transport that registers nothing locks nothing (its row has
 	 * no memlock hook) */
-	ck_assert_uint_eq(evr_stream_memlock(&o), 0); /* EVR_XPORT_TCP */
-	o.xport = (enum evr_xport_kind)7;
+	ck_assert_uint_eq(evr_stream_memlock(&o), 0); /* EVR_TRANSPORT_TCP */
+	o.transport = (enum evr_stream_transport)7;
 	ck_assert_uint_eq(evr_stream_memlock(&o), 0);
-	o.xport = EVR_XPORT_RDMA;
+	o.transport = EVR_TRANSPORT_RDMA;
 	one = evr_stream_memlock(&o);
 	/* two buffers of twice -B 512k, plus the queues */
 	ck_assert_uint_gt(one, 2u << 20);

@@ -22,6 +22,22 @@
 #include "cli/report.h"
 #include "cli/rstream_opts.h"
 #include "loop/loop.h"
+#include "stream/rdma/rdma.h"
+#include "stream/tcp.h"
+
+/* rec as jo_emit writes it, in buf (freed with rec). */
+static void emitted(json_t *rec, char *buf, size_t len)
+{
+	FILE *f = tmpfile();
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(jo_emit(f, rec), 0);
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+}
 
 /* Write rec with jo_emit, check it is one line, and parse it back. */
 static json_t *roundtrip(json_t *rec)
@@ -225,19 +241,36 @@ START_TEST(test_info_records)
 }
 END_TEST
 
+/* The settings' record and line are the transport's rows, which TCP's
+ * and RDMA's own code fill (evr__tcp_settings_rows(),
+ * evr__rdma_settings_rows()): the keys, words and orders of before they
+ * were rows, byte for byte. */
 START_TEST(test_settings_tcp)
 {
 	struct evr_conn_settings s = {
-		.xport = EVR_XPORT_TCP, .local = "127.0.0.1:1",
-		.peer = "127.0.0.1:2", .tcp_sndbuf = 2626560,
-		.tcp_rcvbuf = 131072, .tcp_nodelay = 1, .tcp_mss = 32768,
+		.transport = EVR_TRANSPORT_TCP, .local = "127.0.0.1:1",
+		.peer = "127.0.0.1:2",
 		.keepalive_on = 1, .keepalive_idle_s = 5,
-		.tcp_keepintvl_s = 75, .tcp_keepcnt = 9,
+	};
+	const struct evr__tcp_settings v = {
+		.sndbuf = 2626560, .rcvbuf = 131072, .nodelay = 1,
+		.mss = 32768, .keepintvl_s = 75, .keepcnt = 9,
 	};
 	struct evr_info i = { .kind = EVR_INFO_SETTINGS, .conn_id = 4,
 			      .peer = "ignored", .settings = &s };
-	json_t *o = roundtrip(jo_info(&i));
+	json_t *o;
 	char line[512];
+
+	evr__tcp_settings_rows(&s, &v);
+	emitted(jo_info(&i), line, sizeof(line));
+	ck_assert_str_eq(line, "{\"type\":\"settings\",\"conn\":4,\"peer\":"
+			 "\"127.0.0.1:2\",\"local\":\"127.0.0.1:1\","
+			 "\"transport\":\"tcp\",\"sndbuf_bytes\":2626560,"
+			 "\"rcvbuf_bytes\":131072,\"nodelay\":true,"
+			 "\"mss_bytes\":32768,\"keepalive\":true,"
+			 "\"keepalive_idle_s\":5,\"keepalive_intvl_s\":75,"
+			 "\"keepalive_probes\":9}\n");
+	o = roundtrip(jo_info(&i));
 
 	ck_assert_str_eq(str(o, "type"), "settings");
 	ck_assert_int_eq(num(o, "conn"), 4);
@@ -262,29 +295,64 @@ START_TEST(test_settings_tcp)
 			 "probes 9\n");
 	s.keepalive_on = 0;
 	s.peer[0] = '\0';
+	s.nrows = 0;
+	evr__tcp_settings_rows(&s, &v);
+	emitted(jo_info(&i), line, sizeof(line));
+	ck_assert_str_eq(line, "{\"type\":\"settings\",\"conn\":4,\"peer\":"
+			 "\"ignored\",\"local\":\"127.0.0.1:1\","
+			 "\"transport\":\"tcp\",\"sndbuf_bytes\":2626560,"
+			 "\"rcvbuf_bytes\":131072,\"nodelay\":true,"
+			 "\"mss_bytes\":32768,\"keepalive\":false}\n");
 	rstream_format_settings(line, sizeof(line), 4, "10.1.1.1:9", &s);
 	ck_assert_str_eq(line, "settings conn 4 local 127.0.0.1:1 peer "
 			 "10.1.1.1:9: tcp sndbuf 2626560 rcvbuf 131072 "
 			 "nodelay 1 mss 32768 keepalive off\n");
 	/* a short buffer is cut, never overrun */
 	memset(line, 'z', sizeof(line));
+	size_t n;
+
 	rstream_format_settings(line, 20, 4, "x", &s);
 	ck_assert_uint_eq(strlen(line), 19);
+	/* ... at any length, to what fits of the whole line */
+	for (n = 1; n < 120; n++) {
+		char whole[512], cut[512];
+
+		rstream_format_settings(whole, sizeof(whole), 4, "x", &s);
+		memset(cut, 'z', sizeof(cut));
+		rstream_format_settings(cut, n, 4, "x", &s);
+		ck_assert_uint_eq(strlen(cut), n - 1 < strlen(whole) ?
+				  n - 1 : strlen(whole));
+		ck_assert_int_eq(strncmp(cut, whole, n - 1), 0);
+	}
 }
 END_TEST
 
 START_TEST(test_settings_rdma)
 {
 	struct evr_conn_settings s = {
-		.xport = EVR_XPORT_RDMA, .local = "10.0.0.1:7471",
-		.peer = "10.0.0.2:40000", .rdma_sbuf_bytes = 1048576,
-		.rdma_rbuf_bytes = 1048576, .rdma_inline_bytes = 64,
-		.rdma_sq_depth = 384, .rdma_rq_depth = 400,
-		.rdma_credits_granted = 384, .rdma_credits_peer = 384,
-		.rdma_peer_target_sgl = 2, .rdma_peer_rbuf_bytes = 1048576,
+		.transport = EVR_TRANSPORT_RDMA, .local = "10.0.0.1:7471",
+		.peer = "10.0.0.2:40000",
 	};
-	json_t *o = roundtrip(jo_settings(1, "", &s));
+	const struct evr__rdma_settings v = {
+		.sbuf_bytes = 1048576, .rbuf_bytes = 1048576,
+		.inline_bytes = 64, .sq_depth = 384, .rq_depth = 400,
+		.credits_granted = 384, .credits_peer = 384,
+		.peer_target_sgl = 2, .peer_rbuf_bytes = 1048576,
+	};
+	json_t *o;
 	char line[512];
+
+	evr__rdma_settings_rows(&s, &v);
+	emitted(jo_settings(1, "", &s), line, sizeof(line));
+	ck_assert_str_eq(line, "{\"type\":\"settings\",\"conn\":1,\"peer\":"
+			 "\"10.0.0.2:40000\",\"local\":\"10.0.0.1:7471\","
+			 "\"transport\":\"rdma\",\"sbuf_bytes\":1048576,"
+			 "\"rbuf_bytes\":1048576,\"inline_bytes\":64,"
+			 "\"sq_depth\":384,\"rq_depth\":400,"
+			 "\"credits_granted\":384,\"credits_peer\":384,"
+			 "\"peer_target_sgl_entries\":2,"
+			 "\"peer_rbuf_bytes\":1048576,\"keepalive\":false}\n");
+	o = roundtrip(jo_settings(1, "", &s));
 
 	ck_assert_str_eq(str(o, "transport"), "rdma");
 	ck_assert_int_eq(num(o, "sbuf_bytes"), 1048576);
@@ -306,6 +374,18 @@ START_TEST(test_settings_rdma)
 			 "10.0.0.2:40000: rdma sbuf 1048576 rbuf 1048576 "
 			 "inline 64 sq 384 rq 400 credits 384 peer_credits 384 "
 			 "peer_rbuf 1048576 peer_sgl 2 keepalive off\n");
+	/* -k over RDMA: its idle time alone, no knobs of TCP's */
+	s.keepalive_on = 1;
+	s.keepalive_idle_s = 30;
+	emitted(jo_settings(1, "", &s), line, sizeof(line));
+	ck_assert_ptr_nonnull(strstr(line, "\"peer_rbuf_bytes\":1048576,"
+				     "\"keepalive\":true,"
+				     "\"keepalive_idle_s\":30}\n"));
+	rstream_format_settings(line, sizeof(line), 1, "", &s);
+	ck_assert_str_eq(line, "settings conn 1 local 10.0.0.1:7471 peer "
+			 "10.0.0.2:40000: rdma sbuf 1048576 rbuf 1048576 "
+			 "inline 64 sq 384 rq 400 credits 384 peer_credits 384 "
+			 "peer_rbuf 1048576 peer_sgl 2 keepalive 30\n");
 }
 END_TEST
 

@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <infiniband/verbs.h>
 #include <ev.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2950,6 +2951,41 @@ START_TEST(test_transport_names)
 }
 END_TEST
 
+/* What a transport needs of the host (UDP nothing, RDMA a device: as
+ * many as libibverbs lists here), and its own settings of the options,
+ * resolved, as rows: UDP's port, RDMA's port space. */
+START_TEST(test_transport_check_settings)
+{
+	struct evr_mcast_opts o = { .group = "239.1.1.1" };
+	struct evr_setting rows[EVR_SETTINGS_MAX];
+	struct ibv_device **l;
+	int n = 0;
+
+	l = ibv_get_device_list(&n);
+	if (l)
+		ibv_free_device_list(l);
+	ck_assert_int_eq(evr_mc_transport_check(EVR_MC_UDP), 0);
+	ck_assert_int_eq(evr_mc_transport_check(EVR_MC_RDMA),
+			 n > 0 ? 0 : -EVR_E_NODEV);
+	ck_assert_int_eq(evr_mc_transport_check(EVR_MC_UDP + 1), -EINVAL);
+
+	o.transport = EVR_MC_UDP;
+	ck_assert_int_eq(evr_mcast_settings(&o, rows, EVR_SETTINGS_MAX), 1);
+	ck_assert_str_eq(rows[0].key, "udp_port");
+	ck_assert_int_eq(rows[0].value, EVR_MC_DEFAULT_UDP_PORT);
+	ck_assert_uint_eq(rows[0].flags, 0);
+	o.transport = EVR_MC_RDMA;
+	o.port_space = 0x111;
+	ck_assert_int_eq(evr_mcast_settings(&o, rows, EVR_SETTINGS_MAX), 1);
+	ck_assert_str_eq(rows[0].key, "port_space");
+	ck_assert_int_eq(rows[0].value, 0x111);
+	ck_assert_int_eq(evr_mcast_settings(&o, rows, 0), 0);
+	o.transport = (enum evr_mc_transport)(EVR_MC_UDP + 1);
+	ck_assert_int_eq(evr_mcast_settings(&o, rows, EVR_SETTINGS_MAX),
+			 -EINVAL);
+}
+END_TEST
+
 /* Every zero that stands for a default comes back as it, the limits
  * clamped as the engine clamps them; a second resolve changes nothing. */
 START_TEST(test_opts_resolve)
@@ -3052,6 +3088,7 @@ static Suite *mcast_suite(void)
 	tcase_add_test(tc, test_payload_short);
 	tcase_add_test(tc, test_payload_bad_magic_version);
 	tcase_add_test(tc, test_transport_names);
+	tcase_add_test(tc, test_transport_check_settings);
 	tcase_add_test(tc, test_opts_resolve);
 	tcase_add_test(tc, test_mcast_need);
 	suite_add_tcase(s, tc);

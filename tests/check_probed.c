@@ -83,7 +83,7 @@ START_TEST(test_defaults)
 	ck_assert(!probe_reason_applies(PROBE_MCKEY, R_REFUSED));
 	ck_assert_uint_eq(c->nprobes, 3);
 	ck_assert_int_eq(c->probes[0].type, PROBE_RSTREAM);
-	ck_assert_int_eq(c->probes[0].xport, EVR_XPORT_RDMA);
+	ck_assert_int_eq(c->probes[0].transport, EVR_TRANSPORT_RDMA);
 	ck_assert_str_eq(c->probes[0].port, "7471");
 	ck_assert_uint_eq(c->probes[0].size, 64);
 	ck_assert_uint_eq(c->probes[0].count, 1);
@@ -96,7 +96,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c->probes[0].exclusive, 1);
 	ck_assert_double_eq(c->probes[0].interval_s, 10);
 	ck_assert_double_eq(c->probes[0].timeout_s, 5);
-	ck_assert_int_eq(c->probes[1].xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c->probes[1].transport, EVR_TRANSPORT_TCP);
 	ck_assert_str_eq(c->probes[1].port, "9000");
 	ck_assert_uint_eq(c->probes[1].size, 65536);
 	ck_assert_uint_eq(c->probes[1].count, 7);
@@ -106,7 +106,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c->probes[1].poll_us, EVR_POLL_NEVER); /* 0: never */
 	ck_assert_int_eq(c->probes[1].exclusive, 0);
 	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
-	ck_assert_int_eq(c->probes[2].mc_xport, EVR_MC_UDP);
+	ck_assert_int_eq(c->probes[2].mc_transport, EVR_MC_UDP);
 	ck_assert_int_eq(c->probes[2].sender, 1);
 	ck_assert_uint_eq(c->probes[2].mc_count, 10);
 	ck_assert_uint_eq(c->probes[2].udp_port, 7174);
@@ -432,7 +432,7 @@ START_TEST(test_responders_conf)
 	ck_assert_uint_eq(c->nprobes, 0);
 	ck_assert_uint_eq(c->nresponders, 3);
 	ck_assert_str_eq(c->responders[0].label, "tcp:*:7471");
-	ck_assert_int_eq(c->responders[0].xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c->responders[0].transport, EVR_TRANSPORT_TCP);
 	ck_assert_ptr_null(c->responders[0].bind);
 	ck_assert_uint_eq(c->responders[0].max_conns, 0);
 	ck_assert_int_eq(c->responders[0].custom, 0);
@@ -934,7 +934,7 @@ START_TEST(test_mesh_conf)
 	unlink(path);
 	ck_assert_ptr_nonnull(c->mesh);
 	ck_assert_str_eq(c->mesh->peers_file, "/etc/peers");
-	ck_assert_int_eq(c->mesh->tmpl.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(c->mesh->tmpl.transport, EVR_TRANSPORT_TCP);
 	ck_assert_str_eq(c->mesh->tmpl.port, "7000");
 	ck_assert_double_eq(c->mesh->tmpl.interval_s, 2);
 	ck_assert_double_eq(c->mesh->tmpl.timeout_s, 5);

@@ -457,12 +457,12 @@ END_TEST
 
 START_TEST(test_fds_needed)
 {
-	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 1), 17);
-	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 1000), 1016);
-	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 100000), 100016);
+	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_TCP, 1), 17);
+	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_TCP, 1000), 1016);
+	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_TCP, 100000), 100016);
 	/* RDMA: one completion channel per device, none per connection */
-	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_RDMA, 1000), 32);
-	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_RDMA, 10000), 32);
+	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_RDMA, 1000), 32);
+	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_RDMA, 10000), 32);
 }
 END_TEST
 

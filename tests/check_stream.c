@@ -4,7 +4,7 @@
  * outside as an embedding host sees it: evr_stream_new/start/cancel/free
  * over loopback TCP (127.0.0.1, ephemeral ports), the transitions read
  * back through the trace hook (evr_loop_set_trace), done() counted.  And
- * the table of transports through evr_xport_name().
+ * the table of transports through evr_stream_transport_name().
  */
 #include "config.h"
 
@@ -262,7 +262,7 @@ static void opts_client(struct evr_stream_opts *o, const char *port)
 	memset(o, 0, sizeof(*o));
 	o->host = "127.0.0.1";
 	o->port = port;
-	o->xport = EVR_XPORT_TCP;
+	o->transport = EVR_TRANSPORT_TCP;
 	o->io = EVR_IO_ASYNC;
 	o->stall_ms = 5000;
 	/* one small test: 100-byte transfers, 2 per iteration, 3 times */
@@ -278,7 +278,7 @@ static void opts_server(struct evr_stream_opts *o, const char *port)
 	o->server = 1;
 	o->bind_addr = "127.0.0.1";
 	o->port = port;
-	o->xport = EVR_XPORT_TCP;
+	o->transport = EVR_TRANSPORT_TCP;
 	o->io = EVR_IO_ASYNC;
 	o->stall_ms = 5000;
 	o->custom = 1;
@@ -336,10 +336,27 @@ static void assert_trace(const struct rec *r, const char *const *want,
 
 START_TEST(test_xport_name)
 {
-	ck_assert_str_eq(evr_xport_name(EVR_XPORT_TCP), "tcp");
-	ck_assert_str_eq(evr_xport_name(EVR_XPORT_RDMA), "rdma");
-	ck_assert_ptr_null(evr_xport_name((enum evr_xport_kind)2));
-	ck_assert_ptr_null(evr_xport_name((enum evr_xport_kind)-1));
+	ck_assert_str_eq(evr_stream_transport_name(EVR_TRANSPORT_TCP), "tcp");
+	ck_assert_str_eq(evr_stream_transport_name(EVR_TRANSPORT_RDMA),
+			 "rdma");
+	ck_assert_ptr_null(evr_stream_transport_name(
+		(enum evr_stream_transport)2));
+	ck_assert_ptr_null(evr_stream_transport_name(
+		(enum evr_stream_transport)-1));
+}
+END_TEST
+
+/* What each transport says it can do or needs: the programs ask this,
+ * never which transport it is. */
+START_TEST(test_xport_caps)
+{
+	ck_assert_uint_eq(evr_stream_transport_caps(EVR_TRANSPORT_TCP),
+			  EVR_TRANSPORT_CAP_KERNEL_PORT);
+	ck_assert_uint_eq(evr_stream_transport_caps(EVR_TRANSPORT_RDMA),
+			  EVR_TRANSPORT_CAP_RDMA_DEVICE |
+			  EVR_TRANSPORT_CAP_GID | EVR_TRANSPORT_CAP_INLINE);
+	ck_assert_uint_eq(evr_stream_transport_caps(
+		(enum evr_stream_transport)2), 0);
 }
 END_TEST
 
@@ -353,15 +370,16 @@ START_TEST(test_xport_check)
 	l = ibv_get_device_list(&n);
 	if (l)
 		ibv_free_device_list(l);
-	ck_assert_int_eq(evr_xport_check(EVR_XPORT_TCP), 0);
-	ck_assert_int_eq(evr_xport_check(EVR_XPORT_RDMA),
+	ck_assert_int_eq(evr_stream_transport_check(EVR_TRANSPORT_TCP), 0);
+	ck_assert_int_eq(evr_stream_transport_check(EVR_TRANSPORT_RDMA),
 			 n > 0 ? 0 : -EVR_E_NODEV);
-	ck_assert_int_eq(evr_xport_check((enum evr_xport_kind)2), -EINVAL);
+	ck_assert_int_eq(evr_stream_transport_check(
+		(enum evr_stream_transport)2), -EINVAL);
 	/* one a connection more than the transport's own */
-	ck_assert_uint_eq(evr_xport_fds(EVR_XPORT_TCP, 10) + 1,
-			  evr_xport_fds(EVR_XPORT_TCP, 11));
-	ck_assert_uint_gt(evr_xport_fds(EVR_XPORT_RDMA, 0),
-			  evr_xport_fds(EVR_XPORT_TCP, 0));
+	ck_assert_uint_eq(evr_stream_transport_fds(EVR_TRANSPORT_TCP, 10) + 1,
+			  evr_stream_transport_fds(EVR_TRANSPORT_TCP, 11));
+	ck_assert_uint_gt(evr_stream_transport_fds(EVR_TRANSPORT_RDMA, 0),
+			  evr_stream_transport_fds(EVR_TRANSPORT_TCP, 0));
 }
 END_TEST
 
@@ -375,7 +393,7 @@ START_TEST(test_start_refuses_unknown_xport_and_gid_tcp)
 	char port[16];
 
 	opts_client(&o, free_port(port, sizeof(port)));
-	o.xport = (enum evr_xport_kind)7;
+	o.transport = (enum evr_stream_transport)7;
 	ck_assert_int_eq(evr_stream_new(&C.st, L, &o, &cbs, &C), 0);
 	ck_assert_int_eq(evr_stream_start(C.st, &f), -EINVAL);
 	ck_assert_int_eq(f.err, -EINVAL);
@@ -414,7 +432,7 @@ START_TEST(test_opts_resolve_fills_every_default)
 	ck_assert_uint_eq(r.max_memory, EVR_DEFAULT_MAX_MEMORY);
 	ck_assert_int_eq(r.poll_us, EVR_DEFAULT_POLL_US);
 	/* the zeros that are values, not defaults, stay */
-	ck_assert_int_eq(r.xport, EVR_XPORT_TCP);
+	ck_assert_int_eq(r.transport, EVR_TRANSPORT_TCP);
 	ck_assert_int_eq(r.inline_size, 0);
 	ck_assert_int_eq(r.keepalive, 0);
 	ck_assert_uint_eq(r.interval_ms, 0);
@@ -493,26 +511,26 @@ START_TEST(test_stream_need)
 	struct evr_hc_need n;
 
 	memset(&o, 0, sizeof(o));
-	o.xport = EVR_XPORT_TCP;
+	o.transport = EVR_TRANSPORT_TCP;
 	o.conns = 10;
 	o.bind_addr = "127.0.0.1";
 	memset(&n, 0xa5, sizeof(n));
 	ck_assert_int_eq(evr_stream_need(&o, &n), 0);
 	ck_assert_int_eq(n.rdma, 0);
 	ck_assert_uint_eq(n.memlock, 0);
-	ck_assert_uint_eq(n.fds, evr_xport_fds(EVR_XPORT_TCP, 10));
+	ck_assert_uint_eq(n.fds, evr_stream_transport_fds(EVR_TRANSPORT_TCP, 10));
 	ck_assert_uint_eq(n.fds_raise, 0);
 	ck_assert_uint_eq(n.msg_size, 0);
 	ck_assert_str_eq(n.addr, "127.0.0.1");
 
-	o.xport = EVR_XPORT_RDMA;
+	o.transport = EVR_TRANSPORT_RDMA;
 	o.conns = 0; /* one */
 	o.bind_addr = NULL;
 	ck_assert_int_eq(evr_stream_need(&o, &n), 0);
 	ck_assert_int_eq(n.rdma, 1);
 	ck_assert_uint_gt(n.memlock, 0);
 	ck_assert_uint_eq(n.memlock, evr_stream_memlock(&o));
-	ck_assert_uint_eq(n.fds, evr_xport_fds(EVR_XPORT_RDMA, 1));
+	ck_assert_uint_eq(n.fds, evr_stream_transport_fds(EVR_TRANSPORT_RDMA, 1));
 	ck_assert_ptr_null(n.addr);
 
 	/* a server's descriptors are not counted */
@@ -521,7 +539,7 @@ START_TEST(test_stream_need)
 	ck_assert_int_eq(n.rdma, 1);
 	ck_assert_uint_eq(n.fds, 0);
 
-	o.xport = (enum evr_xport_kind)7;
+	o.transport = (enum evr_stream_transport)7;
 	ck_assert_int_eq(evr_stream_need(&o, &n), -EINVAL);
 	ck_assert_int_eq(n.rdma, 0);
 	ck_assert_uint_eq(n.memlock, 0);
@@ -1271,6 +1289,7 @@ static Suite *stream_suite(void)
 	tc = tcase_create("xport");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_xport_name);
+	tcase_add_test(tc, test_xport_caps);
 	tcase_add_test(tc, test_xport_check);
 	tcase_add_test(tc, test_start_refuses_unknown_xport_and_gid_tcp);
 	tcase_add_test(tc, test_opts_resolve_fills_every_default);

@@ -54,7 +54,8 @@ struct evr_hc_need {
 				  * device nodes and the ports are skipped) */
 	uint64_t memlock;        /* bytes it will lock (evr_stream_memlock,
 				  * evr_mcast_memlock) */
-	unsigned long fds;       /* descriptors it will hold (evr_xport_fds) */
+	unsigned long fds;       /* descriptors it will hold
+				  * (evr_stream_transport_fds) */
 	unsigned long fds_raise; /* 1: the program raises its soft
 				  * RLIMIT_NOFILE to the hard one first */
 	uint32_t msg_size;       /* a UD message's payload (mckey -S) */
@@ -115,9 +116,9 @@ uint64_t evr_mcast_memlock(const struct evr_mcast_opts *o);
 /* What a run of these options needs of the host, from its transport's
  * row, in *need (zeroed first): rdma when the transport uses an RDMA
  * device, memlock (the functions above), fds for a stream client
- * (evr_xport_fds() of its conns; not for a server, nor mcast), msg_size
- * for a multicast run that sends or receives messages (its size), addr
- * the bind address as given.  fds_raise is left 0: it is the program's
+ * (evr_stream_transport_fds() of its conns; not for a server, nor
+ * mcast), msg_size for a multicast run that sends or receives messages
+ * (its size), addr the bind address as given.  fds_raise is left 0: it is the program's
  * to say.  0, or -EINVAL for an unknown transport. */
 int evr_stream_need(const struct evr_stream_opts *o,
 		    struct evr_hc_need *need);

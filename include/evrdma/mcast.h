@@ -11,11 +11,14 @@
 
 #include "evrdma/error.h"
 #include "evrdma/loop.h"
+#include "evrdma/transport.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The multicast engine's transports (the word and the choice of one
+ * enum per engine: evrdma/transport.h). */
 enum evr_mc_transport {
 	EVR_MC_RDMA = 0,     /* RDMA CM UD QPs (mckey) */
 	EVR_MC_UDP,          /* kernel UDP/IP multicast sockets */
@@ -149,6 +152,15 @@ struct evr_mcast;
 /* The name of a transport: "rdma", "udp" (mckey --json's "transport");
  * NULL for a value no transport has. */
 const char *evr_mc_transport_name(enum evr_mc_transport t);
+/* Whether this host can run a transport: 0, -EVR_E_NODEV when it needs
+ * an RDMA device and there is none, -EINVAL for an unknown value. */
+int evr_mc_transport_check(enum evr_mc_transport t);
+/* The transport's own settings of these options, as the engine runs them
+ * (after evr_mcast_opts_resolve()): RDMA's "port_space", UDP's
+ * "udp_port" (mckey --json's options), in rows[0 ..), at most max.  The
+ * number of rows, or -EINVAL for an unknown transport. */
+int evr_mcast_settings(const struct evr_mcast_opts *o,
+		       struct evr_setting *rows, unsigned max);
 
 /* Create an engine in *out; o and cbs are copied (strings too).  Nothing
  * happens until evr_mcast_start().  Returns 0, -ENOMEM, or -EINVAL for

@@ -15,14 +15,17 @@
 
 #include "evrdma/error.h"
 #include "evrdma/loop.h"
+#include "evrdma/transport.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum evr_xport_kind {
-	EVR_XPORT_TCP = 0,   /* kernel TCP sockets (rstream -T s) */
-	EVR_XPORT_RDMA,      /* the rsocket protocol on RDMA CM + verbs */
+/* The stream engine's transports (the word and the choice of one enum
+ * per engine: evrdma/transport.h).  The values are kept: TCP is 0. */
+enum evr_stream_transport {
+	EVR_TRANSPORT_TCP = 0,   /* kernel TCP sockets (rstream -T s) */
+	EVR_TRANSPORT_RDMA,      /* the rsocket protocol on RDMA CM + verbs */
 };
 
 /* How a connection waits for its socket (rstream -T n / a / b). */
@@ -45,7 +48,7 @@ struct evr_stream_opts {
 	const char *host;           /* client: the server's address */
 	const char *bind_addr;      /* server: listen address; client: source */
 	const char *port;           /* default "7471" */
-	enum evr_xport_kind xport;
+	enum evr_stream_transport transport;
 	enum evr_io_mode io;        /* a host wants EVR_IO_ASYNC: NONBLOCK
 				     * keeps the loop busy (idle watchers),
 				     * BLOCK blocks it in socket calls for up
@@ -344,30 +347,17 @@ enum evr_info_kind {
 };
 
 /* A connection's effective settings, as the kernel or the device set them
- * and, over RDMA, as negotiated with the peer.  Fields of the other
- * transport are 0. */
+ * and, over RDMA, as negotiated with the peer: what every transport has,
+ * then the transport's own, as rows it fills itself (man 3
+ * evr_stream_new lists each transport's keys). */
 struct evr_conn_settings {
-	enum evr_xport_kind xport;
+	enum evr_stream_transport transport;
 	char local[64];             /* "addr:port" or "" */
 	char peer[64];
 	int keepalive_on;           /* SO_KEEPALIVE / -k timer running */
 	int keepalive_idle_s;       /* TCP_KEEPIDLE, or -k over RDMA */
-	/* TCP: getsockopt() after connect or accept */
-	int tcp_sndbuf, tcp_rcvbuf; /* SO_SNDBUF, SO_RCVBUF (bytes) */
-	int tcp_nodelay;            /* TCP_NODELAY */
-	int tcp_mss;                /* TCP_MAXSEG (bytes) */
-	int tcp_keepintvl_s, tcp_keepcnt; /* TCP_KEEPINTVL, TCP_KEEPCNT */
-	/* RDMA: the rsocket endpoint */
-	uint32_t rdma_sbuf_bytes;   /* our send staging ring */
-	uint32_t rdma_rbuf_bytes;   /* our receive ring (the peer writes it) */
-	uint32_t rdma_inline_bytes; /* max inline data the QP accepted */
-	uint32_t rdma_sq_depth;     /* send queue work requests */
-	uint32_t rdma_rq_depth;     /* receive queue work requests posted */
-	uint32_t rdma_credits_granted; /* message credits we gave the peer */
-	uint32_t rdma_credits_peer; /* message credits the peer gave us */
-	uint32_t rdma_peer_target_sgl; /* entries in the peer's target SGL */
-	uint32_t rdma_peer_rbuf_bytes; /* the peer's receive ring (both
-					* halves of its advertised buffer) */
+	unsigned nrows;             /* rows[0 .. nrows) */
+	struct evr_setting rows[EVR_SETTINGS_MAX];
 };
 
 struct evr_info {
@@ -474,17 +464,21 @@ void evr_failure_format(const struct evr_failure *f, const char *reason,
 /* The stable name of a phase: "negotiate" for EVR_PH_NEGOTIATE
  * (EVR_PHASES), "unknown" for a value outside the enum. */
 const char *evr_phase_name(enum evr_phase phase);
-/* The stable name of a transport: "tcp" for EVR_XPORT_TCP, "rdma" for
- * EVR_XPORT_RDMA; NULL for a kind no transport has (the kinds are 0, 1,
+/* The stable name of a transport: "tcp" for EVR_TRANSPORT_TCP, "rdma" for
+ * EVR_TRANSPORT_RDMA; NULL for a kind no transport has (the kinds are 0, 1,
  * ...: a program lists the transports by asking from 0 until NULL). */
-const char *evr_xport_name(enum evr_xport_kind kind);
+const char *evr_stream_transport_name(enum evr_stream_transport kind);
 /* Whether this host can run a transport: 0, -EVR_E_NODEV when it needs
  * an RDMA device and there is none, -EINVAL for an unknown kind. */
-int evr_xport_check(enum evr_xport_kind kind);
+int evr_stream_transport_check(enum evr_stream_transport kind);
 /* The file descriptors a program needs for conns connections of a
  * transport, the engine's own and a margin included: what to raise
  * RLIMIT_NOFILE to before a client of many connections starts. */
-unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns);
+unsigned long evr_stream_transport_fds(enum evr_stream_transport kind,
+				       unsigned conns);
+/* What a transport can do or needs: EVR_TRANSPORT_CAP_* (evrdma/
+ * transport.h); 0 for a kind no transport has. */
+unsigned evr_stream_transport_caps(enum evr_stream_transport kind);
 
 /* Upstream rstream's table, for a program that prints its rows (see
  * man 3 evr_size_str): sizes in binary units, one decimal while below

@@ -126,7 +126,7 @@ json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 	if (evr_stream_opts_resolve(&cli->o, &eff))
 		eff = cli->o;
 	r = start_record("rstream", version, o->server ? "server" : "client",
-			 evr_xport_name(o->xport));
+			 evr_stream_transport_name(o->transport));
 	opt = json_object();
 
 	set_str(r, "io", io_name(o->io));
@@ -282,6 +282,25 @@ json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
 	return o;
 }
 
+/* A transport's rows that have a key, those with the flags in mask equal
+ * to want: a yes or no a boolean, the rest numbers. */
+static void set_rows(json_t *o, const struct evr_setting *rows, unsigned n,
+		     unsigned mask, unsigned want)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		const struct evr_setting *r = &rows[i];
+
+		if (!r->key || (r->flags & mask) != want)
+			continue;
+		if (r->flags & EVR_SETTING_BOOL)
+			set_bool(o, r->key, r->value != 0);
+		else
+			set_int(o, r->key, r->value);
+	}
+}
+
 json_t *jo_settings(unsigned conn, const char *peer,
 		    const struct evr_conn_settings *s)
 {
@@ -290,34 +309,15 @@ json_t *jo_settings(unsigned conn, const char *peer,
 	set_int(o, "conn", conn);
 	set_str(o, "peer", s->peer[0] ? s->peer : peer);
 	set_str(o, "local", s->local);
-	set_str(o, "transport", evr_xport_name(s->xport));
-	/* each transport's own settings (a new one: -Wswitch says so) */
-	switch (s->xport) {
-	case EVR_XPORT_TCP:
-		set_int(o, "sndbuf_bytes", s->tcp_sndbuf);
-		set_int(o, "rcvbuf_bytes", s->tcp_rcvbuf);
-		set_bool(o, "nodelay", s->tcp_nodelay);
-		set_int(o, "mss_bytes", s->tcp_mss);
-		break;
-	case EVR_XPORT_RDMA:
-		set_int(o, "sbuf_bytes", s->rdma_sbuf_bytes);
-		set_int(o, "rbuf_bytes", s->rdma_rbuf_bytes);
-		set_int(o, "inline_bytes", s->rdma_inline_bytes);
-		set_int(o, "sq_depth", s->rdma_sq_depth);
-		set_int(o, "rq_depth", s->rdma_rq_depth);
-		set_int(o, "credits_granted", s->rdma_credits_granted);
-		set_int(o, "credits_peer", s->rdma_credits_peer);
-		set_int(o, "peer_target_sgl_entries", s->rdma_peer_target_sgl);
-		set_int(o, "peer_rbuf_bytes", s->rdma_peer_rbuf_bytes);
-		break;
-	}
+	set_str(o, "transport", evr_stream_transport_name(s->transport));
+	/* the transport's own settings, as it names them, then the
+	 * keepalive's: no transport is named here */
+	set_rows(o, s->rows, s->nrows, EVR_SETTING_KEEPALIVE, 0);
 	set_bool(o, "keepalive", s->keepalive_on);
 	if (s->keepalive_on) {
 		set_int(o, "keepalive_idle_s", s->keepalive_idle_s);
-		if (s->xport == EVR_XPORT_TCP) {
-			set_int(o, "keepalive_intvl_s", s->tcp_keepintvl_s);
-			set_int(o, "keepalive_probes", s->tcp_keepcnt);
-		}
+		set_rows(o, s->rows, s->nrows, EVR_SETTING_KEEPALIVE,
+			 EVR_SETTING_KEEPALIVE);
 	}
 	return o;
 }
@@ -421,7 +421,9 @@ json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 {
 	struct evr_mcast_opts eff; /* the defaults the engine runs with */
 	const struct evr_mcast_opts *m = &eff;
+	struct evr_setting rows[EVR_SETTINGS_MAX];
 	json_t *r, *opt;
+	int nrows;
 
 	if (evr_mcast_opts_resolve(&cli->o, &eff))
 		eff = cli->o;
@@ -436,10 +438,9 @@ json_t *jo_mckey_start(const struct mckey_cli *cli, const char *version)
 	set_int(opt, "qps", m->nqps);
 	set_int(opt, "messages_per_qp", m->count);
 	set_int(opt, "message_bytes", m->size);
-	if (m->transport == EVR_MC_UDP)
-		set_int(opt, "udp_port", m->udp_port);
-	else
-		set_int(opt, "port_space", m->port_space);
+	/* the transport's own (UDP's port, RDMA's port space) */
+	nrows = evr_mcast_settings(m, rows, EVR_SETTINGS_MAX);
+	set_rows(opt, rows, nrows > 0 ? (unsigned)nrows : 0, 0, 0);
 	set_bool(opt, "sendonly", m->sendonly);
 	set_bool(opt, "loopback", !m->no_loopback);
 	set_real(opt, "settle_s", m->settle_ms / 1000.0);

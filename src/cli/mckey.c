@@ -346,7 +346,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 	 * device at all, and a message over the MTU, the engine says in
 	 * upstream's words */
 	if (a.need.rdma && !a.cli.no_host_check &&
-	    evr_xport_check(EVR_XPORT_RDMA) == 0) {
+	    evr_mc_transport_check(a.cli.o.transport) == 0) {
 		struct evr_hc_need pre = a.need;
 
 		pre.msg_size = 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,51 +52,88 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 		 xfer_usec);
 }
 
-/* A connection's keepalive, as the settings line ends: TCP's three
- * knobs, RDMA's one, or off. */
-static void format_keepalive(char *ka, size_t len,
+/* Append to buf[*n ..) as snprintf does: what fits, always terminated;
+ * 0, or -1 once the line is cut (nothing more is appended). */
+static int append(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (*n >= len)
+		return -1;
+	va_start(ap, fmt);
+	r = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -1;
+	*n += (size_t)r;
+	return *n < len ? 0 : -1;
+}
+
+/* The transport's rows that have a word on the line, those of its
+ * keepalive (EVR_SETTING_KEEPALIVE) or the others. */
+static int append_rows(char *buf, size_t len, size_t *n,
+		       const struct evr_conn_settings *s, unsigned keepalive)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nrows; i++) {
+		const struct evr_setting *r = &s->rows[i];
+
+		if (!r->word || (r->flags & EVR_SETTING_KEEPALIVE) != keepalive)
+			continue;
+		if (append(buf, len, n, " %s %lld", r->word,
+			   (long long)r->value))
+			return -1;
+	}
+	return 0;
+}
+
+static int has_keepalive_rows(const struct evr_conn_settings *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nrows; i++)
+		if (s->rows[i].word &&
+		    (s->rows[i].flags & EVR_SETTING_KEEPALIVE))
+			return 1;
+	return 0;
+}
+
+/* A connection's keepalive, as the settings line ends: off, its idle
+ * time alone, or, where the transport has knobs of its own (TCP's
+ * interval and probes), the idle time named and then those. */
+static void append_keepalive(char *buf, size_t len, size_t *n,
 			     const struct evr_conn_settings *s)
 {
-	if (s->keepalive_on && s->xport == EVR_XPORT_TCP)
-		snprintf(ka, len, "keepalive idle %d intvl %d probes %d",
-			 s->keepalive_idle_s, s->tcp_keepintvl_s,
-			 s->tcp_keepcnt);
-	else if (s->keepalive_on)
-		snprintf(ka, len, "keepalive %d", s->keepalive_idle_s);
-	else
-		snprintf(ka, len, "keepalive off");
+	if (!s->keepalive_on)
+		append(buf, len, n, " keepalive off");
+	else if (!has_keepalive_rows(s))
+		append(buf, len, n, " keepalive %d", s->keepalive_idle_s);
+	else if (!append(buf, len, n, " keepalive idle %d",
+			 s->keepalive_idle_s))
+		append_rows(buf, len, n, s, EVR_SETTING_KEEPALIVE);
 }
 
 void rstream_format_settings(char *buf, size_t len, unsigned conn,
 			     const char *peer,
 			     const struct evr_conn_settings *s)
 {
-	char ka[64];
-	int n;
+	const char *name = evr_stream_transport_name(s->transport);
+	size_t n = 0;
 
-	format_keepalive(ka, sizeof(ka), s);
-	n = snprintf(buf, len, "settings conn %u local %s peer %s: ", conn,
-		     s->local[0] ? s->local : "-",
-		     s->peer[0] ? s->peer : peer && peer[0] ? peer : "-");
-	if (n < 0 || (size_t)n >= len)
+	if (!len)
 		return;
-	/* each transport's own settings (a new one: -Wswitch says so) */
-	switch (s->xport) {
-	case EVR_XPORT_TCP:
-		snprintf(buf + n, len - n, "tcp sndbuf %d rcvbuf %d nodelay %d "
-			 "mss %d %s\n", s->tcp_sndbuf, s->tcp_rcvbuf,
-			 s->tcp_nodelay, s->tcp_mss, ka);
-		break;
-	case EVR_XPORT_RDMA:
-		snprintf(buf + n, len - n, "rdma sbuf %u rbuf %u inline %u "
-			 "sq %u rq %u credits %u peer_credits %u "
-			 "peer_rbuf %u peer_sgl %u %s\n", s->rdma_sbuf_bytes,
-			 s->rdma_rbuf_bytes, s->rdma_inline_bytes,
-			 s->rdma_sq_depth, s->rdma_rq_depth,
-			 s->rdma_credits_granted, s->rdma_credits_peer,
-			 s->rdma_peer_rbuf_bytes, s->rdma_peer_target_sgl, ka);
-		break;
-	}
+	/* the transport's name, its own settings as it words them, the
+	 * keepalive: no transport is named here */
+	if (append(buf, len, &n, "settings conn %u local %s peer %s: %s",
+		   conn, s->local[0] ? s->local : "-",
+		   s->peer[0] ? s->peer : peer && peer[0] ? peer : "-",
+		   name ? name : "?") ||
+	    append_rows(buf, len, &n, s, 0))
+		return;
+	append_keepalive(buf, len, &n, s);
+	append(buf, len, &n, "\n");
 }
 
 /* What the engine refuses in terms of its settings, in the words of the

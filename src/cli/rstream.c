@@ -576,7 +576,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 		return RSTREAM_EXIT_LOCAL; /* nobody would see the results */
 	share_totals(&a);
 
-	if (evr_xport_check(a.cli.o.xport) == -EVR_E_NODEV)
+	if (evr_stream_transport_check(a.cli.o.transport) == -EVR_E_NODEV)
 		return fail_early(&a, "", "No RDMA devices were detected",
 				  RSTREAM_EXIT_NODEV);
 

@@ -120,7 +120,7 @@ int rstream_test_opt(struct rstream_cli *cli, const char *arg)
 	}
 	switch (c) {
 	case 's':
-		o->xport = EVR_XPORT_TCP;
+		o->transport = EVR_TRANSPORT_TCP;
 		break;
 	case 'a':
 		cli->async = 1;
@@ -134,7 +134,7 @@ int rstream_test_opt(struct rstream_cli *cli, const char *arg)
 	case 'f':
 		/* upstream: fork implies kernel sockets (for librspreload) */
 		o->fork = 1;
-		o->xport = EVR_XPORT_TCP;
+		o->transport = EVR_TRANSPORT_TCP;
 		break;
 	case 'r':
 		o->resolve_rdma = 1;
@@ -463,7 +463,8 @@ static int finish(struct rstream_cli *cli, uint64_t seen, FILE *err)
 	/* Accepted, as upstream, but not in silence: an iperf3 user's -i is
 	 * an interval.  Last, so that a command line that fails says only
 	 * why. */
-	if (given(seen, 'i') && o->xport == EVR_XPORT_TCP)
+	if (given(seen, 'i') && !(evr_stream_transport_caps(o->transport) &
+				  EVR_TRANSPORT_CAP_INLINE))
 		fprintf(err, "rstream: note: -i is the RDMA inline size and "
 			"means nothing over TCP (-T s); ignored (progress "
 			"reports: --interval SEC)\n");
@@ -477,7 +478,7 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	int ret;
 
 	memset(cli, 0, sizeof(*cli));
-	o->xport = EVR_XPORT_RDMA;
+	o->transport = EVR_TRANSPORT_RDMA;
 	o->io = EVR_IO_NONBLOCK;
 	o->port = EVR_DEFAULT_PORT;
 	o->inline_size = 64;

@@ -339,7 +339,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	char pbuf[8];
 	int x, kind;
 
-	ENUM_WORDS(xports, evr_xport_name);
+	ENUM_WORDS(xports, evr_stream_transport_name);
 	if (check_keys(c, o, keys))
 		return -1;
 	if (!json_object_get(o, "host"))
@@ -348,7 +348,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	    get_str(c, o, "bind", NULL, &p->bind) ||
 	    check_host(c, "host", p->host) || check_host(c, "bind", p->bind) ||
 	    get_port(c, o, "port", (unsigned)atoi(d.port), &port) ||
-	    get_enum(c, o, "transport", xports, EVR_XPORT_RDMA, &x) ||
+	    get_enum(c, o, "transport", xports, EVR_TRANSPORT_RDMA, &x) ||
 	    get_enum(c, o, "kind", kinds, 0, &kind) ||
 	    get_bool(c, o, "verify", 0, &p->verify) ||
 	    get_bool(c, o, "negotiate", 1, &p->negotiate) ||
@@ -390,7 +390,7 @@ static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
 	snprintf(pbuf, sizeof(pbuf), "%u", port);
 	if (!(p->port = strdup(pbuf)))
 		return fail(c, "out of memory");
-	p->xport = (enum evr_xport_kind)x;
+	p->transport = (enum evr_stream_transport)x;
 	p->size = (uint32_t)size;
 	p->count = (uint32_t)count;
 	p->iters = (uint32_t)iters;
@@ -435,7 +435,7 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 	    get_num(c, o, "settle_s", 0, 60, 0.5, &p->settle_s) ||
 	    get_port(c, o, "udp_port", d.udp_port, &p->udp_port))
 		return -1;
-	p->mc_xport = (enum evr_mc_transport)x;
+	p->mc_transport = (enum evr_mc_transport)x;
 	p->sender = role;
 	p->mc_count = (unsigned)count;
 	p->mc_size = (unsigned)size;
@@ -496,7 +496,7 @@ static int get_resp_listener(struct ctx *c, json_t *o,
 	const char *xports[MAX_WORDS];
 	int x;
 
-	ENUM_WORDS(xports, evr_xport_name);
+	ENUM_WORDS(xports, evr_stream_transport_name);
 	if (!json_object_get(o, "transport"))
 		return fail(c, "\"transport\" is required");
 	if (!json_object_get(o, "port"))
@@ -505,7 +505,7 @@ static int get_resp_listener(struct ctx *c, json_t *o,
 	    get_port(c, o, "port", 0, &r->port) ||
 	    get_str(c, o, "bind", NULL, &r->bind))
 		return -1;
-	r->xport = (enum evr_xport_kind)x;
+	r->transport = (enum evr_stream_transport)x;
 	return 0;
 }
 
@@ -562,7 +562,8 @@ static int resp_label(struct ctx *c, struct responder_cfg *r)
 	char buf[300];
 
 	snprintf(buf, sizeof(buf), strchr(r->bind ? r->bind : "", ':') ?
-		 "%s:[%s]:%u" : "%s:%s:%u", evr_xport_name(r->xport),
+		 "%s:[%s]:%u" : "%s:%s:%u",
+		 evr_stream_transport_name(r->transport),
 		 r->bind ? r->bind : "*", r->port);
 	if (!(r->label = strdup(buf)))
 		return fail(c, "out of memory");
@@ -875,11 +876,14 @@ static json_t *load_file(const char *file, json_error_t *jerr, char *err,
 }
 
 /* Responder r listens on the daemon's own HTTP port (listen_port), on
- * its address or on every address. */
+ * its address or on every address: a transport on the kernel's TCP
+ * ports. */
 static int takes_http_port(const struct pconf *conf,
 			   const struct responder_cfg *r)
 {
-	return r->xport == EVR_XPORT_TCP && r->port == conf->listen_port &&
+	return (evr_stream_transport_caps(r->transport) &
+		EVR_TRANSPORT_CAP_KERNEL_PORT) &&
+	       r->port == conf->listen_port &&
 	       (wildcard(r->bind) || wildcard(conf->listen_addr) ||
 		!strcmp(r->bind, conf->listen_addr));
 }
@@ -902,7 +906,7 @@ static int resp_clash(struct ctx *c, const struct pconf *conf, size_t i)
 		if (!strcmp(o->label, r->label))
 			return fail(c, "the same transport, bind and port as "
 				    "responders[%zu]", j);
-		if (o->xport == r->xport && o->port == r->port &&
+		if (o->transport == r->transport && o->port == r->port &&
 		    (wildcard(o->bind) || wildcard(r->bind)))
 			return fail(c, "port %u is taken by responders[%zu], "
 				    "one of them on every address", r->port,

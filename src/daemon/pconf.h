@@ -37,7 +37,7 @@ struct probe_cfg {
 	json_t *raw;            /* the probe's object: equal => unchanged */
 	/* rstream */
 	char *host, *port, *bind;
-	enum evr_xport_kind xport;
+	enum evr_stream_transport transport;
 	uint32_t size, count, iters;
 	int verify;
 	/* send the plan (evrdma servers run it), verify or not; 0: speak
@@ -56,7 +56,7 @@ struct probe_cfg {
 	char *peer;
 	/* mckey */
 	char *group;
-	enum evr_mc_transport mc_xport;
+	enum evr_mc_transport mc_transport;
 	int sender;
 	unsigned mc_count, mc_size;
 	double settle_s;
@@ -67,7 +67,7 @@ struct probe_cfg {
  * the engine's server mode with its limits (rstream(1), SERVER LIMITS). */
 struct responder_cfg {
 	char *label;            /* "tcp:127.0.0.1:7471", the metrics' label */
-	enum evr_xport_kind xport;
+	enum evr_stream_transport transport;
 	unsigned port;
 	char *bind;             /* NULL: every address */
 	unsigned max_conns;     /* 0: the engine's default */

@@ -315,7 +315,7 @@ static void rs_opts(const struct probe_cfg *c, struct evr_stream_opts *o)
 	o->host = c->host;
 	o->bind_addr = c->bind;
 	o->port = c->port;
-	o->xport = c->xport;
+	o->transport = c->transport;
 	o->io = EVR_IO_ASYNC;       /* sleep in the loop, after a bounded
 				     * poll while the exchange is fast */
 	o->poll_us = c->poll_us;
@@ -494,7 +494,7 @@ static void mc_done(void *ud, int status, unsigned n,
 static void mc_opts(const struct probe_cfg *c, struct evr_mcast_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->transport = c->mc_xport;
+	o->transport = c->mc_transport;
 	o->group = c->group;
 	o->bind_addr = c->bind;
 	o->sender = c->sender;
@@ -788,7 +788,7 @@ static void path_attach(struct probe *p)
 
 	if (c->type != PROBE_RSTREAM || !c->host || !c->exclusive)
 		return;
-	snprintf(key, sizeof(key), "%d %s %s", (int)c->xport, c->host,
+	snprintf(key, sizeof(key), "%d %s %s", (int)c->transport, c->host,
 		 c->port ? c->port : "");
 	for (pa = paths; pa && strcmp(pa->key, key); pa = pa->next)
 		;

@@ -202,7 +202,7 @@ static void start_now(struct responder *r)
 	o.bind_addr = c->bind;
 	snprintf(port, sizeof(port), "%u", c->port);
 	o.port = port;
-	o.xport = c->xport;
+	o.transport = c->transport;
 	o.io = EVR_IO_ASYNC;        /* sleep in the loop between messages */
 	o.max_conns = c->max_conns ? c->max_conns : RESPONDER_MAX_CONNS;
 	o.max_memory = c->max_memory ? c->max_memory : RESPONDER_MAX_MEMORY;

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "evrdma/error.h"
 #include "channel.h"
 #include "device.h"
 #include "nlmon.h"
@@ -967,4 +968,15 @@ void evr__devreg_free(struct evr_loop *l)
 	ev_timer_stop(l->ev, &r->kick_w);
 	free(r);
 	l->devreg = NULL;
+}
+
+int evr__rdma_device_check(void)
+{
+	struct ibv_device **l;
+	int n = 0;
+
+	l = ibv_get_device_list(&n);
+	if (l)
+		ibv_free_device_list(l);
+	return n > 0 ? 0 : -EVR_E_NODEV;
 }

@@ -233,6 +233,10 @@ void evr__devreg_kick(struct evr_loop *l);
 /* The loop's registry goes with the loop (evr_loop_free). */
 void evr__devreg_free(struct evr_loop *l);
 
+/* Whether the host has an RDMA device, without a loop (both engines'
+ * transport checks): 0, or -EVR_E_NODEV. */
+int evr__rdma_device_check(void);
+
 /* For tests and the daemon's view: the loop's devices, in no order. */
 struct evr__dev *evr__devreg_first(struct evr_loop *l);
 

@@ -85,6 +85,12 @@ extern const struct evr_mc_xport evr__mc_udp_xport;
 /* What a run over RDMA locks: its slots and queues (evr_mcast_memlock(),
  * by the row of mcast.c's table) */
 uint64_t evr__mc_rdma_memlock(const struct evr_mcast_opts *o);
+/* A transport's own settings of (resolved) options, in rows[0 .. max):
+ * how many (evr_mcast_settings(), by the row of mcast.c's table). */
+typedef unsigned evr__mc_settings_fn(const struct evr_mcast_opts *o,
+				     struct evr_setting *rows, unsigned max);
+evr__mc_settings_fn evr__mc_rdma_settings;
+evr__mc_settings_fn evr__mc_udp_settings;
 
 struct evr_mc_node {
 	enum evr_mc_state state;

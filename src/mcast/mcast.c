@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "evrdma/hostcheck.h"
+#include "../loop/device.h"
 #include "mc.h"
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_MC_STATES);
@@ -635,19 +636,22 @@ int evr__mcast_new_xport(struct evr_mcast **out, struct evr_loop *loop,
  * The transports, one row each, as the stream engine's (stream.c): a new
  * one is its own file plus a row here (and a value at the end of enum
  * evr_mc_transport).  What a program asks of a transport
- * (evr_mc_transport_name(), evr_mcast_memlock(), evr_mcast_need()) is
- * answered from its row.
+ * (evr_mc_transport_name(), _check(), evr_mcast_memlock(),
+ * evr_mcast_need(), evr_mcast_settings()) is answered from its row.
  */
 static const struct mc_xport_type {
 	enum evr_mc_transport kind;
 	const char *name;           /* evr_mc_transport_name(): stable */
 	int rdma_device;            /* uses one: the host checks apply */
 	uint64_t (*memlock)(const struct evr_mcast_opts *o); /* NULL: none */
+	evr__mc_settings_fn *settings; /* its own settings of the options */
 	const struct evr_mc_xport *ops;
 } xports[] = {
 	{ .kind = EVR_MC_RDMA, .name = "rdma", .rdma_device = 1,
-	  .memlock = evr__mc_rdma_memlock, .ops = &evr__mc_rdma_xport },
-	{ .kind = EVR_MC_UDP, .name = "udp", .ops = &evr__mc_udp_xport },
+	  .memlock = evr__mc_rdma_memlock, .settings = evr__mc_rdma_settings,
+	  .ops = &evr__mc_rdma_xport },
+	{ .kind = EVR_MC_UDP, .name = "udp", .settings = evr__mc_udp_settings,
+	  .ops = &evr__mc_udp_xport },
 };
 
 static const struct mc_xport_type *xport_find(enum evr_mc_transport kind)
@@ -665,6 +669,27 @@ const char *evr_mc_transport_name(enum evr_mc_transport t)
 	const struct mc_xport_type *x = xport_find(t);
 
 	return x ? x->name : NULL;
+}
+
+int evr_mc_transport_check(enum evr_mc_transport t)
+{
+	const struct mc_xport_type *x = xport_find(t);
+
+	if (!x)
+		return -EINVAL;
+	return x->rdma_device ? evr__rdma_device_check() : 0;
+}
+
+int evr_mcast_settings(const struct evr_mcast_opts *o,
+		       struct evr_setting *rows, unsigned max)
+{
+	const struct mc_xport_type *x = xport_find(o->transport);
+	struct evr_mcast_opts eff = *o;
+
+	if (!x)
+		return -EINVAL;
+	evr__mcast_opts_fill(&eff);
+	return (int)x->settings(&eff, rows, max);
 }
 
 uint64_t evr_mcast_memlock(const struct evr_mcast_opts *o)

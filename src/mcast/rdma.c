@@ -211,6 +211,17 @@ static int post_recv(struct rnode *r, uint32_t slot)
  * the CQ (twice the slots, 64-byte CQEs) and UD QP rings a hardware
  * provider pins in user memory (about: 64-byte WQEs each way).
  */
+unsigned evr__mc_rdma_settings(const struct evr_mcast_opts *o,
+			       struct evr_setting *rows, unsigned max)
+{
+	if (!max)
+		return 0;
+	rows[0] = (struct evr_setting){ .key = "port_space",
+					.word = "port_space",
+					.value = o->port_space };
+	return 1;
+}
+
 uint64_t evr__mc_rdma_memlock(const struct evr_mcast_opts *o)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);

@@ -448,6 +448,16 @@ static void u_node_fini(struct evr_mc_node *n)
 	n->xp = NULL;
 }
 
+unsigned evr__mc_udp_settings(const struct evr_mcast_opts *o,
+			      struct evr_setting *rows, unsigned max)
+{
+	if (!max)
+		return 0;
+	rows[0] = (struct evr_setting){ .key = "udp_port", .word = "udp_port",
+					.value = o->udp_port };
+	return 1;
+}
+
 const struct evr_mc_xport evr__mc_udp_xport = {
 	.engine_init = u_engine_init,
 	.engine_fini = u_engine_fini,

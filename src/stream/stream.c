@@ -3,15 +3,13 @@
  * The stream engines' public face: evr_stream_new/start/cancel/free, the
  * lookups of a start's names (RESOLVING), a cancel from inside a callback
  * delivered from the loop, the table of transports and what it answers
- * (evr_xport_*, evr_stream_need(), evr_stream_memlock()), and the
+ * (evr_stream_transport_*, evr_stream_need(), evr_stream_memlock()), and the
  * options' defaults (evr_stream_opts_resolve()).  The engines
  * themselves are client.c (a plan's series, -c N) and server.c (accept,
  * peer history, -T f); the lifecycle both call back into is lifecycle.c,
  * below them (stream_int.h).
  */
 #include "config.h"
-
-#include <infiniband/verbs.h>
 
 #include <errno.h>
 #include <netdb.h>
@@ -20,6 +18,7 @@
 #include <string.h>
 
 #include "evrdma/hostcheck.h"
+#include "../loop/device.h"
 #include "addr.h"
 #include "rdma/rdma.h"
 #include "stream_int.h"
@@ -27,30 +26,36 @@
 
 /*
  * The transports, one row each: a third one is its own file plus a row
- * here (and a value at the end of enum evr_xport_kind).  What a program
- * asks of a transport (evr_xport_check(), evr_xport_fds(),
- * evr_stream_memlock(), evr_stream_need()) is answered from its row.
+ * here (and a value at the end of enum evr_stream_transport).  What a
+ * program asks of a transport (evr_stream_transport_check(), _caps(),
+ * _fds(), evr_stream_memlock(), evr_stream_need()) is answered from its
+ * row; its settings, from its connections (evr_conn_ops.settings).
  */
 static const struct xport_type {
-	enum evr_xport_kind kind;
-	const char *name;           /* evr_xport_name(): stable */
-	int gid;                    /* takes GID addresses (EVR_ADDR_GID) */
-	int rdma_device;            /* needs one (evr_xport_check()), and
-				     * the host checks (evr_stream_need()) */
-	unsigned fds_base;          /* evr_xport_fds(): the engine's own */
+	enum evr_stream_transport kind;
+	const char *name;           /* evr_stream_transport_name(): stable */
+	unsigned caps;              /* EVR_TRANSPORT_CAP_*: an RDMA device
+				     * (evr_stream_transport_check(), the
+				     * host checks: evr_stream_need()), GID
+				     * addresses, inline data, a kernel
+				     * port */
+	unsigned fds_base;          /* evr_stream_transport_fds(): the
+				     * engine's own */
 	unsigned fds_conn;          /* ... and each connection's */
 	evr__xport_memlock_fn *memlock; /* what a run locks; NULL: nothing */
 	evr__xport_new_fn *create;
 } xports[] = {
-	{ .kind = EVR_XPORT_TCP, .name = "tcp", .fds_base = 16, .fds_conn = 1,
-	  .create = evr__tcp_xport_new },
+	{ .kind = EVR_TRANSPORT_TCP, .name = "tcp",
+	  .caps = EVR_TRANSPORT_CAP_KERNEL_PORT, .fds_base = 16,
+	  .fds_conn = 1, .create = evr__tcp_xport_new },
 	/* a connection has no fd: one completion channel per device */
-	{ .kind = EVR_XPORT_RDMA, .name = "rdma", .gid = 1, .rdma_device = 1,
-	  .fds_base = 32, .memlock = evr__rdma_memlock,
-	  .create = evr__rdma_xport_new },
+	{ .kind = EVR_TRANSPORT_RDMA, .name = "rdma",
+	  .caps = EVR_TRANSPORT_CAP_RDMA_DEVICE | EVR_TRANSPORT_CAP_GID |
+		  EVR_TRANSPORT_CAP_INLINE,
+	  .fds_base = 32, .memlock = evr__rdma_memlock, .create = evr__rdma_xport_new },
 };
 
-static const struct xport_type *xport_find(enum evr_xport_kind kind)
+static const struct xport_type *xport_find(enum evr_stream_transport kind)
 {
 	size_t i;
 
@@ -60,30 +65,33 @@ static const struct xport_type *xport_find(enum evr_xport_kind kind)
 	return NULL;
 }
 
-const char *evr_xport_name(enum evr_xport_kind kind)
+const char *evr_stream_transport_name(enum evr_stream_transport kind)
 {
 	const struct xport_type *t = xport_find(kind);
 
 	return t ? t->name : NULL;
 }
 
-int evr_xport_check(enum evr_xport_kind kind)
+int evr_stream_transport_check(enum evr_stream_transport kind)
 {
 	const struct xport_type *t = xport_find(kind);
-	struct ibv_device **l;
-	int n = 0;
 
 	if (!t)
 		return -EINVAL;
-	if (!t->rdma_device)
+	if (!(t->caps & EVR_TRANSPORT_CAP_RDMA_DEVICE))
 		return 0;
-	l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	return n > 0 ? 0 : -EVR_E_NODEV;
+	return evr__rdma_device_check();
 }
 
-unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns)
+unsigned evr_stream_transport_caps(enum evr_stream_transport kind)
+{
+	const struct xport_type *t = xport_find(kind);
+
+	return t ? t->caps : 0;
+}
+
+unsigned long evr_stream_transport_fds(enum evr_stream_transport kind,
+				       unsigned conns)
 {
 	const struct xport_type *t = xport_find(kind);
 
@@ -95,24 +103,25 @@ unsigned long evr_xport_fds(enum evr_xport_kind kind, unsigned conns)
 
 uint64_t evr_stream_memlock(const struct evr_stream_opts *o)
 {
-	const struct xport_type *t = xport_find(o->xport);
+	const struct xport_type *t = xport_find(o->transport);
 
 	return t && t->memlock ? t->memlock(o) : 0;
 }
 
 int evr_stream_need(const struct evr_stream_opts *o, struct evr_hc_need *need)
 {
-	const struct xport_type *t = xport_find(o->xport);
+	const struct xport_type *t = xport_find(o->transport);
 
 	memset(need, 0, sizeof(*need));
 	if (!t)
 		return -EINVAL;
-	need->rdma = t->rdma_device;
+	need->rdma = !!(t->caps & EVR_TRANSPORT_CAP_RDMA_DEVICE);
 	need->memlock = evr_stream_memlock(o);
 	/* a server takes what descriptors it may, and turns connections
 	 * away beyond its limits: no figure to check */
 	if (!o->server)
-		need->fds = evr_xport_fds(o->xport, o->conns ? o->conns : 1);
+		need->fds = evr_stream_transport_fds(o->transport,
+						     o->conns ? o->conns : 1);
 	need->addr = o->bind_addr;
 	return 0;
 }
@@ -347,13 +356,14 @@ static const struct xport_type *start_check(struct evr_stream *st,
 		f->err = -EALREADY;
 		return NULL;
 	}
-	t = xport_find(st->o.xport);
+	t = xport_find(st->o.transport);
 	if (!t) {
 		f->err = -EINVAL;
 		f->where = "transport";
 		return NULL;
 	}
-	if (st->o.addr_fmt == EVR_ADDR_GID && !t->gid) {
+	if (st->o.addr_fmt == EVR_ADDR_GID &&
+	    !(t->caps & EVR_TRANSPORT_CAP_GID)) {
 		f->err = -EVR_E_NOTSUP;
 		f->detail = EVR_NOTSUP_GID_TCP;
 		return NULL;

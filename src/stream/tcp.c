@@ -268,14 +268,31 @@ static int getint(int fd, int level, int name, int *val)
 /* What the kernel made of our requests: Linux doubles SO_SNDBUF and
  * SO_RCVBUF and caps them at wmem_max/rmem_max, so these may differ from
  * -B. */
+void evr__tcp_settings_rows(struct evr_conn_settings *s,
+			    const struct evr__tcp_settings *v)
+{
+	evr__setting_add(s, "sndbuf_bytes", "sndbuf", 0, v->sndbuf);
+	evr__setting_add(s, "rcvbuf_bytes", "rcvbuf", 0, v->rcvbuf);
+	evr__setting_add(s, "nodelay", "nodelay", EVR_SETTING_BOOL,
+			 v->nodelay);
+	evr__setting_add(s, "mss_bytes", "mss", 0, v->mss);
+	if (!s->keepalive_on)
+		return;
+	evr__setting_add(s, "keepalive_intvl_s", "intvl",
+			 EVR_SETTING_KEEPALIVE, v->keepintvl_s);
+	evr__setting_add(s, "keepalive_probes", "probes",
+			 EVR_SETTING_KEEPALIVE, v->keepcnt);
+}
+
 static int tcp_settings(struct evr_conn *c, struct evr_conn_settings *o)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
+	struct evr__tcp_settings v;
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->xport = EVR_XPORT_TCP;
+	o->transport = EVR_TRANSPORT_TCP;
 	if (!getsockname(c->fd, (struct sockaddr *)&ss, &sl))
 		evr__sockaddr_str((struct sockaddr *)&ss, o->local,
 				  sizeof(o->local));
@@ -283,22 +300,23 @@ static int tcp_settings(struct evr_conn *c, struct evr_conn_settings *o)
 	if (!getpeername(c->fd, (struct sockaddr *)&ss, &sl))
 		evr__sockaddr_str((struct sockaddr *)&ss, o->peer,
 				  sizeof(o->peer));
-	ret = getint(c->fd, SOL_SOCKET, SO_SNDBUF, &o->tcp_sndbuf);
+	memset(&v, 0, sizeof(v));
+	ret = getint(c->fd, SOL_SOCKET, SO_SNDBUF, &v.sndbuf);
 	if (!ret)
-		ret = getint(c->fd, SOL_SOCKET, SO_RCVBUF, &o->tcp_rcvbuf);
+		ret = getint(c->fd, SOL_SOCKET, SO_RCVBUF, &v.rcvbuf);
 	if (ret)
 		return ret;
-	getint(c->fd, IPPROTO_TCP, TCP_NODELAY, &o->tcp_nodelay);
-	getint(c->fd, IPPROTO_TCP, TCP_MAXSEG, &o->tcp_mss);
+	getint(c->fd, IPPROTO_TCP, TCP_NODELAY, &v.nodelay);
+	getint(c->fd, IPPROTO_TCP, TCP_MAXSEG, &v.mss);
 	getint(c->fd, SOL_SOCKET, SO_KEEPALIVE, &o->keepalive_on);
 	if (o->keepalive_on) {
 		getint(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &o->keepalive_idle_s);
-		getint(c->fd, IPPROTO_TCP, TCP_KEEPINTVL,
-		       &o->tcp_keepintvl_s);
-		getint(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &o->tcp_keepcnt);
+		getint(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &v.keepintvl_s);
+		getint(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &v.keepcnt);
 	}
-	o->tcp_nodelay = !!o->tcp_nodelay;
+	v.nodelay = !!v.nodelay;
 	o->keepalive_on = !!o->keepalive_on;
+	evr__tcp_settings_rows(o, &v);
 	return 0;
 }
 

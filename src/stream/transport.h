@@ -33,7 +33,8 @@ struct evr_conn_ops {
 	 * little longer to close it cleanly, but never calls wake again. */
 	void (*close)(struct evr_conn *c);
 	/* The connection's effective settings (optional: NULL when the
-	 * transport has none to tell).  0 or a negative errno. */
+	 * transport has none to tell): what every transport has, and its
+	 * own as rows (evr__setting_add()).  0 or a negative errno. */
 	int (*settings)(struct evr_conn *c, struct evr_conn_settings *out);
 	/* For an owner that polls (optional: NULL, and the owner calls send
 	 * or recv again): 0 when nothing came for c since its last send or
@@ -161,5 +162,19 @@ typedef int evr__xport_new_fn(struct evr_xport **out,
  * (evr_stream_memlock(), by the row): NULL in the row for one that locks
  * nothing. */
 typedef uint64_t evr__xport_memlock_fn(const struct evr_stream_opts *o);
+
+/* One of a transport's own settings, the next row of s (evrdma/
+ * transport.h: key and word may be NULL; a row beyond EVR_SETTINGS_MAX is
+ * dropped). */
+static inline void evr__setting_add(struct evr_conn_settings *s,
+				    const char *key, const char *word,
+				    unsigned flags, int64_t value)
+{
+	if (s->nrows < EVR_SETTINGS_MAX)
+		s->rows[s->nrows++] = (struct evr_setting){
+			.key = key, .word = word, .flags = flags,
+			.value = value,
+		};
+}
 
 #endif

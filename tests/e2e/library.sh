@@ -42,7 +42,7 @@ else
 fi
 assert_eq "no evr__ internal is exported" 0 \
 	"$(nm -D --defined-only "$SO" | grep -c ' evr__')"
-assert_match "the exports carry a version node" ' EVRDMA_0$' \
+assert_match "the exports carry a version node" ' EVRDMA_1$' \
 	<(nm -D --defined-only "$SO")
 
 # ---- what the engine may not do, as far as its imports tell: it never
@@ -75,7 +75,7 @@ if [ -n "$PC" ]; then
 	PREFIX=${LIBDIR%/lib*}
 	for f in bin/rstream bin/mckey include/evrdma/loop.h include/evrdma/stream.h \
 		 include/evrdma/mcast.h include/evrdma/hostcheck.h \
-		 include/evrdma/version.h \
+		 include/evrdma/transport.h include/evrdma/version.h \
 		 share/man/man1/rstream.1 share/man/man1/mckey.1 \
 		 share/man/man3/evrdma.3 share/man/man3/evr_stream_new.3 \
 		 share/man/man3/evr_mcast_new.3 share/man/man3/evr_loop_new.3 \
@@ -106,7 +106,7 @@ if [ -n "$PC" ]; then
 	assert_exit "the example builds with pkg-config --cflags --libs evrdma" 0 "$?" "$T/cc1.out"
 	if [ -x "$T/embed-shared" ]; then
 		assert_match "it runs with the installed libevrdma.so" \
-			"libevrdma\\.so\\.0 => $LIBDIR/" <(ldd "$T/embed-shared")
+			"libevrdma\\.so\\.1 => $LIBDIR/" <(ldd "$T/embed-shared")
 		P=$(e2e_port)
 		run_cmd run1 120 "$T/embed-shared" -p "$P" -q -G 10000 -B 5000
 		assert_exit "the example, built against the install, passes" 0 "$RC" "$T/run1.out"

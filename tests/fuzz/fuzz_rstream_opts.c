@@ -24,7 +24,8 @@ static void check_accepted(const struct fuzz_argv *a,
 	struct evr_plan p;
 	unsigned i, j;
 
-	FUZZ_CHECK(o->xport == EVR_XPORT_TCP || o->xport == EVR_XPORT_RDMA);
+	FUZZ_CHECK(o->transport == EVR_TRANSPORT_TCP ||
+		   o->transport == EVR_TRANSPORT_RDMA);
 	FUZZ_CHECK(o->io == (cli->async ? EVR_IO_ASYNC :
 			     cli->blocking ? EVR_IO_BLOCK : EVR_IO_NONBLOCK));
 	FUZZ_CHECK(o->addr_fmt >= EVR_ADDR_NAME && o->addr_fmt <= EVR_ADDR_GID);
@@ -108,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(len == 0 ||
 			   (fuzz_one_line(&a, msg, len, "rstream") &&
 			    !strncmp(msg, "rstream: note: -i ", 18) &&
-			    cli.o.xport == EVR_XPORT_TCP));
+			    cli.o.transport == EVR_TRANSPORT_TCP));
 		check_accepted(&a, &cli);
 		break;
 	case RSTREAM_PARSE_BAD:

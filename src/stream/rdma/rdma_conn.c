@@ -747,15 +747,36 @@ static void r_close(struct evr_conn *c)
 	evr__rdma_close_step(rc, EVR_RC_E_CLOSE, 0);
 }
 
+void evr__rdma_settings_rows(struct evr_conn_settings *s,
+			     const struct evr__rdma_settings *v)
+{
+	evr__setting_add(s, "sbuf_bytes", "sbuf", 0, v->sbuf_bytes);
+	evr__setting_add(s, "rbuf_bytes", "rbuf", 0, v->rbuf_bytes);
+	evr__setting_add(s, "inline_bytes", "inline", 0, v->inline_bytes);
+	evr__setting_add(s, "sq_depth", "sq", 0, v->sq_depth);
+	evr__setting_add(s, "rq_depth", "rq", 0, v->rq_depth);
+	evr__setting_add(s, "credits_granted", "credits", 0,
+			 v->credits_granted);
+	evr__setting_add(s, "credits_peer", "peer_credits", 0,
+			 v->credits_peer);
+	/* the record has the SGL before the ring, the line after it */
+	evr__setting_add(s, "peer_target_sgl_entries", NULL, 0,
+			 v->peer_target_sgl);
+	evr__setting_add(s, "peer_rbuf_bytes", "peer_rbuf", 0,
+			 v->peer_rbuf_bytes);
+	evr__setting_add(s, NULL, "peer_sgl", 0, v->peer_target_sgl);
+}
+
 /* The endpoint as create_ep sized it and the peer's private data told
  * us; only meaningful once connected or accepted. */
 static int r_settings(struct evr_conn *c, struct evr_conn_settings *o)
 {
 	struct rconn *rc = evr__container_of(c, struct rconn, base);
 	const struct evr_stream_opts *so = rc->x->base.o;
+	struct evr__rdma_settings v;
 
 	memset(o, 0, sizeof(*o));
-	o->xport = EVR_XPORT_RDMA;
+	o->transport = EVR_TRANSPORT_RDMA;
 	if (!rc->id || !evr__rc_established(rc->state))
 		return -ENOTCONN;
 	evr__sockaddr_str(rdma_get_local_addr(rc->id), o->local,
@@ -764,15 +785,18 @@ static int r_settings(struct evr_conn *c, struct evr_conn_settings *o)
 			  sizeof(o->peer));
 	o->keepalive_on = so->keepalive > 0;
 	o->keepalive_idle_s = so->keepalive;
-	o->rdma_sbuf_bytes = rc->sbuf_size;
-	o->rdma_rbuf_bytes = rc->rbuf_size;
-	o->rdma_inline_bytes = rc->max_inline;
-	o->rdma_sq_depth = rc->sq_size;
-	o->rdma_rq_depth = rc->rq_post;
-	o->rdma_credits_granted = rc->rq_size;
-	o->rdma_credits_peer = rc->peer.credits;
-	o->rdma_peer_target_sgl = rc->peer.target_sgl.length;
-	o->rdma_peer_rbuf_bytes = rc->peer.data_buf.length * 2;
+	v = (struct evr__rdma_settings){
+		.sbuf_bytes = rc->sbuf_size,
+		.rbuf_bytes = rc->rbuf_size,
+		.inline_bytes = rc->max_inline,
+		.sq_depth = rc->sq_size,
+		.rq_depth = rc->rq_post,
+		.credits_granted = rc->rq_size,
+		.credits_peer = rc->peer.credits,
+		.peer_target_sgl = rc->peer.target_sgl.length,
+		.peer_rbuf_bytes = rc->peer.data_buf.length * 2,
+	};
+	evr__rdma_settings_rows(o, &v);
 	return 0;
 }
 
