@@ -185,7 +185,7 @@ JSON
 	[ "$user" = evrdma-probed ] && ok "the daemon ran as evrdma-probed" ||
 		not_ok "the daemon ran as evrdma-probed" "$user"
 
-	# ---- libevrdma-dev: a program built with pkg-config, run on libevrdma0
+	# ---- libevrdma-dev: a program built with pkg-config, run on libevrdma1
 	cat >ver.c <<'C'
 #include <stdio.h>
 #include <evrdma/version.h>
@@ -203,16 +203,16 @@ C
 		# shellcheck disable=SC2086 # its three words
 		set -- $out
 		libs=$(ldd ./ver 2>&1) # whole: grep -q would end ldd's pipe early (pipefail)
-		[ "${2:-}" = "${3:-x}" ] && grep -q -E 'libevrdma\.so\.0 => (/usr)?/lib/' <<<"$libs" &&
-			ok "a program built with pkg-config evrdma runs on libevrdma0 ($out)" ||
-			not_ok "a program built with pkg-config evrdma runs on libevrdma0" "$out $libs"
+		[ "${2:-}" = "${3:-x}" ] && grep -q -E 'libevrdma\.so\.1 => (/usr)?/lib/' <<<"$libs" &&
+			ok "a program built with pkg-config evrdma runs on libevrdma1 ($out)" ||
+			not_ok "a program built with pkg-config evrdma runs on libevrdma1" "$out $libs"
 	else
 		not_ok "a program builds with pkg-config --cflags --libs evrdma" "$out"
 	fi
 
 	# ---- purge: conffiles and the packages go, rdmacm-utils stays
 	check "dpkg --purge of the four packages" env DEBIAN_FRONTEND=noninteractive \
-		dpkg --purge evrdma-probed evrdma-utils libevrdma-dev libevrdma0
+		dpkg --purge evrdma-probed evrdma-utils libevrdma-dev libevrdma1
 	[ ! -e /etc/evrdma-probed.conf ] && [ ! -e /etc/default/evrdma-probed ] &&
 		[ ! -e /usr/bin/evrdma-rstream ] && ok "purged: conffiles and programs gone" ||
 		not_ok "purged: conffiles and programs gone"
