@@ -27,7 +27,7 @@ START_TEST(test_state_names)
 	static const char *const names[] = {
 		"CONNECTING", "HELLO_SEND", "HELLO_RECV", "PLAN_SEND",
 		"REPLY_RECV", "FIRST_RECV", "ACK_SEND", "PLAN_HDR_RECV",
-		"PLAN_RECV", "REPLY_SEND", "SYNC_SEND", "SYNC_RECV",
+		"PLAN_RECV", "REPLY_SEND", "GATED", "SYNC_SEND", "SYNC_RECV",
 		"DATA_SEND", "DATA_RECV", "DRAIN", "DONE", "FAILED",
 	};
 	unsigned i;
@@ -1159,6 +1159,79 @@ START_TEST(test_events_after_done)
 }
 END_TEST
 
+/* --all-at-once's gate (EVR_SF_GATE): a client that the server has
+ * accepted, with its plan, waits before its first sync, sends nothing,
+ * and a wake-up there is no step; the owner's OPEN starts the test. */
+START_TEST(test_gate_after_reply)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+	uint8_t sync[16];
+
+	base_opts(&o);
+	custom_plan(&cp, 10, 1, 1);
+	start_sess(1, &cp, &o);
+	evr__sess_set(&s, EVR_SF_GATE, 1);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
+	feed(evr__ack_msg, 16);
+	ASSERT_AT(EVR_WANT_READ, ready(), EVR_SS_REPLY_RECV);
+	take_discard(16 + 16 + 16);
+	feed_reply(0);
+	ASSERT_AT(EVR_WANT_GATE, ready(), EVR_SS_GATED);
+	ck_assert_int_eq(s.gate_news, 1);
+	s.gate_news = 0; /* (what the driver does when it tells) */
+	ck_assert_uint_eq(bq_avail(&q_out), 0);
+	ASSERT_AT(EVR_WANT_GATE, ready(), EVR_SS_GATED);
+	ck_assert_uint_eq(bq_avail(&q_out), 0);
+	ck_assert_int_eq(s.gate_news, 0);
+	/* opened: the sync goes, then the test */
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_OPEN, 0), EVR_SS_SYNC_RECV);
+	take(sync, sizeof(sync));
+	ck_assert_int_eq(evr__sess_has(&s, EVR_SF_GATE), 0);
+	feed_zeros(16 + 10);
+	ASSERT_AT(EVR_WANT_NONE, settle(), EVR_SS_DONE);
+	ck_assert_uint_eq(rec.n, 1);
+	take_discard(10);
+}
+END_TEST
+
+/* Not negotiating (--no-negotiate), the gate is at the connect; a busy
+ * server's answer to HELLO fails the session before its gate; OPEN
+ * anywhere but at the gate is a misuse; a cancel ends a waiting one. */
+START_TEST(test_gate_edges)
+{
+	struct evr_stream_opts o;
+	struct evr_conn_plan cp;
+
+	base_opts(&o);
+	o.no_negotiate = 1;
+	custom_plan(&cp, 10, 1, 1);
+	start_sess(1, &cp, &o);
+	evr__sess_set(&s, EVR_SF_GATE, 1);
+	ASSERT_AT(EVR_WANT_GATE, ev(EVR_SE_CONNECTED, 0), EVR_SS_GATED);
+	ck_assert_uint_eq(bq_avail(&q_out), 0);
+	ASSERT_AT(EVR_WANT_NONE, ev(EVR_SE_CANCEL, 0), EVR_SS_FAILED);
+	assert_failed(-EVR_E_CANCELLED, EVR_PH_NEGOTIATE);
+	reset_fixture();
+
+	base_opts(&o);
+	start_sess(1, &cp, &o);
+	evr__sess_set(&s, EVR_SF_GATE, 1);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
+	feed(evr__busy_msg, 16);
+	ASSERT_AT(EVR_WANT_NONE, ready(), EVR_SS_FAILED);
+	assert_failed(-EVR_E_REJECTED, EVR_PH_NEGOTIATE);
+	ck_assert_int_eq(s.fail.detail, EVR_PLAN_E_CONNS);
+	ck_assert_int_eq(s.gate_news, 0);
+	reset_fixture();
+
+	start_sess(1, &cp, &o);
+	ASSERT_AT(EVR_WANT_READ, ev(EVR_SE_CONNECTED, 0), EVR_SS_HELLO_RECV);
+	ASSERT_AT(EVR_WANT_NONE, ev(EVR_SE_OPEN, 0), EVR_SS_FAILED);
+	assert_failed(-EVR_E_PROTO, EVR_PH_NEGOTIATE);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* two machines back to back (fakesess.c's pair)                      */
 
@@ -1703,6 +1776,23 @@ START_TEST(test_every_state_traced)
 	assert_both_done();
 	for (i = 0; i < 8; i++)
 		ck_assert_str_eq(tr.first[i], client_start[i]);
+	/* a gated client (--all-at-once), opened at its gate */
+	evr__sess_fini(&cl.s);
+	evr__sess_fini(&sv.s);
+	bq_free(&q_c2s);
+	bq_free(&q_s2c);
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	evr__sess_set(&cl.s, EVR_SF_GATE, 1);
+	pump();
+	ck_assert_int_eq(cl.s.state, EVR_SS_GATED);
+	ck_assert_int_eq(evr__sess_event(&cl.s, EVR_SE_OPEN, 0),
+			 EVR_WANT_READ);
+	for (i = 0; i < 1000 && (!term(&cl.s) || !term(&sv.s)); i++) {
+		evr__sess_event(&cl.s, EVR_SE_READY, 0);
+		evr__sess_event(&sv.s, EVR_SE_READY, 0);
+	}
+	assert_both_done();
 	/* and a failure */
 	evr__sess_fini(&cl.s);
 	cl.live = 0;
@@ -1769,6 +1859,8 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_conn_error);
 	tcase_add_test(tc, test_connected_misuse);
 	tcase_add_test(tc, test_events_after_done);
+	tcase_add_test(tc, test_gate_after_reply);
+	tcase_add_test(tc, test_gate_edges);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("pair");

@@ -72,8 +72,8 @@ static void help_extra(FILE *out)
 		     "\t                     one aggregate row per test\n");
 	fprintf(out, "\t--per-conn           with -c: a row per connection "
 		     "too, named test#K\n");
-	fprintf(out, "\t--all-at-once        with -c: tests start once all N "
-		     "are connected\n");
+	fprintf(out, "\t--all-at-once        with -c: tests start once the "
+		     "server has taken all N\n");
 	fprintf(out, "\t--max-conns N        server: serve at most N "
 		     "connections at once (default 16384)\n");
 	fprintf(out, "\t--max-memory SIZE    server: at most SIZE bytes of "

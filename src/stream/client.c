@@ -21,8 +21,6 @@ struct cli_sess {
 	struct evr_sess s;
 	unsigned k;
 	int connecting;           /* counted in cs_connecting */
-	int held;                 /* --all-at-once: connected, waiting for
-				   * the rest of its series */
 };
 
 struct stream_client {
@@ -31,7 +29,8 @@ struct stream_client {
 	struct cli_sess **cs;
 	unsigned nconn, max_connecting;
 	unsigned cs_started, cs_live, cs_connecting;
-	unsigned cs_up;           /* connected in this series */
+	unsigned cs_up;           /* --all-at-once: at their gate, in this
+				   * series */
 	unsigned conn_next;       /* the next series of the plan */
 	int progressing, progress_again; /* client_progress() re-entered */
 	struct evr_failure first_fail; /* FAILING: what the run ends with */
@@ -156,28 +155,41 @@ static void client_finished(struct evr_sess *s)
 	client_progress(cl);
 }
 
-static const struct evr_sess_owner client_owner = {
-	.result = client_result,
-	.finished = client_finished,
-	.progress = client_sess_progress,
-};
-
-/* --all-at-once: every connection of the series is up; each held one
- * starts (a session may end in its start, so one at a time by index). */
-static void release_held(struct stream_client *cl)
+/* --all-at-once: every connection of the series is at its gate (the
+ * server has accepted it and its plan); each one waiting there starts
+ * (a session may end in its start, so one at a time by index). */
+static void open_gates(struct stream_client *cl)
 {
 	unsigned k;
 
 	for (k = 0; k < cl->cs_started; k++) {
 		struct cli_sess *cs = cl->cs[k];
 
-		if (!cs || !cs->held)
-			continue;
-		cs->held = 0;
-		cs->s.held = 0;
-		evr__sess_drive(&cs->s, EVR_SE_CONNECTED, 0);
+		if (cs && cs->s.state == EVR_SS_GATED)
+			evr__sess_drive(&cs->s, EVR_SE_OPEN, 0);
 	}
 }
+
+/* --all-at-once: a connection is at its gate (evr_sess_owner.at_gate).
+ * A connection that fails first fails the run, whose cancel ends the
+ * ones waiting: the count never has to go back. */
+static void client_at_gate(struct evr_sess *s)
+{
+	struct stream_client *cl = client_of(s->owner_ud);
+
+	if (++cl->cs_up < cl->nconn || evr__stream_ending(&cl->st) ||
+	    cl->st.state == EVR_STREAM_FAILING)
+		return;
+	open_gates(cl);
+	client_progress(cl);
+}
+
+static const struct evr_sess_owner client_owner = {
+	.result = client_result,
+	.finished = client_finished,
+	.progress = client_sess_progress,
+	.at_gate = client_at_gate,
+};
 
 static void client_connected(void *ud, struct evr_conn *c, int err)
 {
@@ -195,20 +207,6 @@ static void client_connected(void *ud, struct evr_conn *c, int err)
 	client_not_connecting(cl, cs);
 	if (!err) /* (a cancel in its info() is deferred) */
 		evr__stream_settings(&cl->st, s->id, c);
-	if (!err && cl->st.o.all_at_once && cl->nconn > 1 &&
-	    s->conn == c && !evr__stream_ending(&cl->st) &&
-	    cl->st.state != EVR_STREAM_FAILING) {
-		/* --all-at-once: the tests start when the last one is up */
-		cs->held = 1;
-		s->held = 1;
-		if (++cl->cs_up < cl->nconn) {
-			client_progress(cl);
-			return;
-		}
-		release_held(cl);
-		client_progress(cl);
-		return;
-	}
 	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
 	client_progress(cl);
 }
@@ -247,6 +245,8 @@ static struct cli_sess *cli_sess_new(struct stream_client *cl, unsigned idx,
 	}
 	cs->k = k;
 	cs->connecting = 0;
+	/* --all-at-once: its tests wait until all N are at their gate */
+	evr__sess_set(&cs->s, EVR_SF_GATE, st->o.all_at_once && cl->nconn > 1);
 	if (cl->shared_buf)
 		evr__sess_use_buf(&cs->s, cl->shared_buf, cl->shared_size);
 	cs->s.id = st->next_id++;

@@ -157,20 +157,18 @@ static void watch_fd(struct evr_sess *s, enum evr_sess_want w)
 	ev_io_start(l, &s->io_w);
 }
 
-static void apply(struct evr_sess *s, enum evr_sess_want w)
+/* The watchers for what a live machine waits for (w: not NONE, DETACH,
+ * or a blocking call's timeout). */
+static void wait_for(struct evr_sess *s, enum evr_sess_want w)
 {
-	if (w == EVR_WANT_NONE || w == EVR_WANT_DETACH) {
-		finish(s, w);
-		return;
-	}
-	if (!s->wd_state)
-		watchers_init(s);
+	s->held = w == EVR_WANT_GATE;
 	if (w == EVR_WANT_CONNECT)
 		return;
-	if (s->io == EVR_IO_BLOCK && evr__sess_waiting(w)) {
-		/* A blocking call returned EAGAIN: its SO_RCVTIMEO or
-		 * SO_SNDTIMEO (the stall timeout) ran out. */
-		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
+	if (w == EVR_WANT_GATE) {
+		/* nothing until its owner opens the gate (EVR_SE_OPEN);
+		 * the watchdog stays, and lets it be (held) */
+		ev_io_stop(s->loop->ev, &s->io_w);
+		idle_off(s);
 		return;
 	}
 	if (w == EVR_WANT_YIELD || s->io != EVR_IO_ASYNC) {
@@ -186,6 +184,30 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 		return;
 	}
 	watch_fd(s, w);
+}
+
+static void apply(struct evr_sess *s, enum evr_sess_want w)
+{
+	if (w == EVR_WANT_NONE || w == EVR_WANT_DETACH) {
+		finish(s, w);
+		return;
+	}
+	if (!s->wd_state)
+		watchers_init(s);
+	if (s->io == EVR_IO_BLOCK && evr__sess_waiting(w)) {
+		/* A blocking call returned EAGAIN: its SO_RCVTIMEO or
+		 * SO_SNDTIMEO (the stall timeout) ran out. */
+		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
+		return;
+	}
+	wait_for(s, w);
+	if (s->gate_news) {
+		/* last, with the watchers set: the owner may open every
+		 * gate from here, this one's too, and s may be gone after */
+		s->gate_news = 0;
+		if (s->owner && s->owner->at_gate)
+			s->owner->at_gate(s);
+	}
 }
 
 /*

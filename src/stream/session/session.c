@@ -442,9 +442,17 @@ static enum evr_sess_want nego_act(struct evr_sess *s,
 	case EVR_NEGO_FAIL:
 		return fail(s, n->err, n->detail, n->where);
 	case EVR_NEGO_UPSTREAM:
+		/* (never gated: negotiate.c refuses an upstream server to
+		 * connections side by side) */
 		set_state(s, EVR_SS_SYNC_RECV);
 		return start_data(s);
 	case EVR_NEGO_BEGIN:
+		if (evr__sess_has(s, EVR_SF_GATE)) {
+			/* the first test waits for its owner */
+			s->gate_news = 1;
+			set_state(s, EVR_SS_GATED);
+			return EVR_WANT_GATE;
+		}
 		begin_test(s);
 		break;
 	case EVR_NEGO_BEGIN_DECIDED:
@@ -704,7 +712,7 @@ static enum evr_sess_want run(struct evr_sess *s)
 			continue;
 		w = op_done(s);
 		if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD ||
-		    w == EVR_WANT_DETACH)
+		    w == EVR_WANT_DETACH || w == EVR_WANT_GATE)
 			return w;
 		if (in_transfer(s))
 			continue;
@@ -736,6 +744,7 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 				   int arg)
 {
 	struct evr_nego_next n;
+	enum evr_sess_want w;
 
 	if (terminal(s))
 		return EVR_WANT_NONE;
@@ -744,14 +753,23 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 		if (s->state != EVR_SS_CONNECTING || !s->conn)
 			return fail(s, -EVR_E_PROTO, 0, "connected");
 		evr__nego_start(s, &n);
-		if (nego_act(s, &n) == EVR_WANT_NONE)
-			return EVR_WANT_NONE;
+		w = nego_act(s, &n);
+		if (w == EVR_WANT_NONE || w == EVR_WANT_GATE)
+			return w;
 		return run(s);
 	case EVR_SE_CONN_ERROR:
 		return conn_error(s, arg ? arg : -EIO);
 	case EVR_SE_READY:
 		if (s->state == EVR_SS_CONNECTING)
 			return EVR_WANT_CONNECT;
+		if (s->state == EVR_SS_GATED)
+			return EVR_WANT_GATE; /* (a wake-up: nothing to do) */
+		return run(s);
+	case EVR_SE_OPEN:
+		if (s->state != EVR_SS_GATED)
+			return fail(s, -EVR_E_PROTO, 0, "gate");
+		s->feat &= ~EVR_SF_GATE;
+		begin_test(s);
 		return run(s);
 	case EVR_SE_STALL:
 		return stalled(s);

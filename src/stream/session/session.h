@@ -31,6 +31,8 @@
 	X(PLAN_HDR_RECV) /* server */ \
 	X(PLAN_RECV)     /* server: the plan's entries */ \
 	X(REPLY_SEND)    /* server */ \
+	X(GATED)         /* client (EVR_SF_GATE): ready for its first \
+			  * test, held until its owner opens the gate */ \
 	X(SYNC_SEND)     /* the 16-byte sync before each test */ \
 	X(SYNC_RECV) \
 	X(DATA_SEND)     /* one transfer of the test's size */ \
@@ -53,6 +55,7 @@ enum evr_sess_event {
 	EVR_SE_STALL,       /* the watchdog saw no progress */
 	EVR_SE_CANCEL,
 	EVR_SE_FAIL,        /* the driver cannot go on (arg: -errno) */
+	EVR_SE_OPEN,        /* GATED: the owner opens the gate */
 };
 
 /* What the machine waits for after an event. */
@@ -63,6 +66,7 @@ enum evr_sess_want {
 	EVR_WANT_YIELD,     /* runnable, but let other watchers go first */
 	EVR_WANT_CONNECT,   /* waiting for CONNECTED / CONN_ERROR */
 	EVR_WANT_DETACH,    /* the owner took the connection elsewhere */
+	EVR_WANT_GATE,      /* GATED: nothing moves until EVR_SE_OPEN */
 };
 
 struct evr_sess;
@@ -87,6 +91,12 @@ struct evr_sess_owner {
 	/* The machine reached DONE or FAILED and has stopped its watchers;
 	 * the owner may free it from here. */
 	void (*finished)(struct evr_sess *s);
+	/* Client, EVR_SF_GATE: the session waits at its gate, the point
+	 * before its first test (GATED, until EVR_SE_OPEN): after the
+	 * server accepted it and its plan, or, not negotiating, once
+	 * connected.  Called once, last in the driver's turn: the owner
+	 * may open every gate from here, this one's too. */
+	void (*at_gate)(struct evr_sess *s);
 	/* Optional: a test in progress, every interval_ms. */
 	void (*progress)(struct evr_sess *s, const struct evr_progress *p);
 };
@@ -105,6 +115,9 @@ enum evr_sess_feat {
 	EVR_SF_SPLIT       = 1u << 6, /* client: --split asked for */
 	EVR_SF_HOLD        = 1u << 7, /* client: the server stamps its
 				       * holds (wire.h, "hold stamps") */
+	EVR_SF_GATE        = 1u << 8, /* client: its first test waits at
+				       * the gate (--all-at-once: the owner
+				       * opens it once all are there) */
 };
 
 /* The current operation (evr_sess.op_kind). */
@@ -187,8 +200,10 @@ struct evr_sess {
 	uint64_t wd_bytes;
 	ev_tstamp wd_last;
 	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
-	int held;               /* its owner holds it back (connected,
-				 * waiting for others): no stall */
+	int held;               /* GATED: its owner holds it back (it
+				 * waits for others): no stall */
+	int gate_news;          /* reached its gate: the owner is to hear
+				 * (evr_sess_owner.at_gate) */
 	int wd_state;           /* its watchers are set up (apply()) */
 	struct evr_sched_seat seat; /* in play on its loop's scheduler
 				     * (sched.h), from its driver's first
