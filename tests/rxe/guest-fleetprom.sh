@@ -183,8 +183,13 @@ starve() { # N
 	mkdir -p "$CG/starve"
 	echo "5000 100000" >"$CG/starve/cpu.max"
 	echo "${ap[$1]}" >"$CG/starve/cgroup.procs"
-	ip netns exec "h$1" sh -c 'echo $$ > '"$CG"'/starve/cgroup.procs; while :; do :; done' &
+	# the loop is moved in from here: inside, ip netns exec has mounted
+	# a sysfs of its own over /sys, without the cgroup file system (a
+	# campaign's loop once ran a whole injection unconfined: "sh:
+	# /sys/fs/cgroup/starve/cgroup.procs: No such file or directory")
+	ip netns exec "h$1" sh -c 'while :; do :; done' &
 	busy=$!
+	echo "$busy" >"$CG/starve/cgroup.procs"
 }
 starve_end() {
 	[ -n "${busy:-}" ] && kill "$busy" 2>/dev/null && wait "$busy" 2>/dev/null
