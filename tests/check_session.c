@@ -1296,6 +1296,21 @@ START_TEST(test_e2e_sends_more)
 		ck_assert_int_eq(cl.m.more_pending, 0);
 		ck_assert_int_eq(sv.m.more_pending, 0);
 	}
+	/* a transport that has no use for the flag (TCP) is never given
+	 * it: the session does not work it out per send */
+	pair_teardown();
+	pair_setup();
+	base_opts(&oc);
+	base_opts(&os);
+	custom_plan(&pc, 1, 1000, 1);
+	default_lat_plan(&ps);
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	cl.m.c.takes_more = 0;
+	pump();
+	assert_both_done();
+	ck_assert_uint_eq(cl.m.more_bytes, 0);
+	ck_assert_uint_eq(sv.m.more_bytes, 999);
 }
 END_TEST
 

@@ -219,6 +219,7 @@ void mock_init(struct mock *mk, struct bq *rx, struct bq *tx,
 	memset(mk, 0, sizeof(*mk));
 	mk->c.ops = &mock_ops;
 	mk->c.fd = -1;
+	mk->c.takes_more = 1; /* it records the more flags */
 	snprintf(mk->c.peer, sizeof(mk->c.peer), "%s", peer);
 	mk->rx = rx;
 	mk->tx = tx;

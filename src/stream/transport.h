@@ -59,6 +59,9 @@ struct evr_conn {
 	/* Set by the transport: recv(c, NULL, n) consumes up to n bytes
 	 * without copying them (RDMA: the ring space goes back unread) */
 	int can_skip;
+	/* Set by the transport: send's more flag is of use to it (an RDMA
+	 * cork); where it is not, the owner need not work it out per send */
+	int takes_more;
 	char peer[64];
 	int ka_on, ka_idle; /* -k: keepalive as set on this connection */
 	/* Set by the owner: the transport calls it from the loop (never from

@@ -36,6 +36,7 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 	rc->base.ops = &evr__rdma_conn_ops;
 	rc->base.fd = -1;
 	rc->base.can_skip = 1;
+	rc->base.takes_more = 1;
 	if (o->keepalive) {
 		/* what rgetsockopt reads back on an rsocket */
 		rc->base.ka_on = 1;

@@ -165,11 +165,6 @@ static void sync_recv(struct evr_sess *s)
 	op(s, EVR_SS_SYNC_RECV, 0, s->buf, EVR_SYNC_LEN);
 }
 
-size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size)
-{
-	return s->chunk && size > s->chunk ? s->chunk : size;
-}
-
 /* Client: a piece of an echo is only counted unless it verifies (its
  * buffer keeps what it sent, which is what a faithful echo holds): the
  * copy out of an RDMA ring is saved (a server reads what it echoes and,
@@ -648,7 +643,7 @@ static ssize_t io_call(struct evr_sess *s)
 	}
 	if (s->op_kind == EVR_OP_SEND)
 		return c->ops->send(c, s->op_buf + s->op_off, left,
-				    sends_more(s));
+				    c->takes_more && sends_more(s));
 	return c->ops->recv(c, s->op_kind == EVR_OP_SKIP ? NULL :
 				 s->op_buf + s->op_off, left);
 }

@@ -279,8 +279,13 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s,
 void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size);
 /* Charge this machine's buffers to b from now on (a server's budget). */
 void evr__sess_set_budget(struct evr_sess *s, struct evr_membudget *b);
-/* The buffer a transfer of size bytes needs on this machine. */
-size_t evr__sess_xfer_buf(const struct evr_sess *s, size_t size);
+/* The buffer a transfer of size bytes needs on this machine (inline:
+ * every piece of every transfer asks). */
+static inline size_t evr__sess_xfer_buf(const struct evr_sess *s,
+					size_t size)
+{
+	return s->chunk && size > s->chunk ? s->chunk : size;
+}
 /* Release the buffer and the connection (evr__sess_fini()'s second
  * half, once the driver has stopped its watchers). */
 void evr__sess_release(struct evr_sess *s);
