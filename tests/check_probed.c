@@ -212,6 +212,24 @@ START_TEST(test_option_keys)
 }
 END_TEST
 
+/* What an rstream probe runs: its test, verify, the plan sent or
+ * upstream's wire, its poll. */
+static void assert_run(const struct probe_cfg *p, uint32_t size,
+		       uint32_t count, uint32_t iters, int verify,
+		       int negotiate, int poll_us)
+{
+	ck_assert_int_eq(p->o.custom, 1);
+	ck_assert_uint_eq(p->o.size, size);
+	ck_assert_uint_eq(p->o.count, count);
+	ck_assert_uint_eq(p->o.iters, iters);
+	ck_assert_int_eq(p->o.verify, verify);
+	ck_assert_int_eq(p->o.force_negotiate, negotiate);
+	ck_assert_int_eq(p->o.no_negotiate, !negotiate);
+	ck_assert_int_eq(p->o.poll_us, poll_us);
+	ck_assert_int_eq(p->o.io, EVR_IO_ASYNC);
+	ck_assert_int_eq(p->o.percentiles, 1);
+}
+
 START_TEST(test_defaults)
 {
 	struct pconf *c;
@@ -242,27 +260,17 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c->probes[0].type, PROBE_RSTREAM);
 	ck_assert_int_eq(c->probes[0].transport, EVR_TRANSPORT_RDMA);
 	ck_assert_str_eq(c->probes[0].port, "7471");
-	ck_assert_uint_eq(c->probes[0].o.size, 64);
-	ck_assert_uint_eq(c->probes[0].o.count, 1);
-	ck_assert_uint_eq(c->probes[0].o.iters, 100);
-	/* a probe sends its plan unless told not to */
-	ck_assert_int_eq(c->probes[0].o.verify, 0);
-	ck_assert_int_eq(c->probes[0].o.force_negotiate, 1);
-	ck_assert_int_eq(c->probes[0].o.no_negotiate, 0);
-	ck_assert_int_eq(c->probes[0].o.poll_us, 0); /* the engine's */
+	/* a probe sends its plan unless told not to; its poll is the
+	 * engine's default (0) */
+	assert_run(&c->probes[0], 64, 1, 100, 0, 1, 0);
 	/* one run on a path at a time unless told otherwise */
 	ck_assert_int_eq(c->probes[0].exclusive, 1);
 	ck_assert_double_eq(c->probes[0].interval_s, 10);
 	ck_assert_double_eq(c->probes[0].timeout_s, 5);
 	ck_assert_int_eq(c->probes[1].transport, EVR_TRANSPORT_TCP);
 	ck_assert_str_eq(c->probes[1].port, "9000");
-	ck_assert_uint_eq(c->probes[1].o.size, 65536);
-	ck_assert_uint_eq(c->probes[1].o.count, 7);
-	ck_assert_uint_eq(c->probes[1].o.iters, 1);
-	ck_assert_int_eq(c->probes[1].o.verify, 1);
-	ck_assert_int_eq(c->probes[1].o.force_negotiate, 0);
-	ck_assert_int_eq(c->probes[1].o.no_negotiate, 1);
-	ck_assert_int_eq(c->probes[1].o.poll_us, EVR_POLL_NEVER); /* 0: never */
+	/* "poll_us": 0 is never */
+	assert_run(&c->probes[1], 65536, 7, 1, 1, 0, EVR_POLL_NEVER);
 	ck_assert_int_eq(c->probes[1].exclusive, 0);
 	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
 	ck_assert_int_eq(c->probes[2].mc_transport, EVR_MC_UDP);
