@@ -68,8 +68,12 @@ struct tkey {
 	size_t off, size;
 };
 
-#define TK_DKEY(k, w) .key = (k), TK_##w
+#define TK_DKEY(k, w, l, h) .key = (k), TK_##w
 #define TK_NODKEY .key = NULL
+#define TK_DLO_DKEY(k, w, l, h) (l)
+#define TK_DLO_NODKEY 0
+#define TK_DHI_DKEY(k, w, l, h) (h)
+#define TK_DHI_NODKEY 0
 #define TK_PROBE .probe = 1
 #define TK_RESP .resp = 1
 #define TK_PROBE_RESP .probe = 1, .resp = 1
@@ -79,7 +83,9 @@ struct tkey {
 #define TK_KIND_STR 's'
 #define TK_KIND_WORD 'w'
 #define TK_ROW(f, kind_, lo_, hi_, def, fl, side, cli, help, json, dkey) \
-	{ TK_##dkey, .kind = TK_KIND_##kind_, .lo = (lo_), .hi = (hi_), \
+	{ TK_##dkey, .kind = TK_KIND_##kind_, \
+	  .lo = TK_DLO_##dkey ? TK_DLO_##dkey : (lo_), \
+	  .hi = TK_DHI_##dkey ? TK_DHI_##dkey : (hi_), \
 	  .flags = (fl), .off = offsetof(struct evr_stream_opts, f), \
 	  .size = sizeof(((struct evr_stream_opts *)0)->f) },
 static const struct tkey tkeys[] = { EVR_STREAM_OPTIONS(TK_ROW) };
@@ -285,6 +291,19 @@ END_TEST
 
 START_TEST(test_errors)
 {
+	/* the agent's own ranges, narrower than rstream's (the table's
+	 * DKEY dlo/dhi): a probe's transfer at most 64m, not 1g; a
+	 * responder's stall 0.1 to 3600 s, its memory at least 4k */
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\", "
+	    "\"host\": \"h\", \"size\": 67108865 } ] }",
+	    "probes[0] (\"a\"): \"size\" is 67108865, must be 1 to 67108864");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 7471, "
+	    "\"stall_timeout_s\": 0.05 } ] }",
+	    "responders[0]: \"stall_timeout_s\" is 0.05, must be 0.1 to 3600");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 7471, "
+	    "\"max_memory\": 4095 } ] }",
+	    "responders[0]: \"max_memory\" is 4095, must be 4096 to "
+	    "1099511627776");
 	bad("{ \"probes\": [ 1 ] }", "probes[0]: must be an object");
 	bad("[]", "the top level must be an object");
 	bad("{ \"probes\": {} }", "\"probes\" must be an array");

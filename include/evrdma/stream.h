@@ -160,10 +160,13 @@ struct evr_stream_opts {
  *        ADDR_FMT, TESTS, NEGOTIATE, POLL); when ALWAYS, CUSTOM (a
  *        custom test only) or ASYNC (EVR_IO_ASYNC only).  In the order
  *        of the rows.
- * dkey:  DKEY(key, whose) or NODKEY: evrdma-probed's configuration key,
- *        PROBE (an rstream probe's and a mesh's), RESP (a responder's)
- *        or PROBE_RESP (both), with lo..hi as its range (MS: seconds)
- *        and the kind's JSON type (NUM: an integer, FLAG: true/false).
+ * dkey:  DKEY(key, whose, dlo, dhi) or NODKEY: evrdma-probed's
+ *        configuration key, PROBE (an rstream probe's and a mesh's), RESP
+ *        (a responder's) or PROBE_RESP (both), with lo..hi as its range
+ *        (MS: seconds) unless dlo or dhi, not 0, narrows it (an agent
+ *        runs beside the host's work: a probe's transfer at most 64m,
+ *        not rstream's 1g), and the kind's JSON type (NUM: an integer,
+ *        FLAG: true/false).
  *
  * The tags (CLI, HELP, JSON, DKEY, the kinds, sides and encodings) are
  * words for the programs that expand the table, not macros.
@@ -199,16 +202,17 @@ struct evr_stream_opts {
 	  EVR_SOPT_SUFFIX | EVR_SOPT_CUSTOM, BOTH, \
 	  CLI('S', NULL, "-S", "transfer size must be 1 to 1g, or all", NULL), \
 	  HELP("[-S transfer_size or all]", NULL), \
-	  JSON("bytes_per_xfer", INT, CUSTOM), DKEY("size", PROBE_RESP)) \
+	  JSON("bytes_per_xfer", INT, CUSTOM), \
+	  DKEY("size", PROBE_RESP, 0, 64u << 20)) \
 	X(count, NUM, 1, EVR_MAX_COUNT, 0, EVR_SOPT_CUSTOM, BOTH, \
 	  CLI('C', NULL, "-C", "transfer count must be 1 to 1000000000", \
 	      NULL), \
 	  HELP("[-C transfer_count]", NULL), \
-	  JSON("xfers_per_iter", INT, CUSTOM), DKEY("count", PROBE_RESP)) \
+	  JSON("xfers_per_iter", INT, CUSTOM), DKEY("count", PROBE_RESP, 0, 0)) \
 	X(iters, NUM, 1, EVR_MAX_COUNT, 0, EVR_SOPT_CUSTOM, BOTH, \
 	  CLI('I', NULL, "-I", "iterations must be 1 to 1000000000", NULL), \
 	  HELP("[-I iterations]", NULL), \
-	  JSON("iters", INT, CUSTOM), DKEY("iters", PROBE_RESP)) \
+	  JSON("iters", INT, CUSTOM), DKEY("iters", PROBE_RESP, 0, 0)) \
 	X(buffer_size, NUM, 0, 1 << 30, EVR_DEFAULT_BUFFER_SIZE, \
 	  EVR_SOPT_SUFFIX, BOTH, \
 	  CLI('B', NULL, "-B", "buffer size must be 0 (default) to 1g", NULL), \
@@ -224,7 +228,7 @@ struct evr_stream_opts {
 	  HELP("[-k keepalive_time]", NULL), \
 	  JSON("keepalive_s", INT, ALWAYS), NODKEY) \
 	X(verify, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
-	  JSON("verify", BOOL, ALWAYS), DKEY("verify", PROBE)) \
+	  JSON("verify", BOOL, ALWAYS), DKEY("verify", PROBE, 0, 0)) \
 	X(fork, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
 	  JSON("fork", BOOL, ALWAYS), NODKEY) \
 	X(resolve_rdma, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
@@ -235,7 +239,7 @@ struct evr_stream_opts {
 	  HELP("--stall-timeout SEC", "fail a connection that makes no " \
 	       "progress for SEC seconds (default 10)"), \
 	  JSON("stall_timeout_s", SECS, ALWAYS), \
-	  DKEY("stall_timeout_s", RESP)) \
+	  DKEY("stall_timeout_s", RESP, 100, 3600000)) \
 	X(once, FLAG, 0, 0, 0, 0, SERVER, \
 	  CLI(0, "once", "--once", NULL, NULL), \
 	  HELP("--once", "server: serve one client run, then exit (as " \
@@ -252,13 +256,14 @@ struct evr_stream_opts {
 	  CLI(0, "max-conns", "--max-conns", "must be 1 to 100000", NULL), \
 	  HELP("--max-conns N", "server: serve at most N connections at " \
 	       "once (default 16384)"), \
-	  JSON("max_conns", INT, ALWAYS), DKEY("max_conns", RESP)) \
+	  JSON("max_conns", INT, ALWAYS), DKEY("max_conns", RESP, 0, 0)) \
 	X(max_memory, NUM, 1024, 1ull << 40, EVR_DEFAULT_MAX_MEMORY, \
 	  EVR_SOPT_SUFFIX, SERVER, \
 	  CLI(0, "max-memory", "--max-memory", "must be 1k to 1024g", NULL), \
 	  HELP("--max-memory SIZE", "server: at most SIZE bytes of " \
 	       "connection buffers\nin all (default 1g)"), \
-	  JSON("max_memory_bytes", INT, ALWAYS), DKEY("max_memory", RESP)) \
+	  JSON("max_memory_bytes", INT, ALWAYS), \
+	  DKEY("max_memory", RESP, 4096, 0)) \
 	X(no_negotiate, FLAG, 0, 0, 0, 0, CLIENT, \
 	  CLI(0, "no-negotiate", "--no-negotiate", NULL, \
 	      "a server speaks upstream's wire to every client that does"), \
@@ -270,7 +275,7 @@ struct evr_stream_opts {
 	      "a server negotiates with every client that asks"), \
 	  HELP("--negotiate", "client: send the test plan even with -T v " \
 	       "(evrdma servers only)"), \
-	  NOJSON, DKEY("negotiate", PROBE)) \
+	  NOJSON, DKEY("negotiate", PROBE, 0, 0)) \
 	X(report_settings, FLAG, 0, 0, 0, 0, BOTH, \
 	  CLI(0, "settings", "--settings", NULL, NULL), \
 	  HELP("--settings", "report each connection's effective settings"), \
@@ -311,7 +316,7 @@ struct evr_stream_opts {
 	      "must be 0 (never poll) to 100000 microseconds", NULL), \
 	  HELP("--poll-usec N", "-T a: poll up to N usec before sleeping " \
 	       "while the\nexchange is fast (default 200; 0 never polls)"), \
-	  JSON("poll_usec", POLL, ASYNC), DKEY("poll_us", PROBE)) \
+	  JSON("poll_usec", POLL, ASYNC), DKEY("poll_us", PROBE, 0, 0)) \
 	X(conns, NUM, 1, EVR_MAX_CONNS, 1, 0, CLIENT, \
 	  CLI('c', "connections", "-c", "connections must be 1 to 100000", \
 	      "a server serves any number of connections"), \

@@ -66,21 +66,32 @@ struct dkey {
 	size_t off, size;
 };
 
-#define DKEY_DKEY(k, w) .key = (k), .whose = DK_##w
+#define DKEY_DKEY(k, w, l, h) .key = (k), .whose = DK_##w
 #define DKEY_NODKEY .key = NULL
+/* the daemon's own range where the row narrows it */
+#define DLO_DKEY(k, w, l, h) (l)
+#define DLO_NODKEY 0
+#define DHI_DKEY(k, w, l, h) (h)
+#define DHI_NODKEY 0
 #define DK_KIND_NUM DK_NUM
 #define DK_KIND_MS DK_MS
 #define DK_KIND_FLAG DK_FLAG
 #define DK_KIND_STR DK_NONE
 #define DK_KIND_WORD DK_NONE
 #define DK_ROW(f, kind_, lo_, hi_, def, fl, side, cli, help, json, dkey) \
-	{ DKEY_##dkey, .kind = DK_KIND_##kind_, .lo = (lo_), .hi = (hi_), \
+	{ DKEY_##dkey, .kind = DK_KIND_##kind_, \
+	  .lo = DLO_##dkey ? DLO_##dkey : (lo_), \
+	  .hi = DHI_##dkey ? DHI_##dkey : (hi_), \
 	  .flags = (fl), .off = offsetof(struct evr_stream_opts, f), \
 	  .size = sizeof(((struct evr_stream_opts *)0)->f) },
 static const struct dkey dkeys[] = { EVR_STREAM_OPTIONS(DK_ROW) };
 #undef DK_ROW
 #undef DKEY_DKEY
 #undef DKEY_NODKEY
+#undef DLO_DKEY
+#undef DLO_NODKEY
+#undef DHI_DKEY
+#undef DHI_NODKEY
 #undef DK_KIND_NUM
 #undef DK_KIND_MS
 #undef DK_KIND_FLAG

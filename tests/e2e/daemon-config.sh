@@ -92,7 +92,7 @@ bad_conf resp_dup 'responders\[1\]: the same transport, bind and port as respond
 bad_conf resp_conns 'responders\[0\]: "max_conns" is 0, must be 1 to' '{
   "responders": [ { "transport": "tcp", "port": 7471, "max_conns": 0 } ]
 }'
-bad_conf resp_stall 'responders\[0\]: "stall_timeout_s" is 0, must be 0\.01 to 86400$' '{
+bad_conf resp_stall 'responders\[0\]: "stall_timeout_s" is 0, must be 0\.1 to 3600$' '{
   "responders": [ { "transport": "tcp", "port": 7471, "stall_timeout_s": 0 } ]
 }'
 bad_conf resp_array '"responders" must be an array$' '{ "responders": {} }'
