@@ -1309,7 +1309,18 @@ struct kit {
 	unsigned ms;
 	int mode;
 	int calls, afters;
+	int word;                   /* -w's word */
+	int num;                    /* -w's number, --nev's */
 };
+
+/* "many", or a number after all */
+static int kit_word(void *obj, const char *arg)
+{
+	if (strcmp(arg, "many"))
+		return CLI_SET_NUMBER;
+	((struct kit *)obj)->word = 1;
+	return 0;
+}
 
 static int kit_set(void *obj, const char *arg)
 {
@@ -1338,6 +1349,10 @@ static const struct cli_opt kit_opts[] = {
 	{ 'x', NULL, "-x", CLI_CALL, CLI_BAD_USAGE, .set = kit_set,
 	  .what = "only ok" },
 	{ 303, "help", "--help", CLI_RETURN, .ret = 7 },
+	{ 'w', NULL, "-w", CLI_CALL, 0, 2, 9, K(num), .set = kit_word,
+	  .after = kit_after, .what = "many, or 2 to 9" },
+	{ 304, "nev", "--nev", CLI_NUM, CLI_ZERO_NEG, 0, 5, K(num),
+	  .what = "0 (never) to 5" },
 };
 #undef K
 
@@ -1422,6 +1437,26 @@ START_TEST(test_cli_getopt)
 	ck_assert_str_eq(err_text, "");
 	ck_assert_int_eq(KIT(&k, &seen, "-a", "stray", "-a"), CLI_PARSE_BAD);
 	ck_assert_str_eq(err_text, "tool: unexpected argument 'stray'\n");
+	/* CLI_SET_NUMBER: a word set() takes whole (no after), else a
+	 * number of the row's range, stored, then after */
+	ck_assert_int_eq(KIT(&k, &seen, "-w", "many"), CLI_PARSE_DONE);
+	ck_assert_int_eq(k.word, 1);
+	ck_assert_int_eq(k.num, 0);
+	ck_assert_int_eq(k.afters, 0);
+	ck_assert_int_eq(KIT(&k, &seen, "-w", "9"), CLI_PARSE_DONE);
+	ck_assert_int_eq(k.word, 0);
+	ck_assert_int_eq(k.num, 9);
+	ck_assert_int_eq(k.afters, 1);
+	ck_assert_int_eq(KIT(&k, &seen, "-w", "10"), CLI_PARSE_BAD);
+	ck_assert_str_eq(err_text, "tool: invalid value '10' for -w: "
+			 "many, or 2 to 9\n");
+	ck_assert_int_eq(k.num, 0);
+	/* CLI_ZERO_NEG: a 0 given is -1, the others as given */
+	ck_assert_int_eq(KIT(&k, &seen, "--nev", "0"), CLI_PARSE_DONE);
+	ck_assert_int_eq(k.num, -1);
+	ck_assert_int_eq(KIT(&k, &seen, "--nev", "5"), CLI_PARSE_DONE);
+	ck_assert_int_eq(k.num, 5);
+	ck_assert_int_eq(KIT(&k, &seen, "--nev", "-1"), CLI_PARSE_BAD);
 }
 END_TEST
 
@@ -1643,6 +1678,163 @@ START_TEST(test_ambiguous_prefixes)
 }
 END_TEST
 
+/* ---- the option table (EVR_STREAM_OPTIONS) and rstream's parser ---- */
+
+/* A row as this test sees it: whether it has an option, its name in
+ * messages, whether it has --help's line, its kind and range. */
+struct trow {
+	const char *field;
+	const char *name;           /* NULL: no option of rstream's */
+	const char *lname;
+	int letter;
+	int has_help;
+	int ranged;                 /* NUM or MS */
+	double unit;                /* MS: given in seconds */
+	long long lo, hi;
+	unsigned flags;
+};
+
+#define T_CLI(l, ln, nm, what, why) .letter = (l), .lname = (ln), .name = (nm)
+#define T_NOCLI .name = NULL
+#define T_HELP(syn, text) .has_help = 1
+#define T_NOHELP .has_help = 0
+#define T_RANGED_NUM 1
+#define T_RANGED_MS 1
+#define T_RANGED_FLAG 0
+#define T_RANGED_STR 0
+#define T_RANGED_WORD 0
+#define T_UNIT_NUM 1
+#define T_UNIT_MS 1000.0
+#define T_UNIT_FLAG 1
+#define T_UNIT_STR 1
+#define T_UNIT_WORD 1
+#define T_ROW(f, kind, lo_, hi_, def, fl, side, cli, help, ...) \
+	{ #f, T_##cli, T_##help, .ranged = T_RANGED_##kind, \
+	  .unit = T_UNIT_##kind, .lo = (long long)(lo_), \
+	  .hi = (long long)(hi_), .flags = (fl) },
+static const struct trow trows[] = { EVR_STREAM_OPTIONS(T_ROW) };
+
+static const struct cli_opt *option_named(const char *name)
+{
+	const struct cli_opt *t = NULL;
+	size_t n, i;
+
+	t = rstream_options(&n);
+	for (i = 0; i < n; i++)
+		if (t[i].name && !strcmp(t[i].name, name))
+			return &t[i];
+	return NULL;
+}
+
+/* Every row with an option is in the parser once, with --help's line;
+ * a row without has neither; the parser has nothing else but rstream's
+ * own (--trace, --json, --per-conn, --check, --no-host-check, -T,
+ * --help, --version). */
+START_TEST(test_table_rows_are_options)
+{
+	const struct cli_opt *t;
+	size_t n, i, j, rows = 0;
+
+	t = rstream_options(&n);
+	for (i = 0; i < CLI_ARRAY_SIZE(trows); i++) {
+		const struct trow *r = &trows[i];
+		const struct cli_opt *o;
+
+		ck_assert_msg(!r->name == !r->has_help,
+			      "%s: an option without --help's line, or a "
+			      "line without an option", r->field);
+		if (!r->name)
+			continue;
+		rows++;
+		o = option_named(r->name);
+		ck_assert_msg(o, "%s: %s is no option", r->field, r->name);
+		ck_assert_msg(!r->lname || (o->lname &&
+					    !strcmp(o->lname, r->lname)),
+			      "%s: --%s", r->field, r->lname);
+		ck_assert_msg(!r->letter || o->val == r->letter, "%s: -%c",
+			      r->field, r->letter);
+		/* an option of a range says so when refused */
+		ck_assert_msg(!r->ranged || (o->what && o->what[0]),
+			      "%s: no bad-value text", r->name);
+	}
+	ck_assert_uint_eq(n, rows + 8);
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			ck_assert_msg(t[i].val != t[j].val, "%s and %s: one value",
+				      t[i].name, t[j].name);
+			ck_assert_msg(strcmp(t[i].name, t[j].name),
+				      "%s twice", t[i].name);
+		}
+}
+END_TEST
+
+/* "--opt VALUE" on a client or server as the option's side wants, in
+ * -T a (which --poll-usec needs): what the parser says. */
+static int parse_one(const struct cli_opt *o, const char *v)
+{
+	struct rstream_cli c;
+	char opt[64];
+	int ret;
+
+	if (o->lname)
+		snprintf(opt, sizeof(opt), "--%s", o->lname);
+	else
+		snprintf(opt, sizeof(opt), "-%c", o->val);
+	if (o->side == CLI_CLIENT)
+		ret = PARSE(&c, "-T", "a", "-s", "h", opt, v);
+	else
+		ret = PARSE(&c, "-T", "a", opt, v);
+	return ret;
+}
+
+static void value_str(char *buf, size_t len, const struct trow *r,
+		      long long v)
+{
+	if (r->unit != 1)
+		snprintf(buf, len, "%.3f", (double)v / r->unit);
+	else
+		snprintf(buf, len, "%lld", v);
+}
+
+/* The parser takes each ranged row's ends and refuses one past either
+ * (in the option's own unit: MS rows in seconds), as the library and
+ * the daemon do (check_stream, check_probed): one range each. */
+START_TEST(test_table_ranges_are_the_parsers)
+{
+	char v[64];
+	size_t i, n = 0;
+
+	for (i = 0; i < CLI_ARRAY_SIZE(trows); i++) {
+		const struct trow *r = &trows[i];
+		const struct cli_opt *o;
+
+		if (!r->name || !r->ranged)
+			continue;
+		o = option_named(r->name);
+		ck_assert_ptr_nonnull(o);
+		n++;
+		value_str(v, sizeof(v), r, r->lo);
+		ck_assert_msg(parse_one(o, v) == RSTREAM_PARSE_OK, "%s %s: %s",
+			      r->name, v, err_text);
+		value_str(v, sizeof(v), r, r->hi);
+		ck_assert_msg(parse_one(o, v) == RSTREAM_PARSE_OK, "%s %s: %s",
+			      r->name, v, err_text);
+		value_str(v, sizeof(v), r, r->hi + (r->unit != 1 ? 10 : 1));
+		ck_assert_msg(parse_one(o, v) == RSTREAM_PARSE_BAD,
+			      "%s %s accepted", r->name, v);
+		ck_assert_msg(strstr(err_text, o->what), "%s: \"%s\"",
+			      r->name, err_text);
+		if (r->lo > 0) {
+			value_str(v, sizeof(v), r, r->lo - (r->unit != 1 ?
+							    5 : 1));
+			ck_assert_msg(parse_one(o, v) == RSTREAM_PARSE_BAD,
+				      "%s %s accepted", r->name, v);
+		}
+	}
+	ck_assert_uint_ge(n, 12);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1691,6 +1883,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_rule_order);
 	tcase_add_test(tc, test_ambiguous_prefixes);
 	tcase_add_test(tc, test_help_lists_every_option);
+	tcase_add_test(tc, test_table_rows_are_options);
+	tcase_add_test(tc, test_table_ranges_are_the_parsers);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("report");

@@ -550,6 +550,65 @@ START_TEST(test_rstream_start)
 }
 END_TEST
 
+/* The echo, the option table's JSON column and the schema made from it
+ * agree: over a client's and a server's records (custom, async, and
+ * not), every key written is in the schema, every key of the schema is
+ * written by one of them, each required key by all of them, and the
+ * schema the build made (doc/rstream.schema.json) is this one. */
+START_TEST(test_rstream_start_is_the_schema)
+{
+	static const char *const lines[][12] = {
+		{ "rstream", "-s", "h", "-S", "64", "-T", "a", NULL },
+		{ "rstream", "-s", "h", NULL },
+		{ "rstream", "-S", "all", NULL },
+		{ "rstream", "-T", "a", "-C", "3", NULL },
+	};
+	json_t *schema = jo_rstream_options_schema(), *seen = json_object();
+	json_t *props = json_object_get(schema, "properties");
+	json_t *req = json_object_get(schema, "required");
+	json_t *built, *v, *o;
+	json_error_t je;
+	struct rstream_cli cli;
+	const char *k;
+	size_t i, j;
+
+	ck_assert_uint_ge(json_object_size(props), 20);
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char **v2 = (char **)lines[i];
+		int n = 0;
+
+		while (v2[n])
+			n++;
+		ck_assert_int_eq(rstream_parse(n, v2, &cli, stderr),
+				 RSTREAM_PARSE_OK);
+		o = roundtrip(jo_rstream_start(&cli, "9.9"));
+		json_object_foreach(json_object_get(o, "options"), k, v) {
+			ck_assert_msg(json_object_get(props, k),
+				      "%s is not in the schema", k);
+			json_object_set(seen, k, json_true());
+		}
+		json_array_foreach(req, j, v)
+			ck_assert_msg(has(json_object_get(o, "options"),
+					  json_string_value(v)),
+				      "line %zu: no %s", i,
+				      json_string_value(v));
+		json_decref(o);
+	}
+	json_object_foreach(props, k, v)
+		ck_assert_msg(json_object_get(seen, k), "%s never written", k);
+	built = json_load_file(EVR_BUILDDIR "/doc/rstream.schema.json", 0,
+			       &je);
+	ck_assert_msg(built, "%s", je.text);
+	o = json_object_get(json_object_get(json_object_get(
+		json_object_get(built, "$defs"), "start"), "properties"),
+		"options");
+	ck_assert(json_equal(o, schema));
+	json_decref(built);
+	json_decref(seen);
+	json_decref(schema);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ mckey */
 
 START_TEST(test_mckey_start)
@@ -812,7 +871,7 @@ static int in_enum(json_t *e, const char *name)
 START_TEST(test_error_table)
 {
 	json_error_t je;
-	json_t *schema = json_load_file(EVR_SRCDIR "/doc/rstream.schema.json",
+	json_t *schema = json_load_file(EVR_BUILDDIR "/doc/rstream.schema.json",
 					0, &je);
 	json_t *errs, *phs;
 	struct { int code; const char *name; } rows[] = {
@@ -964,6 +1023,7 @@ static Suite *json_suite(void)
 	tcase_add_test(tc, test_failure_records);
 	tcase_add_test(tc, test_summary);
 	tcase_add_test(tc, test_rstream_start);
+	tcase_add_test(tc, test_rstream_start_is_the_schema);
 	tcase_add_test(tc, test_error_table);
 	tcase_add_test(tc, test_hostcheck_record);
 	suite_add_tcase(s, tc);

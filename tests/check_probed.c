@@ -55,6 +55,187 @@ static void bad(const char *text, const char *want)
 	unlink(path);
 }
 
+/* ---- the keys of the option table's rows (EVR_STREAM_OPTIONS) ---- */
+
+/* A row with a daemon key as this test sees it: the key, whose it is,
+ * its kind, range and field. */
+struct tkey {
+	const char *key;            /* NULL: none */
+	int probe, resp;
+	int kind;                   /* 'n' NUM, 'm' MS, 'f' FLAG */
+	unsigned long long lo, hi;
+	unsigned flags;
+	size_t off, size;
+};
+
+#define TK_DKEY(k, w, l, h) .key = (k), TK_##w
+#define TK_NODKEY .key = NULL
+#define TK_DLO_DKEY(k, w, l, h) (l)
+#define TK_DLO_NODKEY 0
+#define TK_DHI_DKEY(k, w, l, h) (h)
+#define TK_DHI_NODKEY 0
+#define TK_PROBE .probe = 1
+#define TK_RESP .resp = 1
+#define TK_PROBE_RESP .probe = 1, .resp = 1
+#define TK_KIND_NUM 'n'
+#define TK_KIND_MS 'm'
+#define TK_KIND_FLAG 'f'
+#define TK_KIND_STR 's'
+#define TK_KIND_WORD 'w'
+#define TK_ROW(f, kind_, lo_, hi_, def, fl, side, cli, help, json, dkey) \
+	{ TK_##dkey, .kind = TK_KIND_##kind_, \
+	  .lo = TK_DLO_##dkey ? TK_DLO_##dkey : (lo_), \
+	  .hi = TK_DHI_##dkey ? TK_DHI_##dkey : (hi_), \
+	  .flags = (fl), .off = offsetof(struct evr_stream_opts, f), \
+	  .size = sizeof(((struct evr_stream_opts *)0)->f) },
+static const struct tkey tkeys[] = { EVR_STREAM_OPTIONS(TK_ROW) };
+
+/* A configuration of one probe (or one responder) with key: value. */
+static void key_conf(char *buf, size_t len, int resp, const char *key,
+		     const char *value)
+{
+	if (resp)
+		snprintf(buf, len, "{ \"responders\": [ { \"transport\": "
+			 "\"tcp\", \"port\": 7471, \"%s\": %s } ] }", key,
+			 value);
+	else
+		snprintf(buf, len, "{ \"probes\": [ { \"name\": \"a\", "
+			 "\"type\": \"rstream\", \"host\": \"h\", \"%s\": "
+			 "%s } ] }", key, value);
+}
+
+static long long tkey_field(const struct pconf *c, int resp,
+			    const struct tkey *k)
+{
+	const struct evr_stream_opts *o = resp ? &c->responders[0].o :
+						 &c->probes[0].o;
+	const char *p = (const char *)o + k->off;
+	uint64_t u64;
+	int32_t i32;
+
+	if (k->size == sizeof(u64)) {
+		memcpy(&u64, p, sizeof(u64));
+		return (long long)u64;
+	}
+	memcpy(&i32, p, sizeof(i32));
+	return k->kind == 'n' && !(k->flags & EVR_SOPT_ZERO_NEVER) ?
+	       (long long)(uint32_t)i32 : i32;
+}
+
+/* A value of the key taken (into its field, as stored) or refused with
+ * the daemon's line naming the row's range. */
+static void key_takes(int resp, const struct tkey *k, unsigned long long v,
+		      long long stored)
+{
+	char text[256], val[64];
+	struct pconf *c;
+	char err[512];
+
+	if (k->kind == 'm')
+		snprintf(val, sizeof(val), "%g", v / 1000.0);
+	else if (k->kind == 'f')
+		snprintf(val, sizeof(val), "%s", v ? "true" : "false");
+	else
+		snprintf(val, sizeof(val), "%llu", v);
+	key_conf(text, sizeof(text), resp, k->key, val);
+	put(text);
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0,
+		      "%s %s: %s", k->key, val, err);
+	unlink(path);
+	ck_assert_msg(tkey_field(c, resp, k) == stored, "%s %s: %lld",
+		      k->key, val, tkey_field(c, resp, k));
+	pconf_free(c);
+}
+
+static void key_refuses(int resp, const struct tkey *k, unsigned long long v)
+{
+	char text[256], want[256];
+
+	if (k->kind == 'm') {
+		char val[32];
+
+		snprintf(val, sizeof(val), "%g", v / 1000.0);
+		key_conf(text, sizeof(text), resp, k->key, val);
+		snprintf(want, sizeof(want), "%s: \"%s\" is %s, must be %g to "
+			 "%g", resp ? "responders[0]" : "probes[0] (\"a\")",
+			 k->key, val, k->lo / 1000.0, k->hi / 1000.0);
+	} else {
+		char val[32];
+
+		snprintf(val, sizeof(val), "%llu", v);
+		key_conf(text, sizeof(text), resp, k->key, val);
+		snprintf(want, sizeof(want), "%s: \"%s\" is %llu, must be %llu "
+			 "to %llu", resp ? "responders[0]" :
+			 "probes[0] (\"a\")", k->key, v, k->lo, k->hi);
+	}
+	bad(text, want);
+}
+
+/* Each key of the table's rows, on the objects that have it: its range
+ * is its row's (the parser's and the library's too: check_cli,
+ * check_stream), its ends taken into its field, one past either
+ * refused with the range said; a yes/no key takes true and false; on
+ * the other objects it is unknown. */
+START_TEST(test_option_keys)
+{
+	size_t i, n = 0;
+	int resp;
+
+	for (i = 0; i < sizeof(tkeys) / sizeof(tkeys[0]); i++) {
+		const struct tkey *k = &tkeys[i];
+		char text[256], want[128];
+
+		if (!k->key)
+			continue;
+		ck_assert_msg(k->kind == 'n' || k->kind == 'm' || k->kind == 'f',
+			      "%s: the daemon reads numbers and yes/no", k->key);
+		for (resp = 0; resp < 2; resp++) {
+			if (!(resp ? k->resp : k->probe)) {
+				key_conf(text, sizeof(text), resp, k->key, "1");
+				snprintf(want, sizeof(want), "%s: unknown key "
+					 "\"%s\"", resp ? "responders[0]" :
+					 "probes[0] (\"a\")", k->key);
+				bad(text, want);
+				continue;
+			}
+			n++;
+			if (k->kind == 'f') {
+				key_takes(resp, k, 1, 1);
+				key_takes(resp, k, 0, 0);
+				continue;
+			}
+			key_takes(resp, k, k->lo, !k->lo && (k->flags &
+					   EVR_SOPT_ZERO_NEVER) ?
+					   EVR_POLL_NEVER : (long long)k->lo);
+			key_takes(resp, k, k->hi, (long long)k->hi);
+			key_refuses(resp, k, k->hi + (k->kind == 'm' ? 1000 : 1));
+			if (k->lo)
+				key_refuses(resp, k, k->lo - (k->kind == 'm' ?
+							     5 : 1));
+		}
+	}
+	ck_assert_uint_ge(n, 9);
+}
+END_TEST
+
+/* What an rstream probe runs: its test, verify, the plan sent or
+ * upstream's wire, its poll. */
+static void assert_run(const struct probe_cfg *p, uint32_t size,
+		       uint32_t count, uint32_t iters, int verify,
+		       int negotiate, int poll_us)
+{
+	ck_assert_int_eq(p->o.custom, 1);
+	ck_assert_uint_eq(p->o.size, size);
+	ck_assert_uint_eq(p->o.count, count);
+	ck_assert_uint_eq(p->o.iters, iters);
+	ck_assert_int_eq(p->o.verify, verify);
+	ck_assert_int_eq(p->o.force_negotiate, negotiate);
+	ck_assert_int_eq(p->o.no_negotiate, !negotiate);
+	ck_assert_int_eq(p->o.poll_us, poll_us);
+	ck_assert_int_eq(p->o.io, EVR_IO_ASYNC);
+	ck_assert_int_eq(p->o.percentiles, 1);
+}
+
 START_TEST(test_defaults)
 {
 	struct pconf *c;
@@ -85,25 +266,17 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c->probes[0].type, PROBE_RSTREAM);
 	ck_assert_int_eq(c->probes[0].transport, EVR_TRANSPORT_RDMA);
 	ck_assert_str_eq(c->probes[0].port, "7471");
-	ck_assert_uint_eq(c->probes[0].size, 64);
-	ck_assert_uint_eq(c->probes[0].count, 1);
-	ck_assert_uint_eq(c->probes[0].iters, 100);
-	/* a probe sends its plan unless told not to */
-	ck_assert_int_eq(c->probes[0].verify, 0);
-	ck_assert_int_eq(c->probes[0].negotiate, 1);
-	ck_assert_int_eq(c->probes[0].poll_us, EVR_DEFAULT_POLL_US);
+	/* a probe sends its plan unless told not to; its poll is the
+	 * engine's default (0) */
+	assert_run(&c->probes[0], 64, 1, 100, 0, 1, 0);
 	/* one run on a path at a time unless told otherwise */
 	ck_assert_int_eq(c->probes[0].exclusive, 1);
 	ck_assert_double_eq(c->probes[0].interval_s, 10);
 	ck_assert_double_eq(c->probes[0].timeout_s, 5);
 	ck_assert_int_eq(c->probes[1].transport, EVR_TRANSPORT_TCP);
 	ck_assert_str_eq(c->probes[1].port, "9000");
-	ck_assert_uint_eq(c->probes[1].size, 65536);
-	ck_assert_uint_eq(c->probes[1].count, 7);
-	ck_assert_uint_eq(c->probes[1].iters, 1);
-	ck_assert_int_eq(c->probes[1].verify, 1);
-	ck_assert_int_eq(c->probes[1].negotiate, 0);
-	ck_assert_int_eq(c->probes[1].poll_us, EVR_POLL_NEVER); /* 0: never */
+	/* "poll_us": 0 is never */
+	assert_run(&c->probes[1], 65536, 7, 1, 1, 0, EVR_POLL_NEVER);
 	ck_assert_int_eq(c->probes[1].exclusive, 0);
 	ck_assert_int_eq(c->probes[2].type, PROBE_MCKEY);
 	ck_assert_int_eq(c->probes[2].mc_transport, EVR_MC_UDP);
@@ -118,6 +291,19 @@ END_TEST
 
 START_TEST(test_errors)
 {
+	/* the agent's own ranges, narrower than rstream's (the table's
+	 * DKEY dlo/dhi): a probe's transfer at most 64m, not 1g; a
+	 * responder's stall 0.1 to 3600 s, its memory at least 4k */
+	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\", "
+	    "\"host\": \"h\", \"size\": 67108865 } ] }",
+	    "probes[0] (\"a\"): \"size\" is 67108865, must be 1 to 67108864");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 7471, "
+	    "\"stall_timeout_s\": 0.05 } ] }",
+	    "responders[0]: \"stall_timeout_s\" is 0.05, must be 0.1 to 3600");
+	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 7471, "
+	    "\"max_memory\": 4095 } ] }",
+	    "responders[0]: \"max_memory\" is 4095, must be 4096 to "
+	    "1099511627776");
 	bad("{ \"probes\": [ 1 ] }", "probes[0]: must be an object");
 	bad("[]", "the top level must be an object");
 	bad("{ \"probes\": {} }", "\"probes\" must be an array");
@@ -131,7 +317,7 @@ START_TEST(test_errors)
 	    "rstream, mckey");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"size\": 0 } ] }",
-	    "probes[0] (\"a\"): \"size\" is 0, must be 1 to 67108864");
+	    "probes[0] (\"a\"): \"size\" is 0, must be 1 to 1073741824");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"count\": 1.5 } ] }",
 	    "probes[0] (\"a\"): \"count\" must be an integer");
@@ -434,16 +620,16 @@ START_TEST(test_responders_conf)
 	ck_assert_str_eq(c->responders[0].label, "tcp:*:7471");
 	ck_assert_int_eq(c->responders[0].transport, EVR_TRANSPORT_TCP);
 	ck_assert_ptr_null(c->responders[0].bind);
-	ck_assert_uint_eq(c->responders[0].max_conns, 0);
-	ck_assert_int_eq(c->responders[0].custom, 0);
+	ck_assert_uint_eq(c->responders[0].o.max_conns, 0);
+	ck_assert_int_eq(c->responders[0].o.custom, 0);
 	ck_assert_str_eq(c->responders[1].label, "rdma:[::1]:7472");
 	ck_assert_uint_eq(c->responders[1].port, 7472);
-	ck_assert_uint_eq(c->responders[1].max_conns, 3);
-	ck_assert_uint_eq(c->responders[1].max_memory, 65536);
-	ck_assert_int_eq(c->responders[1].custom, 1);
-	ck_assert_uint_eq(c->responders[1].size, 1000);
-	ck_assert_uint_eq(c->responders[1].count, 1);
-	ck_assert_uint_eq(c->responders[1].iters, 100);
+	ck_assert_uint_eq(c->responders[1].o.max_conns, 3);
+	ck_assert_uint_eq(c->responders[1].o.max_memory, 65536);
+	ck_assert_int_eq(c->responders[1].o.custom, 1);
+	ck_assert_uint_eq(c->responders[1].o.size, 1000);
+	ck_assert_uint_eq(c->responders[1].o.count, 1);
+	ck_assert_uint_eq(c->responders[1].o.iters, 100);
 	ck_assert_str_eq(c->responders[2].label, "tcp:10.0.0.1:7473");
 	ck_assert(pconf_responder_equal(&c->responders[0], &c->responders[0]));
 	ck_assert(!pconf_responder_equal(&c->responders[0], &c->responders[2]));
@@ -457,7 +643,7 @@ START_TEST(test_responders_conf)
 	    "responders[0]: \"port\" must be a port number 1 to 65535");
 	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1,"
 	    " \"max_memory\": 1 } ] }",
-	    "responders[0]: \"max_memory\" is 1, must be 4096 to 1099511627776");
+	    "responders[0]: \"max_memory\" is 1, must be 1024 to 1099511627776");
 	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1 },"
 	    " { \"transport\": \"tcp\", \"port\": 1 } ] }",
 	    "responders[1]: the same transport, bind and port as responders[0]");
@@ -938,7 +1124,7 @@ START_TEST(test_mesh_conf)
 	ck_assert_str_eq(c->mesh->tmpl.port, "7000");
 	ck_assert_double_eq(c->mesh->tmpl.interval_s, 2);
 	ck_assert_double_eq(c->mesh->tmpl.timeout_s, 5);
-	ck_assert_uint_eq(c->mesh->tmpl.iters, 5);
+	ck_assert_uint_eq(c->mesh->tmpl.o.iters, 5);
 	ck_assert_int_eq(pconf_probe_copy(&cfg, &c->mesh->tmpl), 0);
 	ck_assert_ptr_ne(cfg.port, c->mesh->tmpl.port);
 	ck_assert_str_eq(cfg.port, "7000");
@@ -1761,6 +1947,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_option_keys);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_syntax_error_line);
 	tcase_add_test(tc, test_escape);

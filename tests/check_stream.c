@@ -447,25 +447,96 @@ START_TEST(test_opts_resolve_fills_every_default)
 	memset(&in, 0, sizeof(in));
 	in.port = "9";
 	in.buffer_size = 4096;
-	in.stall_ms = 5;
+	in.stall_ms = 50;
 	in.conns = 3;
 	in.max_connecting = 2;
-	in.chunk_size = 64;
+	in.chunk_size = 4096;
 	in.max_conns = 7;
 	in.max_memory = 1 << 20;
 	in.poll_us = -5;
 	ck_assert_int_eq(evr_stream_opts_resolve(&in, &r), 0);
 	ck_assert_str_eq(r.port, "9");
 	ck_assert_int_eq(r.buffer_size, 4096);
-	ck_assert_uint_eq(r.stall_ms, 5);
+	ck_assert_uint_eq(r.stall_ms, 50);
 	ck_assert_uint_eq(r.conns, 3);
 	ck_assert_uint_eq(r.max_connecting, 2);
-	ck_assert_uint_eq(r.chunk_size, 64);
+	ck_assert_uint_eq(r.chunk_size, 4096);
 	ck_assert_uint_eq(r.max_conns, 7);
 	ck_assert_uint_eq(r.max_memory, 1 << 20);
 	ck_assert_int_eq(r.poll_us, EVR_POLL_NEVER);
 	ck_assert_int_eq(evr_stream_opts_resolve(&r, &r2), 0);
 	ck_assert_mem_eq(&r, &r2, sizeof(r));
+}
+END_TEST
+
+/* A row of EVR_STREAM_OPTIONS with a range (NUM, MS) as this test sees
+ * it: the field, its range, its flags. */
+struct range_row {
+	const char *name;
+	size_t off, size;
+	long long lo, hi;
+	unsigned flags;
+};
+
+#define RR_NUM 1
+#define RR_MS 1
+#define RR_FLAG 0
+#define RR_STR 0
+#define RR_WORD 0
+#define RANGE_ROW(f, kind, lo, hi, def, fl, ...) \
+	{ RR_##kind ? #f : NULL, offsetof(struct evr_stream_opts, f), \
+	  sizeof(((struct evr_stream_opts *)0)->f), (long long)(lo), \
+	  (long long)(hi), (fl) },
+static const struct range_row range_rows[] = {
+	EVR_STREAM_OPTIONS(RANGE_ROW)
+};
+
+static void set_field(struct evr_stream_opts *o, const struct range_row *r,
+		      long long v)
+{
+	uint64_t u64 = (uint64_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	if (r->size == sizeof(u64))
+		memcpy((char *)o + r->off, &u64, sizeof(u64));
+	else
+		memcpy((char *)o + r->off, &u32, sizeof(u32));
+}
+
+static int resolve_with(const struct range_row *r, long long v)
+{
+	struct evr_stream_opts o, out;
+
+	memset(&o, 0, sizeof(o));
+	set_field(&o, r, v);
+	return evr_stream_opts_resolve(&o, &out);
+}
+
+/* Each ranged row of the option table: its ends taken, one past either
+ * refused with -EINVAL (a 0 below is the default; below a never's 0,
+ * never; past what the field holds, nothing to try). */
+START_TEST(test_opts_resolve_ranges)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(range_rows) / sizeof(range_rows[0]); i++) {
+		const struct range_row *r = &range_rows[i];
+
+		if (!r->name)
+			continue;
+		n++;
+		ck_assert_msg(!resolve_with(r, r->lo), "%s: %lld", r->name,
+			      r->lo);
+		ck_assert_msg(!resolve_with(r, r->hi), "%s: %lld", r->name,
+			      r->hi);
+		if (r->lo - 1 && !(r->flags & EVR_SOPT_ZERO_NEVER))
+			ck_assert_msg(resolve_with(r, r->lo - 1) == -EINVAL,
+				      "%s: %lld", r->name, r->lo - 1);
+		if (r->size == 8 || r->hi < 0x7fffffffLL)
+			ck_assert_msg(resolve_with(r, r->hi + 1) == -EINVAL,
+				      "%s: %lld", r->name, r->hi + 1);
+	}
+	ck_assert_uint_ge(n, 14);
 }
 END_TEST
 
@@ -1294,6 +1365,7 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_start_refuses_unknown_xport_and_gid_tcp);
 	tcase_add_test(tc, test_opts_resolve_fills_every_default);
 	tcase_add_test(tc, test_opts_resolve_refuses_as_the_engine);
+	tcase_add_test(tc, test_opts_resolve_ranges);
 	tcase_add_test(tc, test_stream_need);
 	suite_add_tcase(su, tc);
 

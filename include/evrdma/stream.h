@@ -127,6 +127,205 @@ struct evr_stream_opts {
 #define EVR_MAX_POLL_US 100000
 #define EVR_POLL_NEVER (-1)     /* poll_us: never poll, sleep at once */
 
+/*
+ * Every option of struct evr_stream_opts that a program offers, one row
+ * each: the one list that evr_stream_opts_resolve()'s defaults and range
+ * refusals, rstream's parser, its --help and its --json echo of the
+ * options, and evrdma-probed's configuration keys are made from (rstream's
+ * own options, --json and the like, are rows of its own parser).  A row:
+ *
+ *   X(field, kind, lo, hi, def, flags, side, cli, help, json, dkey)
+ *
+ * field: the member of struct evr_stream_opts.
+ * kind:  NUM (a whole number), MS (milliseconds, given in seconds),
+ *        FLAG (0 or 1), STR (a string), WORD (a string or a word that
+ *        the program's parser reads its own way).
+ * lo, hi: NUM and MS: the range of a value given (in the field's unit);
+ *        0 is always allowed, for every zero is a default: outside it,
+ *        evr_stream_opts_resolve() and evr_stream_new() say -EINVAL.
+ * def:   what a zero stands for (0: the zero is a value).
+ * flags: EVR_SOPT_*, below.
+ * side:  BOTH, CLIENT or SERVER: whose option it is (given to the other
+ *        side, rstream refuses it; the --json echo leaves it out there).
+ * cli:   CLI(letter, long name, the name messages use, the bad-value
+ *        text, why the other side has no use for it) or NOCLI;
+ *        letter 0: a long option only; long name NULL: a letter only,
+ *        one of upstream rstream's.
+ * help:  HELP(synopsis, text): --help's line ("\n" in text goes on to
+ *        an indented line; upstream's options: the usage line and the
+ *        lines under it); NOHELP with NOCLI.
+ * json:  JSON(key, encoding, when) or NOJSON: the key under --json's
+ *        "options"; encoding INT, BOOL, SECS (the field's milliseconds
+ *        in seconds), STR, STR_NULL or a word of rstream's own (PORT,
+ *        ADDR_FMT, TESTS, NEGOTIATE, POLL); when ALWAYS, CUSTOM (a
+ *        custom test only) or ASYNC (EVR_IO_ASYNC only).  In the order
+ *        of the rows.
+ * dkey:  DKEY(key, whose, dlo, dhi) or NODKEY: evrdma-probed's
+ *        configuration key, PROBE (an rstream probe's and a mesh's), RESP
+ *        (a responder's) or PROBE_RESP (both), with lo..hi as its range
+ *        (MS: seconds) unless dlo or dhi, not 0, narrows it (an agent
+ *        runs beside the host's work: a probe's transfer at most 64m,
+ *        not rstream's 1g), and the kind's JSON type (NUM: an integer,
+ *        FLAG: true/false).
+ *
+ * The tags (CLI, HELP, JSON, DKEY, the kinds, sides and encodings) are
+ * words for the programs that expand the table, not macros.
+ */
+#define EVR_SOPT_SUFFIX     0x1u /* a k, m or g (1024...) may follow */
+#define EVR_SOPT_CUSTOM     0x2u /* given, the test is custom (-S, -C, -I) */
+#define EVR_SOPT_CLIENT     0x4u /* given, the program is a client (-s) */
+#define EVR_SOPT_ZERO_NEVER 0x8u /* a 0 given is EVR_POLL_NEVER, the
+				  * field's 0 being the default */
+
+#define EVR_STREAM_OPTIONS(X) \
+	X(host, STR, 0, 0, 0, EVR_SOPT_CLIENT, CLIENT, \
+	  CLI('s', NULL, "-s", NULL, NULL), \
+	  HELP("[-s server_address]", NULL), \
+	  JSON("server", STR, ALWAYS), NODKEY) \
+	X(bind_addr, STR, 0, 0, 0, 0, BOTH, \
+	  CLI('b', NULL, "-b", NULL, NULL), \
+	  HELP("[-b bind_address]", NULL), \
+	  JSON("bind", STR_NULL, ALWAYS), NODKEY) \
+	X(port, WORD, 0, 0, EVR_DEFAULT_PORT, 0, BOTH, \
+	  CLI('p', NULL, "-p", "port must be 1 to 65535 or a service name", \
+	      NULL), \
+	  HELP("[-p port_number]", NULL), \
+	  JSON("port", PORT, ALWAYS), NODKEY) \
+	X(addr_fmt, WORD, 0, 0, 0, 0, BOTH, \
+	  CLI('f', NULL, "-f", "use name, ip (or any ip... word, as " \
+	      "upstream), ipv6 or gid", NULL), \
+	  HELP("[-f address_format]", "    name, ip, ipv6, or gid"), \
+	  JSON("address_format", ADDR_FMT, ALWAYS), NODKEY) \
+	X(size_all, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
+	  JSON("tests", TESTS, ALWAYS), NODKEY) \
+	X(size, NUM, 1, EVR_MAX_XFER_SIZE, 0, \
+	  EVR_SOPT_SUFFIX | EVR_SOPT_CUSTOM, BOTH, \
+	  CLI('S', NULL, "-S", "transfer size must be 1 to 1g, or all", NULL), \
+	  HELP("[-S transfer_size or all]", NULL), \
+	  JSON("bytes_per_xfer", INT, CUSTOM), \
+	  DKEY("size", PROBE_RESP, 0, 64u << 20)) \
+	X(count, NUM, 1, EVR_MAX_COUNT, 0, EVR_SOPT_CUSTOM, BOTH, \
+	  CLI('C', NULL, "-C", "transfer count must be 1 to 1000000000", \
+	      NULL), \
+	  HELP("[-C transfer_count]", NULL), \
+	  JSON("xfers_per_iter", INT, CUSTOM), DKEY("count", PROBE_RESP, 0, 0)) \
+	X(iters, NUM, 1, EVR_MAX_COUNT, 0, EVR_SOPT_CUSTOM, BOTH, \
+	  CLI('I', NULL, "-I", "iterations must be 1 to 1000000000", NULL), \
+	  HELP("[-I iterations]", NULL), \
+	  JSON("iters", INT, CUSTOM), DKEY("iters", PROBE_RESP, 0, 0)) \
+	X(buffer_size, NUM, 0, 1 << 30, EVR_DEFAULT_BUFFER_SIZE, \
+	  EVR_SOPT_SUFFIX, BOTH, \
+	  CLI('B', NULL, "-B", "buffer size must be 0 (default) to 1g", NULL), \
+	  HELP("[-B buffer_size]", NULL), \
+	  JSON("buffer_bytes", INT, ALWAYS), NODKEY) \
+	X(inline_size, NUM, 0, 65536, 0, EVR_SOPT_SUFFIX, BOTH, \
+	  CLI('i', NULL, "-i", "inline size must be 0 to 65536", NULL), \
+	  HELP("[-i inline_size]", NULL), \
+	  JSON("inline_bytes", INT, ALWAYS), NODKEY) \
+	X(keepalive, NUM, 0, 32767, 0, 0, BOTH, \
+	  CLI('k', NULL, "-k", "keepalive time must be 0 (off) to 32767 " \
+	      "seconds", NULL), \
+	  HELP("[-k keepalive_time]", NULL), \
+	  JSON("keepalive_s", INT, ALWAYS), NODKEY) \
+	X(verify, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
+	  JSON("verify", BOOL, ALWAYS), DKEY("verify", PROBE, 0, 0)) \
+	X(fork, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
+	  JSON("fork", BOOL, ALWAYS), NODKEY) \
+	X(resolve_rdma, FLAG, 0, 0, 0, 0, BOTH, NOCLI, NOHELP, \
+	  JSON("resolve_rdma", BOOL, ALWAYS), NODKEY) \
+	X(stall_ms, MS, 10, 86400000, EVR_DEFAULT_STALL_MS, 0, BOTH, \
+	  CLI(0, "stall-timeout", "--stall-timeout", \
+	      "must be 0.01 to 86400 seconds", NULL), \
+	  HELP("--stall-timeout SEC", "fail a connection that makes no " \
+	       "progress for SEC seconds (default 10)"), \
+	  JSON("stall_timeout_s", SECS, ALWAYS), \
+	  DKEY("stall_timeout_s", RESP, 100, 3600000)) \
+	X(once, FLAG, 0, 0, 0, 0, SERVER, \
+	  CLI(0, "once", "--once", NULL, NULL), \
+	  HELP("--once", "server: serve one client run, then exit (as " \
+	       "upstream)"), \
+	  JSON("once", BOOL, ALWAYS), NODKEY) \
+	X(chunk_size, NUM, 1024, EVR_MAX_XFER_SIZE, EVR_DEFAULT_CHUNK_SIZE, \
+	  EVR_SOPT_SUFFIX, SERVER, \
+	  CLI(0, "chunk", "--chunk", "must be 1k to 1g", NULL), \
+	  HELP("--chunk SIZE", "server: a connection's buffer, through " \
+	       "which larger\ntransfers stream (default 1m)"), \
+	  JSON("chunk_bytes", INT, ALWAYS), NODKEY) \
+	X(max_conns, NUM, 1, EVR_MAX_CONNS, EVR_DEFAULT_MAX_SERVER_CONNS, 0, \
+	  SERVER, \
+	  CLI(0, "max-conns", "--max-conns", "must be 1 to 100000", NULL), \
+	  HELP("--max-conns N", "server: serve at most N connections at " \
+	       "once (default 16384)"), \
+	  JSON("max_conns", INT, ALWAYS), DKEY("max_conns", RESP, 0, 0)) \
+	X(max_memory, NUM, 1024, 1ull << 40, EVR_DEFAULT_MAX_MEMORY, \
+	  EVR_SOPT_SUFFIX, SERVER, \
+	  CLI(0, "max-memory", "--max-memory", "must be 1k to 1024g", NULL), \
+	  HELP("--max-memory SIZE", "server: at most SIZE bytes of " \
+	       "connection buffers\nin all (default 1g)"), \
+	  JSON("max_memory_bytes", INT, ALWAYS), \
+	  DKEY("max_memory", RESP, 4096, 0)) \
+	X(no_negotiate, FLAG, 0, 0, 0, 0, CLIENT, \
+	  CLI(0, "no-negotiate", "--no-negotiate", NULL, \
+	      "a server speaks upstream's wire to every client that does"), \
+	  HELP("--no-negotiate", "client: do not send the test plan; speak " \
+	       "exactly upstream's wire"), \
+	  JSON("negotiate", NEGOTIATE, ALWAYS), NODKEY) \
+	X(force_negotiate, FLAG, 0, 0, 0, 0, CLIENT, \
+	  CLI(0, "negotiate", "--negotiate", NULL, \
+	      "a server negotiates with every client that asks"), \
+	  HELP("--negotiate", "client: send the test plan even with -T v " \
+	       "(evrdma servers only)"), \
+	  NOJSON, DKEY("negotiate", PROBE, 0, 0)) \
+	X(report_settings, FLAG, 0, 0, 0, 0, BOTH, \
+	  CLI(0, "settings", "--settings", NULL, NULL), \
+	  HELP("--settings", "report each connection's effective settings"), \
+	  JSON("settings", BOOL, ALWAYS), NODKEY) \
+	X(all_at_once, FLAG, 0, 0, 0, 0, CLIENT, \
+	  CLI(0, "all-at-once", "--all-at-once", NULL, NULL), \
+	  HELP("--all-at-once", "with -c: tests start once the server has " \
+	       "taken all N"), \
+	  JSON("all_at_once", BOOL, ALWAYS), NODKEY) \
+	X(duration_ms, MS, 10, 86400000, 0, 0, CLIENT, \
+	  CLI('D', "duration", "-D/--duration", \
+	      "must be 0.01 to 86400 seconds", \
+	      "the server follows the client"), \
+	  HELP("-D, --duration SEC", "client: run each test for SEC seconds " \
+	       "instead of its\ncount (evrdma servers only)"), \
+	  JSON("duration_s", SECS, ALWAYS), NODKEY) \
+	X(percentiles, FLAG, 0, 0, 0, 0, CLIENT, \
+	  CLI(0, "percentiles", "--percentiles", NULL, NULL), \
+	  HELP("--percentiles", "client: after the table, round-trip " \
+	       "latency per test:\nmin, p50, p90, p99, p99.9, max, mean " \
+	       "(usec)"), \
+	  JSON("percentiles", BOOL, ALWAYS), NODKEY) \
+	X(lat_split, FLAG, 0, 0, 0, 0, CLIENT, \
+	  CLI(0, "split", "--split", NULL, NULL), \
+	  HELP("--split", "client: after the table, each test's round trip " \
+	       "in its\nparts: network, server hold, local delay (usec;\n" \
+	       "evrdma servers only)"), \
+	  JSON("split", BOOL, ALWAYS), NODKEY) \
+	X(interval_ms, MS, 10, 86400000, 0, 0, BOTH, \
+	  CLI(0, "interval", "--interval", "must be 0.01 to 86400 seconds", \
+	      NULL), \
+	  HELP("--interval SEC", "report progress on stderr every SEC " \
+	       "seconds"), \
+	  JSON("interval_s", SECS, ALWAYS), NODKEY) \
+	X(poll_us, NUM, 0, EVR_MAX_POLL_US, EVR_DEFAULT_POLL_US, \
+	  EVR_SOPT_ZERO_NEVER, BOTH, \
+	  CLI(0, "poll-usec", "--poll-usec", \
+	      "must be 0 (never poll) to 100000 microseconds", NULL), \
+	  HELP("--poll-usec N", "-T a: poll up to N usec before sleeping " \
+	       "while the\nexchange is fast (default 200; 0 never polls)"), \
+	  JSON("poll_usec", POLL, ASYNC), DKEY("poll_us", PROBE, 0, 0)) \
+	X(conns, NUM, 1, EVR_MAX_CONNS, 1, 0, CLIENT, \
+	  CLI('c', "connections", "-c", "connections must be 1 to 100000", \
+	      "a server serves any number of connections"), \
+	  HELP("-c, --connections N", "client: N connections side by side " \
+	       "per series (1 to 100000),\none aggregate row per test"), \
+	  NOJSON, NODKEY) \
+	X(max_connecting, NUM, 1, 0xffffffffu, EVR_DEFAULT_MAX_CONNECTING, 0, \
+	  CLIENT, NOCLI, NOHELP, NOJSON, NODKEY)
+
 /* The options as the engine runs them, in *out (out may be in): every
  * zero that stands for a default replaced by it (port, buffer_size,
  * stall_ms, conns, max_connecting, chunk_size, max_conns, max_memory,

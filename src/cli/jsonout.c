@@ -115,71 +115,211 @@ static json_t *start_record(const char *tool, const char *version,
 	return r;
 }
 
+/* How a row of EVR_STREAM_OPTIONS is echoed (its JSON column): the
+ * encodings, each with the schema of what it writes
+ * (jo_rstream_options_schema()). */
+enum jo_enc {
+	JE_INT, JE_BOOL, JE_SECS, JE_STR, JE_STR_NULL, JE_PORT, JE_ADDR_FMT,
+	JE_TESTS, JE_NEGOTIATE, JE_POLL,
+};
+enum jo_when { JW_ALWAYS, JW_CUSTOM, JW_ASYNC };
+
+struct jo_opt {
+	const char *key;            /* NULL: not echoed */
+	enum jo_enc enc;
+	enum jo_when when;
+	enum cli_side side;         /* echoed on that side only */
+	const char *name;           /* the option's name, or NULL */
+	size_t off, size;           /* the field */
+};
+
+#define JSON_JSON(k, e, w) .key = (k), .enc = JE_##e, .when = JW_##w
+#define JSON_NOJSON .key = NULL
+#define CLI_NAME_CLI(letter, lname, name_, what, why) .name = (name_)
+#define CLI_NAME_NOCLI .name = NULL
+#define JO_ROW(f, kind, lo, hi, def, fl, side_, cli, help, json, dkey) \
+	{ JSON_##json, .side = CLI_##side_, CLI_NAME_##cli, \
+	  .off = offsetof(struct evr_stream_opts, f), \
+	  .size = sizeof(((struct evr_stream_opts *)0)->f) },
+static const struct jo_opt jo_opts[] = { EVR_STREAM_OPTIONS(JO_ROW) };
+#undef JO_ROW
+#undef JSON_JSON
+#undef JSON_NOJSON
+#undef CLI_NAME_CLI
+#undef CLI_NAME_NOCLI
+
+/* A whole number field of 4 or 8 bytes (EVR_STREAM_OPTIONS says which) */
+static uint64_t field_u(const struct evr_stream_opts *o, const struct jo_opt *j)
+{
+	const char *p = (const char *)o + j->off;
+	uint32_t u32;
+	uint64_t u64;
+
+	if (j->size == sizeof(u64)) {
+		memcpy(&u64, p, sizeof(u64));
+		return u64;
+	}
+	memcpy(&u32, p, sizeof(u32));
+	return u32;
+}
+
+static const char *field_str(const struct evr_stream_opts *o,
+			     const struct jo_opt *j)
+{
+	const char *s;
+
+	memcpy(&s, (const char *)o + j->off, sizeof(s));
+	return s;
+}
+
+/* The words of the encodings that are rstream's own. */
+static json_t *enc_word(const struct evr_stream_opts *o, enum jo_enc enc)
+{
+	switch (enc) {
+	case JE_ADDR_FMT:
+		return json_string(addr_fmt_name(o->addr_fmt));
+	case JE_TESTS:
+		/* the test series: "all" sizes, one custom test, or the
+		 * default */
+		return json_string(o->custom ? "custom" :
+				   o->size_all ? "all" : "default");
+	case JE_NEGOTIATE:
+		return json_string(o->no_negotiate ? "never" :
+				   o->force_negotiate ? "always" : "auto");
+	default:
+		/* --poll-usec's words: 0 never polls */
+		return json_integer(o->poll_us == EVR_POLL_NEVER ? 0 :
+				    o->poll_us);
+	}
+}
+
+static json_t *enc_value(const struct evr_stream_opts *o,
+			 const struct jo_opt *j)
+{
+	const char *s;
+
+	switch (j->enc) {
+	case JE_INT:
+		/* JSON numbers above 2^63 do not occur in these options */
+		return json_integer((json_int_t)field_u(o, j));
+	case JE_BOOL:
+		return json_boolean(field_u(o, j));
+	case JE_SECS:
+		return json_real((double)field_u(o, j) / 1000.0);
+	case JE_STR:
+		s = field_str(o, j);
+		return json_string(s ? s : "");
+	case JE_STR_NULL:
+		s = field_str(o, j);
+		return s ? json_string(s) : json_null();
+	case JE_PORT:
+		/* a number, unless it is a service name */
+		s = field_str(o, j);
+		if (s && s[0] && strspn(s, "0123456789") == strlen(s))
+			return json_integer(atoi(s));
+		return json_string(s ? s : "");
+	default:
+		return enc_word(o, j->enc);
+	}
+}
+
+/* Is the row echoed for these options? */
+static int echoed(const struct evr_stream_opts *o, const struct jo_opt *j)
+{
+	if (!j->key ||
+	    (j->side == CLI_CLIENT && o->server) ||
+	    (j->side == CLI_SERVER && !o->server))
+		return 0;
+	return j->when == JW_ALWAYS ||
+	       (j->when == JW_CUSTOM && o->custom) ||
+	       (j->when == JW_ASYNC && o->io == EVR_IO_ASYNC);
+}
+
 json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
 {
 	struct evr_stream_opts eff; /* the defaults the engine runs with */
-	const struct evr_stream_opts *o = &eff;
 	json_t *r, *opt;
+	size_t i;
 
 	/* options that make no plan are echoed as given (the engine's
 	 * refusal follows) */
 	if (evr_stream_opts_resolve(&cli->o, &eff))
 		eff = cli->o;
-	r = start_record("rstream", version, o->server ? "server" : "client",
-			 evr_stream_transport_name(o->transport));
+	r = start_record("rstream", version, eff.server ? "server" : "client",
+			 evr_stream_transport_name(eff.transport));
+	set_str(r, "io", io_name(eff.io));
+	/* the options, in the table's order */
 	opt = json_object();
-
-	set_str(r, "io", io_name(o->io));
-	if (!o->server)
-		set_str(opt, "server", o->host);
-	set(opt, "bind", o->bind_addr ? json_string(o->bind_addr) :
-					json_null());
-	/* a number, unless it is a service name */
-	if (o->port && o->port[0] && strspn(o->port, "0123456789") ==
-	    strlen(o->port))
-		set_int(opt, "port", atoi(o->port));
-	else
-		set_str(opt, "port", o->port);
-	set_str(opt, "address_format", addr_fmt_name(o->addr_fmt));
-	/* the test series: "all" sizes, one custom test, or the default */
-	set_str(opt, "tests", o->custom ? "custom" :
-			      o->size_all ? "all" : "default");
-	if (o->custom) {
-		set_int(opt, "bytes_per_xfer", o->size);
-		set_int(opt, "xfers_per_iter", o->count);
-		set_int(opt, "iters", o->iters);
-	}
-	set_int(opt, "buffer_bytes", o->buffer_size);
-	set_int(opt, "inline_bytes", o->inline_size);
-	set_int(opt, "keepalive_s", o->keepalive);
-	set_bool(opt, "verify", o->verify);
-	set_bool(opt, "fork", o->fork);
-	set_bool(opt, "resolve_rdma", o->resolve_rdma);
-	set_real(opt, "stall_timeout_s", o->stall_ms / 1000.0);
-	if (o->server) {
-		set_bool(opt, "once", o->once);
-		/* the server's limits (rstream(1), SERVER LIMITS) */
-		set_u64(opt, "chunk_bytes", o->chunk_size);
-		set_int(opt, "max_conns", o->max_conns);
-		set_u64(opt, "max_memory_bytes", o->max_memory);
-	} else
-		set_str(opt, "negotiate", o->no_negotiate ? "never" :
-					  o->force_negotiate ? "always" :
-					  "auto");
-	set_bool(opt, "settings", o->report_settings);
-	if (!o->server) {
-		set_bool(opt, "all_at_once", o->all_at_once);
-		set_real(opt, "duration_s", o->duration_ms / 1000.0);
-		set_bool(opt, "percentiles", o->percentiles);
-		set_bool(opt, "split", o->lat_split);
-	}
-	set_real(opt, "interval_s", o->interval_ms / 1000.0);
-	/* in --poll-usec's words: 0 never polls */
-	if (o->io == EVR_IO_ASYNC)
-		set_int(opt, "poll_usec", o->poll_us == EVR_POLL_NEVER ? 0 :
-					  o->poll_us);
+	for (i = 0; i < CLI_ARRAY_SIZE(jo_opts); i++)
+		if (echoed(&eff, &jo_opts[i]))
+			set(opt, jo_opts[i].key, enc_value(&eff, &jo_opts[i]));
 	set(r, "options", opt);
 	return r;
+}
+
+/* What each encoding writes, as JSON Schema (doc/rstream.schema.json.in's
+ * $defs: count, seconds). */
+static json_t *enc_schema(enum jo_enc enc)
+{
+	switch (enc) {
+	case JE_INT:
+		return json_pack("{s:s}", "$ref", "#/$defs/count");
+	case JE_BOOL:
+		return json_pack("{s:s}", "type", "boolean");
+	case JE_SECS:
+		return json_pack("{s:s}", "$ref", "#/$defs/seconds");
+	case JE_STR:
+		return json_pack("{s:s}", "type", "string");
+	case JE_STR_NULL:
+		return json_pack("{s:[ss]}", "type", "string", "null");
+	case JE_PORT:
+		return json_pack("{s:[ss],s:s}", "type", "integer", "string",
+				 "description", "a number, or a service name");
+	case JE_ADDR_FMT:
+		return json_pack("{s:[ssss]}", "enum", "name", "ip", "ipv6",
+				 "gid");
+	case JE_TESTS:
+		return json_pack("{s:[sss],s:s}", "enum", "default", "all",
+				 "custom", "description", "rstream's series, "
+				 "-S all, or one test of -S, -C, -I");
+	case JE_NEGOTIATE:
+		return json_pack("{s:[sss],s:s}", "enum", "auto", "never",
+				 "always", "description", "the test plan: "
+				 "--no-negotiate never sends it, --negotiate "
+				 "always");
+	default:
+		return json_pack("{s:s,s:s}", "$ref", "#/$defs/count",
+				 "description", "async: how long a fast "
+				 "exchange polls before it sleeps; 0 never");
+	}
+}
+
+json_t *jo_rstream_options_schema(void)
+{
+	json_t *s = json_pack("{s:s,s:b,s:[],s:{}}", "type", "object",
+			      "additionalProperties", 0, "required",
+			      "properties");
+	json_t *req = json_object_get(s, "required");
+	json_t *props = json_object_get(s, "properties");
+	json_t *p;
+	size_t i;
+
+	for (i = 0; s && i < CLI_ARRAY_SIZE(jo_opts); i++) {
+		const struct jo_opt *j = &jo_opts[i];
+
+		if (!j->key)
+			continue;
+		p = enc_schema(j->enc);
+		/* which option it echoes */
+		if (j->name && !json_object_get(p, "description"))
+			set(p, "description", json_sprintf("rstream %s",
+							   j->name));
+		set(props, j->key, p);
+		/* on both sides, always: always there */
+		if (j->side == CLI_BOTH && j->when == JW_ALWAYS)
+			json_array_append_new(req, json_string(j->key));
+	}
+	return s;
 }
 
 json_t *jo_lat(const struct evr_lat_stats *l)

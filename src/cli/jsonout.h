@@ -8,8 +8,9 @@
  *
  * To add a record type: a builder jo_<type>() that starts with
  * jo_record("<type>"), then jo_emit() it from the program; document it in
- * the man page's JSON OUTPUT and in doc/<tool>.schema.json (schema.sh
- * checks every record against it).  -c N's rows are "result" records
+ * the man page's JSON OUTPUT and in doc/<tool>.schema.json (rstream's:
+ * doc/rstream.schema.json.in; schema.sh checks every record against
+ * it).  -c N's rows are "result" records
  * with "conn" and "conn_index"; its aggregate is a "result" with
  * "connections"; --interval's lines are "progress" records.
  */
@@ -34,6 +35,10 @@ json_t *jo_record(const char *type);
 
 /* ---- rstream ---- */
 json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version);
+/* The JSON Schema of the start record's "options": a key per row of
+ * EVR_STREAM_OPTIONS that is echoed, required when it always is (the
+ * build puts it into doc/rstream.schema.json). */
+json_t *jo_rstream_options_schema(void);
 /* {"type":"result", test, conn, peer, bytes_per_xfer, ...} */
 json_t *jo_result(const struct evr_result *r);
 /* The same with "start_ns": r->start_ns - run_t0 (the program's start on

@@ -129,12 +129,22 @@ static void store(void *obj, const struct cli_opt *r, long long v)
 	}
 }
 
+/* A CLI_NUM row's value: 0, or -1 for a bad one. */
+static int number(const struct cli_opt *r, const char *arg, long long *v)
+{
+	if (cli_num(arg, (long long)r->lo, (long long)r->hi, r->flags, v))
+		return -1;
+	if (!*v && (r->flags & CLI_ZERO_NEG))
+		*v = -1;
+	return 0;
+}
+
 /* One option's value: 0 once stored, else what cli_getopt returns. */
 static int apply(const struct cli_opt *r, const char *arg, void *obj,
 		 const char *prog, FILE *err)
 {
 	long long v = 1;
-	int bad = 0;
+	int bad = 0, store_v = 1;
 
 	switch (r->kind) {
 	case CLI_FLAG:
@@ -145,16 +155,20 @@ static int apply(const struct cli_opt *r, const char *arg, void *obj,
 	case CLI_STR:
 		assert(r->size == sizeof(arg));
 		memcpy((char *)obj + r->off, &arg, sizeof(arg));
-		break;
-	case CLI_NUM:
-		bad = cli_num(arg, (long long)r->lo, (long long)r->hi,
-			      r->flags, &v);
-		break;
-	case CLI_SECS:
-		bad = cli_secs_ms(arg, r->lo, r->hi, &v);
+		store_v = 0;
 		break;
 	case CLI_CALL:
 		bad = r->set(obj, arg);
+		if (bad == CLI_SET_NUMBER)
+			bad = number(r, arg, &v);
+		else if (!bad)
+			return 0;   /* set() took it whole */
+		break;
+	case CLI_NUM:
+		bad = number(r, arg, &v);
+		break;
+	case CLI_SECS:
+		bad = cli_secs_ms(arg, r->lo, r->hi, &v);
 		break;
 	case CLI_RETURN:
 		return r->ret;
@@ -164,7 +178,7 @@ static int apply(const struct cli_opt *r, const char *arg, void *obj,
 		return r->flags & CLI_BAD_USAGE ? CLI_PARSE_USAGE :
 						  CLI_PARSE_BAD;
 	}
-	if (r->kind != CLI_STR && r->kind != CLI_CALL)
+	if (store_v)
 		store(obj, r, v);
 	if (r->after)
 		r->after(obj);

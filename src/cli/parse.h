@@ -20,6 +20,9 @@
 /* struct cli_opt flags */
 #define CLI_BAD_USAGE 0x4u  /* a bad value: its line, then the usage
 			     * (CLI_PARSE_USAGE; rstream's -T) */
+#define CLI_ZERO_NEG  0x8u  /* CLI_NUM: a 0 given is stored as -1 (the
+			     * field's "never", its 0 being its default:
+			     * rstream's --poll-usec 0) */
 
 /* A whole number in [min, max] (flags above).  0, or -1 (*out untouched)
  * for anything else: empty, trailing characters, out of range. */
@@ -41,7 +44,9 @@ enum cli_kind {
 	CLI_STR,        /* the const char * field points at the argument */
 	CLI_NUM,        /* cli_num(arg, lo, hi, flags) into the field */
 	CLI_SECS,       /* cli_secs_ms(arg, lo, hi) into the field */
-	CLI_CALL,       /* set(obj, arg) decides (0, or -1: a bad value) */
+	CLI_CALL,       /* set(obj, arg) decides: 0, -1 (a bad value), or
+			 * CLI_SET_NUMBER: a number after all, read as
+			 * CLI_NUM's (rstream's -S: "all" or a size) */
 	CLI_RETURN,     /* no value; parsing stops with ret (--help) */
 };
 
@@ -66,13 +71,18 @@ struct cli_opt {
 	size_t off, size;           /* the field set: CLI_FIELD() */
 	const char *what;           /* a bad value: why, after "OPT: " */
 	int (*set)(void *obj, const char *arg); /* CLI_CALL */
-	void (*after)(void *obj);   /* called once the value is stored */
+	void (*after)(void *obj);   /* called once the value is stored (of a
+				     * CLI_CALL row, a number only) */
 	int ret;                    /* CLI_RETURN: what cli_getopt returns
 				     * (> 0) */
 	enum cli_side side;
 	const char *why;            /* with side: why the other side has no
 				     * use for it, or NULL */
 };
+
+/* What a CLI_CALL row's set() returns for an argument that is a number
+ * for the row's range to check and its field to take. */
+#define CLI_SET_NUMBER 1
 
 /* off and size of a member of TYPE, for struct cli_opt. */
 #define CLI_FIELD(type, member) \

@@ -1,97 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "config.h"
 
+#include <assert.h>
 #include <string.h>
 #include <strings.h>
 
 #include "rstream_opts.h"
 #include "parse.h"
-
-void rstream_usage(FILE *out, const char *prog)
-{
-	/* Upstream's text, line for line. */
-	fprintf(out, "usage: %s\n", prog);
-	fprintf(out, "\t[-s server_address]\n");
-	fprintf(out, "\t[-b bind_address]\n");
-	fprintf(out, "\t[-f address_format]\n");
-	fprintf(out, "\t    name, ip, ipv6, or gid\n");
-	fprintf(out, "\t[-B buffer_size]\n");
-	fprintf(out, "\t[-i inline_size]\n");
-	fprintf(out, "\t[-I iterations]\n");
-	fprintf(out, "\t[-C transfer_count]\n");
-	fprintf(out, "\t[-S transfer_size or all]\n");
-	fprintf(out, "\t[-p port_number]\n");
-	fprintf(out, "\t[-k keepalive_time]\n");
-	fprintf(out, "\t[-T test_option]\n");
-	fprintf(out, "\t    s|sockets - use standard tcp/ip sockets\n");
-	fprintf(out, "\t    a|async - asynchronous operation (use poll)\n");
-	fprintf(out, "\t    b|blocking - use blocking calls\n");
-	fprintf(out, "\t    f|fork - fork server processing\n");
-	fprintf(out, "\t    n|nonblocking - use nonblocking calls\n");
-	fprintf(out, "\t    r|resolve - use rdma cm to resolve address\n");
-	fprintf(out, "\t    v|verify - verify data\n");
-}
-
-static void help_extra(FILE *out)
-{
-	fprintf(out, "evrdma options:\n");
-	fprintf(out, "\t--stall-timeout SEC  fail a connection that makes no "
-		     "progress for SEC seconds (default 10)\n");
-	fprintf(out, "\t--once               server: serve one client run, "
-		     "then exit (as upstream)\n");
-	fprintf(out, "\t--no-negotiate       client: do not send the test "
-		     "plan; speak exactly upstream's wire\n");
-	fprintf(out, "\t--negotiate          client: send the test plan even "
-		     "with -T v (evrdma servers only)\n");
-	fprintf(out, "\t--trace              print every state transition "
-		     "on stderr\n");
-	fprintf(out, "\t-D, --duration SEC   client: run each test for SEC "
-		     "seconds instead of its\n"
-		     "\t                     count (evrdma servers only)\n");
-	fprintf(out, "\t--percentiles        client: after the table, round-"
-		     "trip latency per test:\n"
-		     "\t                     min, p50, p90, p99, p99.9, max, "
-		     "mean (usec)\n");
-	fprintf(out, "\t--split              client: after the table, each "
-		     "test's round trip in its\n"
-		     "\t                     parts: network, server hold, "
-		     "local delay (usec;\n"
-		     "\t                     evrdma servers only)\n");
-	fprintf(out, "\t--interval SEC       report progress on stderr every "
-		     "SEC seconds\n");
-	fprintf(out, "\t--json               JSON Lines on stdout instead of "
-		     "the table (see rstream(1))\n");
-	fprintf(out, "\t--settings           report each connection's "
-		     "effective settings\n");
-	fprintf(out, "\t--poll-usec N        -T a: poll up to N usec before "
-		     "sleeping while the\n"
-		     "\t                     exchange is fast (default 200; "
-		     "0 never polls)\n");
-	fprintf(out, "\t-c, --connections N  client: N connections side by "
-		     "side per series (1 to 100000),\n"
-		     "\t                     one aggregate row per test\n");
-	fprintf(out, "\t--per-conn           with -c: a row per connection "
-		     "too, named test#K\n");
-	fprintf(out, "\t--all-at-once        with -c: tests start once the "
-		     "server has taken all N\n");
-	fprintf(out, "\t--max-conns N        server: serve at most N "
-		     "connections at once (default 16384)\n");
-	fprintf(out, "\t--max-memory SIZE    server: at most SIZE bytes of "
-		     "connection buffers\n"
-		     "\t                     in all (default 1g)\n");
-	fprintf(out, "\t--chunk SIZE         server: a connection's buffer, "
-		     "through which larger\n"
-		     "\t                     transfers stream (default 1m)\n");
-	fprintf(out, "\t--check              check this host for the run "
-		     "(memlock, device access,\n"
-		     "\t                     the -b address's RDMA device, "
-		     "port, GID), print\n"
-		     "\t                     a table (or --json), run nothing\n");
-	fprintf(out, "\t--no-host-check      do not check the host before an "
-		     "RDMA run (a failure\n"
-		     "\t                     is still explained)\n");
-	fprintf(out, "\t--help, --version\n");
-}
 
 int rstream_test_opt(struct rstream_cli *cli, const char *arg)
 {
@@ -190,19 +105,12 @@ static void mark_custom(void *obj)
 	((struct rstream_cli *)obj)->o.custom = 1;
 }
 
+/* -S all, or a size (its row's range; then the test is custom) */
 static int set_size(void *obj, const char *arg)
 {
-	struct evr_stream_opts *o = &((struct rstream_cli *)obj)->o;
-	long long v;
-
-	if (!strncasecmp("all", arg, 3)) {
-		o->size_all = 1;
-		return 0;
-	}
-	if (cli_num(arg, 1, EVR_MAX_XFER_SIZE, CLI_SUFFIX, &v))
-		return -1;
-	o->size = (uint32_t)v;
-	o->custom = 1;
+	if (strncasecmp("all", arg, 3))
+		return CLI_SET_NUMBER;
+	((struct rstream_cli *)obj)->o.size_all = 1;
 	return 0;
 }
 
@@ -225,110 +133,259 @@ static int set_test(void *obj, const char *arg)
 	return rstream_test_opt(obj, arg);
 }
 
-/* --poll-usec: 0 is "never" here, where the engine's 0 is its default */
-static int set_poll(void *obj, const char *arg)
-{
-	long long v;
+/* ---- the options: EVR_STREAM_OPTIONS (evrdma/stream.h), then ours ---- */
 
-	if (cli_num(arg, 0, EVR_MAX_POLL_US, 0, &v))
-		return -1;
-	((struct rstream_cli *)obj)->o.poll_us = v ? (int)v : EVR_POLL_NEVER;
-	return 0;
-}
-
-enum { OPT_STALL = 256, OPT_ONCE, OPT_NO_NEG, OPT_NEG, OPT_TRACE, OPT_HELP,
-       OPT_VERSION, OPT_PCT, OPT_INTERVAL, OPT_JSON, OPT_SETTINGS,
-       OPT_PER_CONN, OPT_MAX_CONNS, OPT_MAX_MEM, OPT_CHUNK, OPT_POLL,
-       OPT_CHECK, OPT_NO_HOST_CHECK, OPT_ALL_AT_ONCE, OPT_SPLIT };
-
-#define O(m) .off = CLI_FIELD(struct rstream_cli, o.m)
-#define C(m) .off = CLI_FIELD(struct rstream_cli, m)
-#define NUM(l, h, fl) .kind = CLI_NUM, .lo = (l), .hi = (h), .flags = (fl)
-#define SECS(l, h) .kind = CLI_SECS, .lo = (l), .hi = (h)
-
-/*
- * Every option.  A side other than CLI_BOTH makes the option an error on
- * the other side (rstream.1, OPTIONS), with why as the reason; rules
- * between options are in exclusions[] below.  The order is said twice:
- * getopt_long's message for an ambiguous prefix ("--n", "--max") lists
- * its candidates in it, and of several options given on the wrong side
- * the first in it is named.  A new option goes in the place that keeps
- * both (tests/check_cli.c holds the orders).
- */
-static const struct cli_opt options[] = {
-	{ 's', NULL, "-s", CLI_STR, O(host), .after = mark_client },
-	{ 'b', NULL, "-b", CLI_STR, O(bind_addr) },
-	{ 'f', NULL, "-f", CLI_CALL, .set = set_addr_fmt,
-	  .what = "use name, ip (or any ip... word, as upstream), ipv6 or "
-		  "gid" },
-	{ 'B', NULL, "-B", NUM(0, 1 << 30, CLI_SUFFIX), O(buffer_size),
-	  .what = "buffer size must be 0 (default) to 1g" },
-	{ 'i', NULL, "-i", NUM(0, 65536, CLI_SUFFIX), O(inline_size),
-	  .what = "inline size must be 0 to 65536" },
-	{ 'I', NULL, "-I", NUM(1, EVR_MAX_COUNT, 0), O(iters),
-	  .what = "iterations must be 1 to 1000000000", .after = mark_custom },
-	{ 'C', NULL, "-C", NUM(1, EVR_MAX_COUNT, 0), O(count),
-	  .what = "transfer count must be 1 to 1000000000",
-	  .after = mark_custom },
-	{ 'S', NULL, "-S", CLI_CALL, .set = set_size,
-	  .what = "transfer size must be 1 to 1g, or all" },
-	{ 'p', NULL, "-p", CLI_CALL, .set = set_port,
-	  .what = "port must be 1 to 65535 or a service name" },
-	{ 'k', NULL, "-k", NUM(0, 32767, 0), O(keepalive),
-	  .what = "keepalive time must be 0 (off) to 32767 seconds" },
-	/* the value named, then upstream's usage */
-	{ 'T', NULL, "-T", CLI_CALL, .flags = CLI_BAD_USAGE, .set = set_test,
-	  .what = "one of s a b n f r v, or socket async block nonblock "
-		  "fork resolve verify" },
-	{ OPT_STALL, "stall-timeout", "--stall-timeout", SECS(0.01, 86400),
-	  O(stall_ms), .what = "must be 0.01 to 86400 seconds" },
-	{ OPT_TRACE, "trace", "--trace", CLI_FLAG, C(trace) },
-	{ OPT_INTERVAL, "interval", "--interval", SECS(0.01, 86400),
-	  O(interval_ms), .what = "must be 0.01 to 86400 seconds" },
-	{ OPT_HELP, "help", "--help", CLI_RETURN, .ret = RSTREAM_PARSE_HELP },
-	{ OPT_VERSION, "version", "--version", CLI_RETURN,
-	  .ret = RSTREAM_PARSE_VERSION },
-	{ OPT_JSON, "json", "--json", CLI_FLAG, C(json) },
-	{ OPT_SETTINGS, "settings", "--settings", CLI_FLAG, O(report_settings) },
-	{ OPT_POLL, "poll-usec", "--poll-usec", CLI_CALL, .set = set_poll,
-	  .what = "must be 0 (never poll) to 100000 microseconds" },
-	{ 'c', "connections", "-c", NUM(1, EVR_MAX_CONNS, 0), O(conns),
-	  .what = "connections must be 1 to 100000", .side = CLI_CLIENT,
-	  .why = "a server serves any number of connections" },
-	{ 'D', "duration", "-D/--duration", SECS(0.01, 86400), O(duration_ms),
-	  .what = "must be 0.01 to 86400 seconds", .side = CLI_CLIENT,
-	  .why = "the server follows the client" },
-	{ OPT_PCT, "percentiles", "--percentiles", CLI_FLAG, O(percentiles),
-	  .side = CLI_CLIENT },
-	{ OPT_SPLIT, "split", "--split", CLI_FLAG, O(lat_split),
-	  .side = CLI_CLIENT },
-	{ OPT_PER_CONN, "per-conn", "--per-conn", CLI_FLAG, C(per_conn),
-	  .side = CLI_CLIENT },
-	{ OPT_ALL_AT_ONCE, "all-at-once", "--all-at-once", CLI_FLAG,
-	  O(all_at_once), .side = CLI_CLIENT },
-	{ OPT_NO_NEG, "no-negotiate", "--no-negotiate", CLI_FLAG,
-	  O(no_negotiate), .side = CLI_CLIENT,
-	  .why = "a server speaks upstream's wire to every client that does" },
-	{ OPT_NEG, "negotiate", "--negotiate", CLI_FLAG, O(force_negotiate),
-	  .side = CLI_CLIENT,
-	  .why = "a server negotiates with every client that asks" },
-	{ OPT_ONCE, "once", "--once", CLI_FLAG, O(once), .side = CLI_SERVER },
-	{ OPT_MAX_CONNS, "max-conns", "--max-conns", NUM(1, EVR_MAX_CONNS, 0),
-	  O(max_conns), .what = "must be 1 to 100000", .side = CLI_SERVER },
-	{ OPT_MAX_MEM, "max-memory", "--max-memory",
-	  NUM(1024, 1LL << 40, CLI_SUFFIX), O(max_memory),
-	  .what = "must be 1k to 1024g", .side = CLI_SERVER },
-	{ OPT_CHUNK, "chunk", "--chunk", NUM(1024, EVR_MAX_XFER_SIZE, CLI_SUFFIX),
-	  O(chunk_size), .what = "must be 1k to 1g", .side = CLI_SERVER },
-	{ OPT_CHECK, "check", "--check", CLI_FLAG, C(check) },
-	{ OPT_NO_HOST_CHECK, "no-host-check", "--no-host-check", CLI_FLAG,
-	  C(no_host_check) },
+enum row_id {
+#define ROW_ID(f, ...) R_##f,
+	EVR_STREAM_OPTIONS(ROW_ID)
+#undef ROW_ID
+	/* rstream's own: no option of the engine's */
+	R_TEST, R_TRACE, R_HELP, R_VERSION, R_JSON, R_PER_CONN, R_CHECK,
+	R_NO_HOST_CHECK,
+	R_N
 };
 
-#undef O
-#undef C
-#undef NUM
-#undef SECS
+/* A row: the option (name NULL: rstream has none for the field), the
+ * table's flags (EVR_SOPT_*), and its --help: upstream's usage line and
+ * the lines under it, or our synopsis and text. */
+struct row {
+	struct cli_opt opt;
+	unsigned sflags;
+	const char *syn, *text;
+};
+
+#define KIND_NUM .kind = CLI_NUM
+#define KIND_MS .kind = CLI_SECS
+#define KIND_FLAG .kind = CLI_FLAG
+#define KIND_STR .kind = CLI_STR
+#define KIND_WORD .kind = CLI_CALL  /* its set(): setters[] */
+#define UNIT_NUM 1
+#define UNIT_MS 1000.0              /* the field's ms, given in seconds */
+#define UNIT_FLAG 1
+#define UNIT_STR 1
+#define UNIT_WORD 1
+#define CLI_CLI(letter, lname_, name_, what_, why_) \
+	.val = (letter), .lname = (lname_), .name = (name_), .what = (what_), \
+	.why = (why_)
+#define CLI_NOCLI .name = NULL
+#define HELP_HELP(s, t) .syn = (s), .text = (t)
+#define HELP_NOHELP .syn = NULL
+#define FLAGS(fl) (((fl) & EVR_SOPT_SUFFIX ? CLI_SUFFIX : 0u) | \
+		   ((fl) & EVR_SOPT_ZERO_NEVER ? CLI_ZERO_NEG : 0u))
+#define TABLE_ROW(f, kind, lo_, hi_, def, fl, side_, cli, help, ...) \
+	[R_##f] = { .opt = { CLI_##cli, KIND_##kind, .flags = FLAGS(fl), \
+			     .lo = (lo_) / UNIT_##kind, \
+			     .hi = (hi_) / UNIT_##kind, \
+			     .off = CLI_FIELD(struct rstream_cli, o.f), \
+			     .side = CLI_##side_ }, \
+		    .sflags = (fl), HELP_##help },
+#define OWN(m) .off = CLI_FIELD(struct rstream_cli, m)
+
+static const struct row rows[R_N] = {
+	EVR_STREAM_OPTIONS(TABLE_ROW)
+	/* the value named, then upstream's usage */
+	[R_TEST] = { { 'T', NULL, "-T", CLI_CALL, .flags = CLI_BAD_USAGE,
+		       .set = set_test,
+		       .what = "one of s a b n f r v, or socket async block "
+			       "nonblock fork resolve verify" },
+		     .syn = "[-T test_option]",
+		     .text = "    s|sockets - use standard tcp/ip sockets\n"
+			     "    a|async - asynchronous operation (use poll)\n"
+			     "    b|blocking - use blocking calls\n"
+			     "    f|fork - fork server processing\n"
+			     "    n|nonblocking - use nonblocking calls\n"
+			     "    r|resolve - use rdma cm to resolve address\n"
+			     "    v|verify - verify data" },
+	[R_TRACE] = { { 0, "trace", "--trace", CLI_FLAG, OWN(trace) },
+		      .syn = "--trace",
+		      .text = "print every state transition on stderr" },
+	[R_HELP] = { { 0, "help", "--help", CLI_RETURN,
+		       .ret = RSTREAM_PARSE_HELP } },
+	[R_VERSION] = { { 0, "version", "--version", CLI_RETURN,
+			  .ret = RSTREAM_PARSE_VERSION } },
+	[R_JSON] = { { 0, "json", "--json", CLI_FLAG, OWN(json) },
+		     .syn = "--json",
+		     .text = "JSON Lines on stdout instead of the table (see "
+			     "rstream(1))" },
+	[R_PER_CONN] = { { 0, "per-conn", "--per-conn", CLI_FLAG,
+			   OWN(per_conn), .side = CLI_CLIENT },
+			 .syn = "--per-conn",
+			 .text = "with -c: a row per connection too, named "
+				 "test#K" },
+	[R_CHECK] = { { 0, "check", "--check", CLI_FLAG, OWN(check) },
+		      .syn = "--check",
+		      .text = "check this host for the run (memlock, device "
+			      "access,\nthe -b address's RDMA device, port, "
+			      "GID), print\na table (or --json), run nothing" },
+	[R_NO_HOST_CHECK] = { { 0, "no-host-check", "--no-host-check",
+				CLI_FLAG, OWN(no_host_check) },
+			      .syn = "--no-host-check",
+			      .text = "do not check the host before an RDMA run "
+				      "(a failure\nis still explained)" },
+};
+
+#undef KIND_NUM
+#undef KIND_MS
+#undef KIND_FLAG
+#undef KIND_STR
+#undef KIND_WORD
+#undef UNIT_NUM
+#undef UNIT_MS
+#undef UNIT_FLAG
+#undef UNIT_STR
+#undef UNIT_WORD
+#undef CLI_CLI
+#undef CLI_NOCLI
+#undef HELP_HELP
+#undef HELP_NOHELP
+#undef FLAGS
+#undef TABLE_ROW
+#undef OWN
+
+/* The values that are more than a number (a row of kind WORD has one). */
+static const struct {
+	enum row_id row;
+	int (*set)(void *obj, const char *arg);
+} setters[] = {
+	{ R_addr_fmt, set_addr_fmt }, { R_size, set_size },
+	{ R_port, set_port },
+};
+
+/*
+ * getopt's order, which is said twice: getopt_long's message for an
+ * ambiguous prefix ("--n", "--max") lists its candidates in it, and of
+ * several options given on the wrong side the first in it is named
+ * (tests/check_cli.c holds both).  A row not listed comes after these,
+ * in the table's order: a new option's place, unless it must go
+ * elsewhere to keep both.
+ */
+static const enum row_id getopt_order[] = {
+	R_host, R_bind_addr, R_addr_fmt, R_buffer_size, R_inline_size,
+	R_iters, R_count, R_size, R_port, R_keepalive, R_TEST, R_stall_ms,
+	R_TRACE, R_interval_ms, R_HELP, R_VERSION, R_JSON, R_report_settings,
+	R_poll_us, R_conns, R_duration_ms, R_percentiles, R_lat_split,
+	R_PER_CONN, R_all_at_once, R_no_negotiate, R_force_negotiate, R_once,
+	R_max_conns, R_max_memory, R_chunk_size, R_CHECK, R_NO_HOST_CHECK,
+};
+
+/* --help's order for evrdma's options, for people; a row not listed
+ * comes after these, in getopt's order.  Upstream's (a letter, no long
+ * name) come first, in getopt's order, as upstream's usage has them. */
+static const enum row_id help_order[] = {
+	R_stall_ms, R_once, R_no_negotiate, R_force_negotiate, R_TRACE,
+	R_duration_ms, R_percentiles, R_lat_split, R_interval_ms, R_JSON,
+	R_report_settings, R_poll_us, R_conns, R_PER_CONN, R_all_at_once,
+	R_max_conns, R_max_memory, R_chunk_size, R_CHECK, R_NO_HOST_CHECK,
+};
+
+/* The option table getopt reads, in its order, and the row of each. */
+static struct cli_opt options[R_N];
+static const struct row *option_row[R_N];
+static size_t noptions;
+
+static void add_option(enum row_id id)
+{
+	const struct row *r = &rows[id];
+	struct cli_opt *o = &options[noptions];
+	size_t i;
+
+	for (i = 0; i < noptions; i++)
+		if (option_row[i] == r)
+			return;
+	if (!r->opt.name)
+		return;
+	*o = r->opt;
+	/* a long option only: a value of its own past the letters */
+	if (!o->val)
+		o->val = 256 + (int)id;
+	if (r->sflags & EVR_SOPT_CUSTOM)
+		o->after = mark_custom;
+	if (r->sflags & EVR_SOPT_CLIENT)
+		o->after = mark_client;
+	for (i = 0; i < CLI_ARRAY_SIZE(setters); i++)
+		if (setters[i].row == id) {
+			o->kind = CLI_CALL;
+			o->set = setters[i].set;
+		}
+	assert(o->kind != CLI_CALL || o->set);
+	option_row[noptions++] = r;
+}
+
+static void build_options(void)
+{
+	size_t i;
+
+	if (noptions)
+		return;
+	for (i = 0; i < CLI_ARRAY_SIZE(getopt_order); i++)
+		add_option(getopt_order[i]);
+	for (i = 0; i < R_N; i++)
+		add_option((enum row_id)i);
+}
+
+static int upstreams(const struct cli_opt *o)
+{
+	return o->val < 256 && !o->lname;
+}
+
+/* Upstream's line and the lines under it, each as it is. */
+static void usage_lines(FILE *out, const struct row *r)
+{
+	const char *t = r->text, *nl;
+
+	fprintf(out, "\t%s\n", r->syn);
+	for (; t; t = nl ? nl + 1 : NULL) {
+		nl = strchr(t, '\n');
+		fprintf(out, "\t%.*s\n", nl ? (int)(nl - t) : (int)strlen(t),
+			t);
+	}
+}
+
+/* Ours: the synopsis, then the text; a "\n" in it goes on under the
+ * text's column. */
+static void help_lines(FILE *out, const struct row *r)
+{
+	const char *t = r->text, *nl;
+
+	fprintf(out, "\t%-20s ", r->syn);
+	while ((nl = strchr(t, '\n'))) {
+		fprintf(out, "%.*s\n\t%21s", (int)(nl - t), t, "");
+		t = nl + 1;
+	}
+	fprintf(out, "%s\n", t);
+}
+
+void rstream_usage(FILE *out, const char *prog)
+{
+	size_t i;
+
+	build_options();
+	/* upstream's text, line for line */
+	fprintf(out, "usage: %s\n", prog);
+	for (i = 0; i < noptions; i++)
+		if (upstreams(&options[i]))
+			usage_lines(out, option_row[i]);
+}
+
+static void help_extra(FILE *out)
+{
+	const struct row *done[R_N];
+	size_t i, j, n = 0;
+
+	fprintf(out, "evrdma options:\n");
+	for (i = 0; i < CLI_ARRAY_SIZE(help_order); i++) {
+		help_lines(out, &rows[help_order[i]]);
+		done[n++] = &rows[help_order[i]];
+	}
+	for (i = 0; i < noptions; i++) {
+		for (j = 0; j < n && done[j] != option_row[i]; j++)
+			;
+		if (j == n && option_row[i]->syn &&
+		    !upstreams(&options[i]))
+			help_lines(out, option_row[i]);
+	}
+	fprintf(out, "\t--help, --version\n");
+}
 
 /* ---- rules between options ---- */
 
@@ -379,7 +436,8 @@ static const struct rstream_exclusion exclusions[] = {
 
 const struct cli_opt *rstream_options(size_t *n)
 {
-	*n = CLI_ARRAY_SIZE(options);
+	build_options();
+	*n = noptions;
 	return options;
 }
 
@@ -413,7 +471,7 @@ static int wrong_side(const struct evr_stream_opts *o, uint64_t seen,
 	enum cli_side other = o->server ? CLI_CLIENT : CLI_SERVER;
 	size_t i;
 
-	for (i = 0; i < CLI_ARRAY_SIZE(options); i++) {
+	for (i = 0; i < noptions; i++) {
 		const struct cli_opt *r = &options[i];
 
 		if (!(seen & (1ull << i)) || r->side != other)
@@ -432,7 +490,7 @@ static int given(uint64_t seen, int val)
 {
 	size_t i;
 
-	for (i = 0; i < CLI_ARRAY_SIZE(options); i++)
+	for (i = 0; i < noptions; i++)
 		if (options[i].val == val)
 			return !!(seen & (1ull << i));
 	return 0;
@@ -486,8 +544,9 @@ int rstream_parse(int argc, char **argv, struct rstream_cli *cli, FILE *err)
 	o->count = 1000;
 	o->iters = 1;
 	o->server = 1;
-	ret = cli_getopt(argc, argv, options, CLI_ARRAY_SIZE(options), cli,
-			 "rstream", err, &seen);
+	build_options();
+	ret = cli_getopt(argc, argv, options, noptions, cli, "rstream", err,
+			 &seen);
 	switch (ret) {
 	case CLI_PARSE_DONE:
 		return finish(cli, seen, err);

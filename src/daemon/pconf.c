@@ -51,20 +51,89 @@ static int fail(struct ctx *c, const char *fmt, ...)
 	return -1;
 }
 
-static int check_keys(struct ctx *c, json_t *obj, const char *const *allowed)
+/* The keys of EVR_STREAM_OPTIONS' rows (their DKEY column): the
+ * objects that have each (a probe's, a responder's), its kind and range,
+ * and the field of struct evr_stream_opts it sets. */
+enum { DK_PROBE = 1, DK_RESP = 2, DK_PROBE_RESP = DK_PROBE | DK_RESP };
+enum dk_kind { DK_NONE, DK_NUM, DK_MS, DK_FLAG };
+
+struct dkey {
+	const char *key;            /* NULL: not a key of the daemon's */
+	unsigned whose;             /* DK_PROBE, DK_RESP */
+	enum dk_kind kind;
+	unsigned long long lo, hi;  /* DK_MS: milliseconds */
+	unsigned flags;             /* EVR_SOPT_* */
+	size_t off, size;
+};
+
+#define DKEY_DKEY(k, w, l, h) .key = (k), .whose = DK_##w
+#define DKEY_NODKEY .key = NULL
+/* the daemon's own range where the row narrows it */
+#define DLO_DKEY(k, w, l, h) (l)
+#define DLO_NODKEY 0
+#define DHI_DKEY(k, w, l, h) (h)
+#define DHI_NODKEY 0
+#define DK_KIND_NUM DK_NUM
+#define DK_KIND_MS DK_MS
+#define DK_KIND_FLAG DK_FLAG
+#define DK_KIND_STR DK_NONE
+#define DK_KIND_WORD DK_NONE
+#define DK_ROW(f, kind_, lo_, hi_, def, fl, side, cli, help, json, dkey) \
+	{ DKEY_##dkey, .kind = DK_KIND_##kind_, \
+	  .lo = DLO_##dkey ? DLO_##dkey : (lo_), \
+	  .hi = DHI_##dkey ? DHI_##dkey : (hi_), \
+	  .flags = (fl), .off = offsetof(struct evr_stream_opts, f), \
+	  .size = sizeof(((struct evr_stream_opts *)0)->f) },
+static const struct dkey dkeys[] = { EVR_STREAM_OPTIONS(DK_ROW) };
+#undef DK_ROW
+#undef DKEY_DKEY
+#undef DKEY_NODKEY
+#undef DLO_DKEY
+#undef DLO_NODKEY
+#undef DHI_DKEY
+#undef DHI_NODKEY
+#undef DK_KIND_NUM
+#undef DK_KIND_MS
+#undef DK_KIND_FLAG
+#undef DK_KIND_STR
+#undef DK_KIND_WORD
+
+static int dkey_of(const struct dkey *d, unsigned whose)
+{
+	return d->key && (d->whose & whose);
+}
+
+/* key is one of allowed (NULL-terminated), or a key of the table's
+ * rows that objects of whose (DK_*, or 0) have */
+static int key_allowed(const char *key, const char *const *allowed,
+		       unsigned whose)
+{
+	size_t i;
+
+	for (i = 0; allowed[i]; i++)
+		if (!strcmp(key, allowed[i]))
+			return 1;
+	for (i = 0; i < sizeof(dkeys) / sizeof(dkeys[0]); i++)
+		if (dkey_of(&dkeys[i], whose) && !strcmp(key, dkeys[i].key))
+			return 1;
+	return 0;
+}
+
+static int check_keys_of(struct ctx *c, json_t *obj,
+			 const char *const *allowed, unsigned whose)
 {
 	const char *key;
 	json_t *v;
-	size_t i;
 
-	json_object_foreach(obj, key, v) {
-		for (i = 0; allowed[i]; i++)
-			if (!strcmp(key, allowed[i]))
-				break;
-		if (!allowed[i])
+	json_object_foreach(obj, key, v)
+		if (!key_allowed(key, allowed, whose))
 			return fail(c, "unknown key \"%s\"", key);
-	}
 	return 0;
+}
+
+static int check_keys(struct ctx *c, json_t *obj, const char *const *allowed)
+{
+	return check_keys_of(c, obj, allowed, 0);
 }
 
 /* A string member: absent -> def (may be NULL). */
@@ -138,6 +207,73 @@ static int get_bool(struct ctx *c, json_t *obj, const char *key, int def,
 	if (!json_is_boolean(v))
 		return fail(c, "\"%s\" must be true or false", key);
 	*out = json_is_true(v);
+	return 0;
+}
+
+/* A whole number into a field of 4 or 8 bytes. */
+static void put_field(struct evr_stream_opts *o, const struct dkey *d,
+		      long long v)
+{
+	char *p = (char *)o + d->off;
+	uint64_t u64 = (uint64_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	if (d->size == sizeof(u64))
+		memcpy(p, &u64, sizeof(u64));
+	else
+		memcpy(p, &u32, sizeof(u32));
+}
+
+/* One key of the table's, given: checked against its row's range, and
+ * stored as the row's option. */
+static int get_opt_key(struct ctx *c, json_t *obj, const struct dkey *d,
+		       struct evr_stream_opts *o)
+{
+	unsigned long long u;
+	double sec;
+	int b;
+
+	switch (d->kind) {
+	case DK_MS:
+		if (get_num(c, obj, d->key, d->lo / 1000.0, d->hi / 1000.0, 0,
+			    &sec))
+			return -1;
+		put_field(o, d, (long long)(sec * 1000 + 0.5));
+		return 0;
+	case DK_FLAG:
+		if (get_bool(c, obj, d->key, 0, &b))
+			return -1;
+		put_field(o, d, b);
+		return 0;
+	default:
+		if (get_uint(c, obj, d->key, d->lo, d->hi, 0, &u))
+			return -1;
+		/* rstream --poll-usec 0's never */
+		put_field(o, d, !u && (d->flags & EVR_SOPT_ZERO_NEVER) ?
+				EVR_POLL_NEVER : (long long)u);
+		return 0;
+	}
+}
+
+/* The keys of EVR_STREAM_OPTIONS' rows that objects of whose have, as
+ * given in obj, into o; a key left out leaves o as it is (the preset of
+ * the probe or the responder).  A key of a custom test's (size, count,
+ * iters) makes it one. */
+static int get_opt_keys(struct ctx *c, json_t *obj, unsigned whose,
+			struct evr_stream_opts *o)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(dkeys) / sizeof(dkeys[0]); i++) {
+		const struct dkey *d = &dkeys[i];
+
+		if (!dkey_of(d, whose) || !json_object_get(obj, d->key))
+			continue;
+		if (get_opt_key(c, obj, d, o))
+			return -1;
+		if (d->flags & EVR_SOPT_CUSTOM)
+			o->custom = 1;
+	}
 	return 0;
 }
 
@@ -323,79 +459,109 @@ static struct evr_mcast_opts mcast_defaults(void)
 	return d;
 }
 
-static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
+/* What an rstream probe runs before its keys: one custom test of its
+ * kind (latency: round trips of one transfer; bandwidth: a train of
+ * transfers in one iteration), as a host wants it run (-T a, 64 bytes
+ * inline), with its latency's percentiles, and its plan sent (evrdma
+ * servers run it, verify or not); the rest the engine's defaults (its
+ * zeros). */
+static struct evr_stream_opts probe_preset(int bandwidth)
 {
-	static const char *const keys[] = {
-		"name", "type", "interval_s", "timeout_s", "host", "port",
-		"bind", "transport", "kind", "size", "count", "iters", "verify",
-		"negotiate", "poll_us", "peer", "exclusive", NULL,
-	};
-	static const char *const kinds[] = { "latency", "bandwidth", NULL };
+	struct evr_stream_opts d = { 0 };
+
+	d.io = EVR_IO_ASYNC;
+	d.inline_size = 64;
+	d.custom = 1;
+	d.size = bandwidth ? 65536 : 64;
+	d.count = bandwidth ? 100 : 1;
+	d.iters = bandwidth ? 1 : 100;
+	d.percentiles = 1;
+	d.force_negotiate = 1;
+	return d;
+}
+
+/* 'peer="V"' with \\ and " escaped, or NULL without memory */
+static char *peer_label(const char *v)
+{
+	char *l = malloc(2 * strlen(v) + 8);
+	size_t k;
+
+	if (!l)
+		return NULL;
+	k = (size_t)sprintf(l, "peer=\"");
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			l[k++] = '\\';
+		l[k++] = *v;
+	}
+	l[k++] = '"';
+	l[k] = '\0';
+	return l;
+}
+
+/* "peer": the host it probes, as the mesh's probes say it: the label
+ * peer="NAME" on its series (the fabric's rules pair it with the host
+ * that runs it) */
+static int get_peer_label(struct ctx *c, json_t *o, struct probe_cfg *p)
+{
+	json_t *peer = json_object_get(o, "peer");
+	const char *v;
+
+	if (!peer)
+		return 0;
+	v = json_is_string(peer) ? json_string_value(peer) : NULL;
+	if (!v || !v[0] || strlen(v) > PCONF_NAME_MAX || !name_ok(v))
+		return fail(c, "\"peer\" must be a string of 1 to %d "
+			    "printable characters", PCONF_NAME_MAX);
+	if (!(p->labels = peer_label(v)))
+		return fail(c, "out of memory");
+	return 0;
+}
+
+/* An rstream probe's server (host, required; port, transport) and its
+ * bind address. */
+static int get_rs_target(struct ctx *c, json_t *o, struct probe_cfg *p)
+{
 	const struct evr_stream_opts d = stream_defaults();
-	json_t *peer;
 	const char *xports[MAX_WORDS];
-	unsigned long long size, count, iters, poll;
 	unsigned port;
 	char pbuf[8];
-	int x, kind;
+	int x;
 
 	ENUM_WORDS(xports, evr_stream_transport_name);
-	if (check_keys(c, o, keys))
-		return -1;
 	if (!json_object_get(o, "host"))
 		return fail(c, "\"host\" is required");
 	if (get_str(c, o, "host", NULL, &p->host) ||
 	    get_str(c, o, "bind", NULL, &p->bind) ||
 	    check_host(c, "host", p->host) || check_host(c, "bind", p->bind) ||
 	    get_port(c, o, "port", (unsigned)atoi(d.port), &port) ||
-	    get_enum(c, o, "transport", xports, EVR_TRANSPORT_RDMA, &x) ||
-	    get_enum(c, o, "kind", kinds, 0, &kind) ||
-	    get_bool(c, o, "verify", 0, &p->verify) ||
-	    get_bool(c, o, "negotiate", 1, &p->negotiate) ||
-	    get_bool(c, o, "exclusive", 1, &p->exclusive))
+	    get_enum(c, o, "transport", xports, EVR_TRANSPORT_RDMA, &x))
 		return -1;
-	/* latency: one transfer per iteration, round trips; bandwidth: a
-	 * train of transfers in one iteration */
-	if (get_uint(c, o, "size", 1, 64u << 20, kind ? 65536 : 64, &size) ||
-	    get_uint(c, o, "count", 1, 1000000000, kind ? 100 : 1, &count) ||
-	    get_uint(c, o, "iters", 1, 1000000000, kind ? 1 : 100, &iters) ||
-	    get_uint(c, o, "poll_us", 0, EVR_MAX_POLL_US,
-		     (unsigned long long)d.poll_us, &poll))
-		return -1;
-	/* "peer": the host it probes, as the mesh's probes say it: the
-	 * label peer="NAME" on its series (the fabric's rules pair it with
-	 * the host that runs it) */
-	peer = json_object_get(o, "peer");
-	if (peer) {
-		const char *v = json_is_string(peer) ? json_string_value(peer) :
-						       NULL;
-		size_t n, k = 0;
-
-		if (!v || !v[0] || strlen(v) > PCONF_NAME_MAX || !name_ok(v))
-			return fail(c, "\"peer\" must be a string of 1 to %d "
-				    "printable characters", PCONF_NAME_MAX);
-		/* peer="..." with \ and " escaped */
-		n = strlen(v);
-		if (!(p->labels = malloc(2 * n + 8)))
-			return fail(c, "out of memory");
-		k = (size_t)sprintf(p->labels, "peer=\"");
-		for (; *v; v++) {
-			if (*v == '\\' || *v == '"')
-				p->labels[k++] = '\\';
-			p->labels[k++] = *v;
-		}
-		p->labels[k++] = '"';
-		p->labels[k] = '\0';
-	}
 	snprintf(pbuf, sizeof(pbuf), "%u", port);
 	if (!(p->port = strdup(pbuf)))
 		return fail(c, "out of memory");
 	p->transport = (enum evr_stream_transport)x;
-	p->size = (uint32_t)size;
-	p->count = (uint32_t)count;
-	p->iters = (uint32_t)iters;
-	/* the key's 0 is rstream --poll-usec 0's: never poll */
-	p->poll_us = poll ? (int)poll : EVR_POLL_NEVER;
+	return 0;
+}
+
+static int parse_rstream(struct ctx *c, json_t *o, struct probe_cfg *p)
+{
+	static const char *const keys[] = {
+		"name", "type", "interval_s", "timeout_s", "host", "port",
+		"bind", "transport", "kind", "peer", "exclusive", NULL,
+	};
+	static const char *const kinds[] = { "latency", "bandwidth", NULL };
+	int kind;
+
+	if (check_keys_of(c, o, keys, DK_PROBE) || get_rs_target(c, o, p) ||
+	    get_enum(c, o, "kind", kinds, 0, &kind) ||
+	    get_bool(c, o, "exclusive", 1, &p->exclusive))
+		return -1;
+	p->o = probe_preset(kind);
+	if (get_opt_keys(c, o, DK_PROBE, &p->o) || get_peer_label(c, o, p))
+		return -1;
+	/* "negotiate": false speaks exactly upstream's wire */
+	p->o.no_negotiate = !p->o.force_negotiate;
 	return 0;
 }
 
@@ -509,42 +675,19 @@ static int get_resp_listener(struct ctx *c, json_t *o,
 	return 0;
 }
 
-/* A responder's limits: its connections and the memory they take. */
-static int get_resp_limits(struct ctx *c, json_t *o, struct responder_cfg *r)
+/* What a responder serves with before its keys: the engine's defaults
+ * (its zeros; max_conns' and max_memory's are responder.c's), and, for a
+ * client that sends no plan, rstream's series, or a test of 64 bytes, one
+ * a round trip, 100 round trips, as far as the keys that make it custom
+ * do not say. */
+static struct evr_stream_opts responder_preset(void)
 {
-	unsigned long long conns, mem;
+	struct evr_stream_opts d = { 0 };
 
-	if (get_uint(c, o, "max_conns", 1, EVR_MAX_CONNS, 0, &conns) ||
-	    get_uint(c, o, "max_memory", 4096, 1ull << 40, 0, &mem))
-		return -1;
-	r->max_conns = (unsigned)conns;
-	r->max_memory = mem;
-	return 0;
-}
-
-/* What a responder's connections run (size, count and iters, custom if
- * any is given) and how long one may stall. */
-static int get_resp_run(struct ctx *c, json_t *o, struct responder_cfg *r)
-{
-	const struct evr_stream_opts d = stream_defaults();
-	unsigned long long size, count, iters;
-	double stall;
-
-	if (get_uint(c, o, "size", 1, 64u << 20, 64, &size) ||
-	    get_uint(c, o, "count", 1, 1000000000, 1, &count) ||
-	    get_uint(c, o, "iters", 1, 1000000000, 100, &iters) ||
-	    get_num(c, o, "stall_timeout_s", 0.1, 3600,
-		    d.stall_ms / 1000.0, &stall))
-		return -1;
-	/* rstream --stall-timeout: a connection that moves nothing this
-	 * long is dropped (reason stall) */
-	r->stall_ms = (unsigned)(stall * 1000 + 0.5);
-	r->custom = json_object_get(o, "size") || json_object_get(o, "count") ||
-		    json_object_get(o, "iters");
-	r->size = (uint32_t)size;
-	r->count = (uint32_t)count;
-	r->iters = (uint32_t)iters;
-	return 0;
+	d.size = 64;
+	d.count = 1;
+	d.iters = 100;
+	return d;
 }
 
 /* A responder's bind address, if any: printable, and a usable host. */
@@ -574,18 +717,17 @@ static int parse_responder(struct ctx *c, json_t *o, size_t i,
 			   struct responder_cfg *r)
 {
 	static const char *const keys[] = {
-		"transport", "port", "bind", "max_conns", "max_memory",
-		"size", "count", "iters", "stall_timeout_s", NULL,
+		"transport", "port", "bind", NULL,
 	};
 
 	snprintf(c->where, sizeof(c->where), "responders[%zu]", i);
 	if (!json_is_object(o))
 		return fail(c, "must be an object");
-	if (check_keys(c, o, keys))
+	if (check_keys_of(c, o, keys, DK_RESP))
 		return -1;
-	if (get_resp_listener(c, o, r) || get_resp_limits(c, o, r) ||
-	    get_resp_run(c, o, r) || check_resp_bind(c, r->bind) ||
-	    resp_label(c, r))
+	r->o = responder_preset();
+	if (get_resp_listener(c, o, r) || get_opt_keys(c, o, DK_RESP, &r->o) ||
+	    check_resp_bind(c, r->bind) || resp_label(c, r))
 		return -1;
 	r->raw = json_incref(o);
 	return 0;

@@ -38,12 +38,13 @@ struct probe_cfg {
 	/* rstream */
 	char *host, *port, *bind;
 	enum evr_stream_transport transport;
-	uint32_t size, count, iters;
-	int verify;
-	/* send the plan (evrdma servers run it), verify or not; 0: speak
-	 * exactly upstream's wire, for an upstream server */
-	int negotiate;
-	int poll_us;            /* opts.poll_us; EVR_POLL_NEVER: never */
+	/* the run's options: what every probe runs (a custom test, -T a,
+	 * percentiles, the plan sent), the kind's test, and the keys of
+	 * EVR_STREAM_OPTIONS' rows a probe takes (size, count, iters,
+	 * verify, negotiate: force_negotiate, or no_negotiate for an
+	 * upstream server, poll_us...); host, bind, port, transport and the
+	 * stall timeout are filled in for each run (probe.c) */
+	struct evr_stream_opts o;
 	/* 1 (the default): one of the agent's runs on its path at a time,
 	 * the others wait; 0: its runs neither wait for the path nor hold
 	 * it (a load beside other probes, asked for) */
@@ -70,13 +71,12 @@ struct responder_cfg {
 	enum evr_stream_transport transport;
 	unsigned port;
 	char *bind;             /* NULL: every address */
-	unsigned max_conns;     /* 0: the engine's default */
-	uint64_t max_memory;    /* 0: the engine's default */
-	unsigned stall_ms;      /* a connection that moves nothing */
-	/* the test a client that sends no plan (upstream rstream) runs:
-	 * custom 0, rstream's series; 1, size x count x iters */
-	int custom;
-	uint32_t size, count, iters;
+	/* the keys of EVR_STREAM_OPTIONS' rows a responder takes:
+	 * max_conns and max_memory (0: the responder's defaults),
+	 * stall_ms, and the test a client that sends no plan (upstream
+	 * rstream) runs: custom 0, rstream's series; 1, size x count x
+	 * iters; transport, port and bind are filled in by responder.c */
+	struct evr_stream_opts o;
 	json_t *raw;            /* equal => unchanged */
 };
 

@@ -311,38 +311,26 @@ static void rs_done(void *ud, int status, const struct evr_failure *f,
 
 static void rs_opts(const struct probe_cfg *c, struct evr_stream_opts *o)
 {
-	memset(o, 0, sizeof(*o));
+	/* the configuration's: what every probe runs, its kind's test,
+	 * its keys (pconf.c); "negotiate": true sends the plan even when
+	 * verifying, which the CLI does not by default, as upstream's -T v
+	 * server checks the first sync's pattern: without the plan a plain
+	 * server runs its own 64-byte series, and a verifying probe stalls
+	 * or ends a test the server had not */
+	*o = c->o;
 	o->host = c->host;
 	o->bind_addr = c->bind;
 	o->port = c->port;
 	o->transport = c->transport;
-	o->io = EVR_IO_ASYNC;       /* sleep in the loop, after a bounded
-				     * poll while the exchange is fast */
-	o->poll_us = c->poll_us;
-	o->inline_size = 64;
-	o->custom = 1;
-	o->size = c->size;
-	o->count = c->count;
-	o->iters = c->iters;
-	o->verify = c->verify;
-	/* A probe is meant for an evrdma server, which runs the plan it is
-	 * sent: send it even when verifying (the CLI does not by default,
-	 * as upstream's -T v server checks the first sync's pattern).
-	 * Without the plan a plain server runs its own 64-byte series, and
-	 * a verifying probe stalls or ends a test the server had not.
-	 * "negotiate": false keeps exactly upstream's wire instead. */
-	o->force_negotiate = c->negotiate;
-	o->no_negotiate = !c->negotiate;
 	/* The watchdog checks every stall_ms / 4 and starts counting at
 	 * its first check: at half of timeout_s, a silent peer is reported
 	 * as a stall at about 5/8 of it, well before the hard timeout. */
 	o->stall_ms = (unsigned)(c->timeout_s * 500);
 	if (o->stall_ms < 10)
 		o->stall_ms = 10;
-	o->percentiles = 1;
 	/* an evrdma responder stamps its echoes with its hold: the round
 	 * trip in parts (host or network); others run as without */
-	o->lat_split = c->negotiate && !c->verify;
+	o->lat_split = o->force_negotiate && !o->verify;
 }
 
 static void start_rstream(struct probe *p)

@@ -197,21 +197,18 @@ static void start_now(struct responder *r)
 	char port[8], why[256];
 	int ret;
 
-	memset(&o, 0, sizeof(o));
+	/* its keys (pconf.c), and what every responder is */
+	o = c->o;
 	o.server = 1;
 	o.bind_addr = c->bind;
 	snprintf(port, sizeof(port), "%u", c->port);
 	o.port = port;
 	o.transport = c->transport;
 	o.io = EVR_IO_ASYNC;        /* sleep in the loop between messages */
-	o.max_conns = c->max_conns ? c->max_conns : RESPONDER_MAX_CONNS;
-	o.max_memory = c->max_memory ? c->max_memory : RESPONDER_MAX_MEMORY;
-	o.stall_ms = c->stall_ms;
-	/* what an upstream client runs (an evrdma client sends its plan) */
-	o.custom = c->custom;
-	o.size = c->size;
-	o.count = c->count;
-	o.iters = c->iters;
+	if (!o.max_conns)
+		o.max_conns = RESPONDER_MAX_CONNS;
+	if (!o.max_memory)
+		o.max_memory = RESPONDER_MAX_MEMORY;
 	memset(&f, 0, sizeof(f));
 	ret = evr_stream_new(&r->srv, r->loop, &o, &cbs, r);
 	if (ret) {

@@ -126,40 +126,68 @@ int evr_stream_need(const struct evr_stream_opts *o, struct evr_hc_need *need)
 	return 0;
 }
 
-/* The engine's defaults, the one place they are filled in. */
+/* Each row of EVR_STREAM_OPTIONS names a field that its kind can hold:
+ * whole numbers of 4 or 8 bytes (the programs store them by size),
+ * yes/no as an int, strings as pointers. */
+#define OPT_FIELD_SIZE(f) sizeof(((struct evr_stream_opts *)0)->f)
+#define KIND_HOLDS_NUM(f) (OPT_FIELD_SIZE(f) == 4 || OPT_FIELD_SIZE(f) == 8)
+#define KIND_HOLDS_MS(f) (OPT_FIELD_SIZE(f) == 4)
+#define KIND_HOLDS_FLAG(f) (OPT_FIELD_SIZE(f) == sizeof(int))
+#define KIND_HOLDS_STR(f) (OPT_FIELD_SIZE(f) == sizeof(const char *))
+#define KIND_HOLDS_WORD(f) 1
+#define ASSERT_KIND(f, kind, ...) \
+	_Static_assert(KIND_HOLDS_##kind(f), \
+		       "EVR_STREAM_OPTIONS: " #f " is no " #kind " field");
+EVR_STREAM_OPTIONS(ASSERT_KIND)
+#undef ASSERT_KIND
+
+/* A value given outside its row's range: every zero is a default, and a
+ * negative is the never of an option that has one. */
+static int out_of_range(long long v, long long lo, long long hi,
+			unsigned flags)
+{
+	if (!v || (v < 0 && (flags & EVR_SOPT_ZERO_NEVER)))
+		return 0;
+	return v < lo || v > hi;
+}
+
+/* The engine's defaults, the one place they are filled in: the rows of
+ * EVR_STREAM_OPTIONS, their ranges and defaults, and the rules between
+ * options. */
 int evr_stream_opts_resolve(const struct evr_stream_opts *in,
 			    struct evr_stream_opts *out)
 {
 	struct evr_stream_opts o = *in;
 	struct evr_plan plan;
 
-	if (o.conns > EVR_MAX_CONNS || o.poll_us > EVR_MAX_POLL_US)
+#define RANGE_NUM(f, lo, hi, fl) \
+	if (out_of_range((long long)o.f, (long long)(lo), (long long)(hi), \
+			 (fl))) \
 		return -EINVAL;
+#define RANGE_MS RANGE_NUM
+#define RANGE_FLAG(f, lo, hi, fl)
+#define RANGE_STR(f, lo, hi, fl)
+#define RANGE_WORD(f, lo, hi, fl)
+#define CHECK(f, kind, lo, hi, def, fl, ...) RANGE_##kind(f, lo, hi, fl)
+	EVR_STREAM_OPTIONS(CHECK)
+#undef CHECK
+#undef RANGE_NUM
+#undef RANGE_MS
+#undef RANGE_FLAG
+#undef RANGE_STR
+#undef RANGE_WORD
 	/* Duration mode needs the plan negotiated, and its iteration mark
 	 * overwrites a data byte, which -T v would check. */
 	if (o.duration_ms && (o.server || o.no_negotiate || o.verify))
 		return -EINVAL;
 	if (evr__plan_build(&plan, &o))
 		return -EINVAL;
-	if (!o.port)
-		o.port = EVR_DEFAULT_PORT;
-	if (!o.buffer_size)
-		o.buffer_size = EVR_DEFAULT_BUFFER_SIZE;
-	if (!o.stall_ms)
-		o.stall_ms = EVR_DEFAULT_STALL_MS;
-	if (!o.conns)
-		o.conns = 1;
-	if (!o.max_connecting)
-		o.max_connecting = EVR_DEFAULT_MAX_CONNECTING;
-	if (!o.chunk_size)
-		o.chunk_size = EVR_DEFAULT_CHUNK_SIZE;
-	if (!o.max_conns)
-		o.max_conns = EVR_DEFAULT_MAX_SERVER_CONNS;
-	if (!o.max_memory)
-		o.max_memory = EVR_DEFAULT_MAX_MEMORY;
-	if (!o.poll_us)
-		o.poll_us = EVR_DEFAULT_POLL_US;
-	else if (o.poll_us < 0)
+#define DEFAULT(f, kind, lo, hi, def, ...) \
+	if (!o.f) \
+		o.f = def;
+	EVR_STREAM_OPTIONS(DEFAULT)
+#undef DEFAULT
+	if (o.poll_us < 0)
 		o.poll_us = EVR_POLL_NEVER;
 	*out = o;
 	return 0;

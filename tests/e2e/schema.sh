@@ -17,6 +17,8 @@ T=$E2E_TMP
 PY=/usr/bin/python3
 CHECK=$E2E_SRCDIR/tests/jsonschema-check.py
 DOC=$E2E_SRCDIR/doc
+# rstream's is the build's: its options from the option table
+RSCHEMA=$EVR_BUILDDIR/doc/rstream.schema.json
 
 if ! "$PY" -c 'import jsonschema' 2>/dev/null; then
 	not_ok "python3-jsonschema is installed (scripts/deps.sh)"
@@ -56,7 +58,7 @@ printf '%s\n' '{"type":"listening","extra":1}' >"$T/neg1.json"
 printf '%s\n' '{"type":"summary","tool":"rstream","results":-1,"total_bytes":0,"elapsed_s":0,"accepted":0,"conn_done":0,"conn_failed":0,"exit_status":0}' >"$T/neg2.json"
 printf '%s\n' '{"type":"nosuch"}' >"$T/neg3.json"
 for n in 1 2 3; do
-	if "$PY" "$CHECK" "$DOC/rstream.schema.json" "$T/neg$n.json" >/dev/null 2>&1; then
+	if "$PY" "$CHECK" "$RSCHEMA" "$T/neg$n.json" >/dev/null 2>&1; then
 		not_ok "the checker rejects a record off the schema ($(cat "$T/neg$n.json"))"
 	else
 		ok "the checker rejects a record off the schema (case $n)"
@@ -94,7 +96,7 @@ if start_server fk "$P" "$R" -T s -T f -b $H -p "$P" --once --json; then
 	bg_wait fk 20
 fi
 for f in srv c1 c2 c3 c4 c5 fk dies; do : >>"$T/$f.out"; done
-validate rstream "$DOC/rstream.schema.json" "$T"/{srv,c1,c2,c3,c4,c5,fk,dies}.out
+validate rstream "$RSCHEMA" "$T"/{srv,c1,c2,c3,c4,c5,fk,dies}.out
 covers rstream "$TYPES" start listening keepalive accepted settings progress \
 	result conn_done conn_failed error summary
 "$PY" - "$T/c2.out" <<'PYEOF' >"$T/agg.check" 2>&1
