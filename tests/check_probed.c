@@ -317,7 +317,7 @@ START_TEST(test_errors)
 	    "rstream, mckey");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"size\": 0 } ] }",
-	    "probes[0] (\"a\"): \"size\" is 0, must be 1 to 1073741824");
+	    "probes[0] (\"a\"): \"size\" is 0, must be 1 to 67108864");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"count\": 1.5 } ] }",
 	    "probes[0] (\"a\"): \"count\" must be an integer");
@@ -643,7 +643,7 @@ START_TEST(test_responders_conf)
 	    "responders[0]: \"port\" must be a port number 1 to 65535");
 	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1,"
 	    " \"max_memory\": 1 } ] }",
-	    "responders[0]: \"max_memory\" is 1, must be 1024 to 1099511627776");
+	    "responders[0]: \"max_memory\" is 1, must be 4096 to 1099511627776");
 	bad("{ \"responders\": [ { \"transport\": \"tcp\", \"port\": 1 },"
 	    " { \"transport\": \"tcp\", \"port\": 1 } ] }",
 	    "responders[1]: the same transport, bind and port as responders[0]");
