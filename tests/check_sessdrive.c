@@ -473,6 +473,75 @@ START_TEST(test_driver_cancel)
 }
 END_TEST
 
+/* --all-at-once's gate, driven: the owner hears once that a session is
+ * at its gate, however often it is woken there; waiting, it has no fd
+ * or idle watcher, and its watchdog lets it be past the stall timeout;
+ * opened, it runs its test to the end. */
+static unsigned gate_calls;
+
+static void drv_at_gate(struct evr_sess *x)
+{
+	ck_assert_int_eq(x->state, EVR_SS_GATED);
+	ck_assert(x->held);
+	gate_calls++;
+}
+
+static const struct evr_sess_owner gate_owner = {
+	.result = rec_result,
+	.finished = drv_finished,
+	.at_gate = drv_at_gate,
+};
+
+static void stop_loop(struct ev_loop *l, ev_timer *w, int revents)
+{
+	ev_break(l, EVBREAK_ALL);
+}
+
+START_TEST(test_driver_gate)
+{
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+	ev_timer t;
+
+	finished_n[0] = finished_n[1] = 0;
+	gate_calls = 0;
+	base_opts(&oc);
+	base_opts(&os);
+	oc.stall_ms = 40;
+	custom_plan(&pc, 100, 3, 4);
+	default_lat_plan(&ps);
+	drv_start(&cl, 1, &pc, &oc);
+	drv_start(&sv, 0, &ps, &os);
+	cl.s.owner = &gate_owner;
+	evr__sess_set(&cl.s, EVR_SF_GATE, 1);
+	evr__sess_drive(&sv.s, EVR_SE_CONNECTED, 0);
+	evr__sess_drive(&cl.s, EVR_SE_CONNECTED, 0);
+	/* the negotiation goes on the loop, then 5 of the client's stall
+	 * timeouts with it at its gate (the server waits for the first
+	 * sync, on its own, longer timeout) */
+	ev_timer_init(&t, stop_loop, 0.2, 0.);
+	ev_timer_start(loop->ev, &t);
+	evr_loop_run(loop);
+	ck_assert_int_eq(cl.s.state, EVR_SS_GATED);
+	ck_assert_uint_eq(gate_calls, 1);
+	ck_assert(!ev_is_active(&cl.s.io_w));
+	ck_assert(!ev_is_active(&cl.s.idle_w));
+	ck_assert(ev_is_active(&cl.s.wd_w));
+	evr__sess_drive(&cl.s, EVR_SE_READY, 0);
+	evr__sess_drive(&cl.s, EVR_SE_READY, 0);
+	ck_assert_int_eq(cl.s.state, EVR_SS_GATED);
+	ck_assert_uint_eq(gate_calls, 1);
+	ck_assert_uint_eq(cl.rec.n, 0);
+	evr__sess_drive(&cl.s, EVR_SE_OPEN, 0);
+	ck_assert(!cl.s.held);
+	evr_loop_run(loop);
+	assert_both_done();
+	ck_assert_uint_eq(gate_calls, 1);
+	ck_assert_uint_eq(finished_n[0], 1);
+	assert_result(&cl.rec, 0, "custom", 100, 3, 4);
+}
+END_TEST
+
 static Suite *sessdrive_suite(void)
 {
 	Suite *su = suite_create("sessdrive");
@@ -486,6 +555,7 @@ static Suite *sessdrive_suite(void)
 	tcase_add_test(tc, test_driver_ready_never);
 	tcase_add_test(tc, test_driver_block_eagain_is_stall);
 	tcase_add_test(tc, test_driver_cancel);
+	tcase_add_test(tc, test_driver_gate);
 	tcase_add_test(tc, test_driver_long_poll_yields);
 	tcase_add_test(tc, test_driver_long_poll_ends);
 	tcase_add_test(tc, test_driver_poll_preempted);

@@ -188,6 +188,8 @@ static void wait_for(struct evr_sess *s, enum evr_sess_want w)
 
 static void apply(struct evr_sess *s, enum evr_sess_want w)
 {
+	int at_gate;
+
 	if (w == EVR_WANT_NONE || w == EVR_WANT_DETACH) {
 		finish(s, w);
 		return;
@@ -200,14 +202,13 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
 		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
 		return;
 	}
+	/* just come to its gate (not held yet: a wake-up there is not) */
+	at_gate = w == EVR_WANT_GATE && !s->held;
 	wait_for(s, w);
-	if (s->gate_news) {
-		/* last, with the watchers set: the owner may open every
-		 * gate from here, this one's too, and s may be gone after */
-		s->gate_news = 0;
-		if (s->owner && s->owner->at_gate)
-			s->owner->at_gate(s);
-	}
+	/* last, with the watchers set: the owner may open every gate from
+	 * here, this one's too, and s may be gone after */
+	if (at_gate && s->owner && s->owner->at_gate)
+		s->owner->at_gate(s);
 }
 
 /*

@@ -444,7 +444,6 @@ static enum evr_sess_want nego_act(struct evr_sess *s,
 	case EVR_NEGO_BEGIN:
 		if (evr__sess_has(s, EVR_SF_GATE)) {
 			/* the first test waits for its owner */
-			s->gate_news = 1;
 			set_state(s, EVR_SS_GATED);
 			return EVR_WANT_GATE;
 		}

@@ -202,8 +202,6 @@ struct evr_sess {
 	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
 	int held;               /* GATED: its owner holds it back (it
 				 * waits for others): no stall */
-	int gate_news;          /* reached its gate: the owner is to hear
-				 * (evr_sess_owner.at_gate) */
 	int wd_state;           /* its watchers are set up (apply()) */
 	struct evr_sched_seat seat; /* in play on its loop's scheduler
 				     * (sched.h), from its driver's first
