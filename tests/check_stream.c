@@ -1286,7 +1286,7 @@ static void pingpong_run(const char *port, enum evr_io_mode io,
 /* Many connections in one loop, fairly (HACKING.md): -c 4 in a duration
  * run against a server that serves them all in its one loop, the
  * slowest connection runs at least 0.8 x the iterations of the fastest,
- * and the four together at least as many as one alone.  Counts, not
+ * and the four together at least 0.8 x as many as one alone.  Counts, not
  * times: a connection that polled or spun in place while the others'
  * replies waited did 35k iterations against 300 (-T a), and four
  * connections that each spun 64 tries a turn did half of what one did
@@ -1299,7 +1299,11 @@ static void pingpong_run(const char *port, enum evr_io_mode io,
  * goes at the pace of time slices whatever the connections (51 round
  * trips in 0.4 s, -c 4 201), so a -T n run on a busy host can lose a
  * round to one that had a better placement: up to five rounds (a -c 1
- * run and a -c 4 run each), one of which must hold both. */
+ * run and a -c 4 run each), one of which must hold both.  The four do
+ * more than one on a quiet host (1.3-1.5 x, both builds), but not on a
+ * loaded one: CI's ASan build, its tests beside it, had -c 4 at 0.91-0.97
+ * x -c 1 in all five rounds, evenly shared; the bar of 0.8 x is below that
+ * and well above the spinning's 0.5 x. */
 static void fair_share(enum evr_io_mode io)
 {
 	struct evr_stream_opts so;
@@ -1325,7 +1329,7 @@ static void fair_share(enum evr_io_mode io)
 			if (C.conn_iters[i] > hi)
 				hi = C.conn_iters[i];
 		}
-		ok = lo * 10ull >= hi * 8ull && four >= one;
+		ok = lo * 10ull >= hi * 8ull && four * 10 >= one * 8;
 		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
 			 " -c 4: %u, %u, %u, %u (%" PRIu64 "), -c 1: %" PRIu64
 			 ";", C.conn_iters[0], C.conn_iters[1],
@@ -1336,7 +1340,7 @@ static void fair_share(enum evr_io_mode io)
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(ok, "-T %c: no round fair (slowest >= 0.8 x fastest) "
-		      "with -c 4 at least -c 1's iterations:%s",
+		      "with -c 4 at least 0.8 x -c 1's iterations:%s",
 		      io == EVR_IO_ASYNC ? 'a' : 'n', msg);
 }
 
