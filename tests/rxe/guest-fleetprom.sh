@@ -141,6 +141,11 @@ all_up() { [ "$(qval "count(host_peer:evrdma_probe_up:last == 1)")" = "$PAIRS" ]
 # nothing firing, nothing pending: an injection starts from a clean
 # state, so that no alert of the one before is taken for its own
 quiet() { [ -z "$(firing 'firing|pending')" ]; }
+# no pair slow by the rules' own mark (3 x its baseline): the fleet's
+# latencies are back, so that the next injection's baselines and means
+# are not the last one's (a starved host took seconds to come back, and
+# the +1 ms after it was judged against both)
+unslowed() { [ "$(qval 'sum(host_peer:evrdma_rstream_network_slow:bool)')" = 0 ]; }
 # runs: every mesh probe's completed runs, "LABELS VALUE" a line
 runs() { q 'evrdma_probe_runs_total{probe=~"mesh:.+"}' | sort; }
 # two_more BASE NOW: every series of BASE has 2 runs more in NOW: the
@@ -156,7 +161,7 @@ wait_settled() { # SECONDS: every pair up, no alert firing or pending,
 	# and every pair's two runs since
 	local i based=""
 	for i in $(seq $(($1 * 2))); do
-		if all_up && quiet; then
+		if all_up && quiet && unslowed; then
 			[ -n "$based" ] || { runs >"$T/runs0"; based=1; }
 			runs >"$T/runs1"
 			two_more "$T/runs0" "$T/runs1" && return 0
@@ -298,9 +303,9 @@ $diag"
 	fi
 	t=$(now)
 	if wait_settled "$(tsc 60)"; then
-		ok "... $tgt repaired: every pair up, no alert firing or pending ($(since "$t") s)"
+		ok "... $tgt repaired: every pair up and at its latency, no alert firing or pending ($(since "$t") s)"
 	else
-		ko "... $tgt repaired" "pairs up: $(qval "count(host_peer:evrdma_probe_up:last == 1)") of $PAIRS; firing or pending: $(firing 'firing|pending' | tr '\n' ';')"
+		ko "... $tgt repaired" "pairs up: $(qval "count(host_peer:evrdma_probe_up:last == 1)") of $PAIRS; pairs slow: $(qval 'sum(host_peer:evrdma_rstream_network_slow:bool)'); firing or pending: $(firing 'firing|pending' | tr '\n' ';')"
 	fi
 }
 for r in $(seq "$ROUNDS"); do
