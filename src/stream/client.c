@@ -142,7 +142,6 @@ static void client_finished(struct evr_sess *s)
 	struct stream_client *cl = client_of(s->owner_ud);
 
 	client_not_connecting(cl, cs);
-	s->fail.conn_id = s->id;
 	if (s->state == EVR_SS_FAILED)
 		client_fail(cl, cs->k, &s->fail);
 	/* verification's counters go on on the next series' connections */

@@ -225,7 +225,6 @@ static void server_finished(struct evr_sess *s)
 	struct evr_failure fl;
 	int ok = s->state == EVR_SS_DONE;
 
-	s->fail.conn_id = s->id;
 	if (!ok && s->fail.err != -EVR_E_CANCELLED)
 		EVR__STREAM_EMIT(st, conn_failed, &s->fail);
 	if (ok) {

@@ -141,11 +141,14 @@ all_up() { [ "$(qval "count(host_peer:evrdma_probe_up:last == 1)")" = "$PAIRS" ]
 # nothing firing, nothing pending: an injection starts from a clean
 # state, so that no alert of the one before is taken for its own
 quiet() { [ -z "$(firing 'firing|pending')" ]; }
-# no pair slow by the rules' own mark (3 x its baseline): the fleet's
-# latencies are back, so that the next injection's baselines and means
-# are not the last one's (a starved host took seconds to come back, and
-# the +1 ms after it was judged against both)
-unslowed() { [ "$(qval 'sum(host_peer:evrdma_rstream_network_slow:bool)')" = 0 ]; }
+# no host with more than half of its pairs slow by the rules' own mark
+# (3 x its baseline), the hosts EvrdmaHostLatencyHigh may name: the
+# next injection's alerts are its own, not the last one's lingering (a
+# starved host's pairs were still slow when a +1 ms went on elsewhere,
+# and the alert named the starved host).  A pair or two slow for a
+# minute after a repair (seen after dead, spine) names nobody.
+slowhosts() { q 'host:evrdma_rstream_network_slow:ratio > 0.5' | sed 's/.*"host":"\([^"]*\)".* \([^ ]*\)$/\1 \2/'; }
+unslowed() { [ -z "$(slowhosts)" ]; }
 # runs: every mesh probe's completed runs, "LABELS VALUE" a line
 runs() { q 'evrdma_probe_runs_total{probe=~"mesh:.+"}' | sort; }
 # two_more BASE NOW: every series of BASE has 2 runs more in NOW: the
@@ -303,9 +306,9 @@ $diag"
 	fi
 	t=$(now)
 	if wait_settled "$(tsc 60)"; then
-		ok "... $tgt repaired: every pair up and at its latency, no alert firing or pending ($(since "$t") s)"
+		ok "... $tgt repaired: every pair up, no host with most pairs slow, no alert firing or pending ($(since "$t") s)"
 	else
-		ko "... $tgt repaired" "pairs up: $(qval "count(host_peer:evrdma_probe_up:last == 1)") of $PAIRS; pairs slow: $(qval 'sum(host_peer:evrdma_rstream_network_slow:bool)'); firing or pending: $(firing 'firing|pending' | tr '\n' ';')"
+		ko "... $tgt repaired" "pairs up: $(qval "count(host_peer:evrdma_probe_up:last == 1)") of $PAIRS; hosts with most pairs slow: $(slowhosts | tr '\n' ';'); pairs slow: $(q 'host_peer:evrdma_rstream_network_seconds:mean2m and on (host, peer) (host_peer:evrdma_rstream_network_slow:bool == 1)' | sed 's/.*"host":"\([^"]*\)".*"peer":"\([^"]*\)".* \([^ ]*\)$/\1->\2 \3 s/' | tr '\n' ';'); firing or pending: $(firing 'firing|pending' | tr '\n' ';')"
 	fi
 }
 for r in $(seq "$ROUNDS"); do

@@ -55,18 +55,6 @@ static struct rconn *rconn_new(struct rdma_xport *x, int inline_size)
 	return rc;
 }
 
-/* The peer's private data, once per connection. */
-static void save_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
-{
-	rc->peer = *cd;
-	rc->swap_sge = !(cd->flags & EVR_RS_FLAG_NET) !=
-		       !evr__rs_host_big_endian();
-	evr__rs_tx_init(&rc->tx, rc->sq_size - EVR_RS_CTRL_SIZE,
-			rc->sbuf_size, cd);
-	evr__rs_rx_init(&rc->rx, rc->rbuf_size, (uint16_t)rc->rq_size,
-			cd->target_sgl.length, rc->rmsg, rc->rq_post + 1);
-}
-
 /* The connection's device and port, for a failure to name them. */
 static void name_device(struct rconn *rc)
 {
@@ -92,7 +80,6 @@ static int create_ep(struct rconn *rc, const char **what)
 	struct ibv_device_attr da;
 	struct ibv_qp_init_attr qa;
 	uint32_t maxwr = EVR_RS_QP_MAX;
-	size_t soff;
 	int ret;
 
 	/* iWARP has no write with immediate: rsockets then speaks another
@@ -101,18 +88,11 @@ static int create_ep(struct rconn *rc, const char **what)
 	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
 		return -EPROTONOSUPPORT;
 	name_device(rc);
-	/* a client knows how many it opens; a server counts what it holds */
-	evr__rdma_conn_sizes(o, o->server || o->conns <= 1 ? rc->x->nconns :
-		   (unsigned)o->conns, &rc->sbuf_size, &rc->sq_size,
-		   &rc->rq_size);
-	rc->rbuf_size = rc->sbuf_size;
 	if (!ibv_query_device(id->verbs, &da) && da.max_qp_wr > 0)
 		maxwr = (uint32_t)da.max_qp_wr;
-	if (rc->sq_size > maxwr)
-		rc->sq_size = maxwr;
-	if (rc->rq_size + RQ_EXTRA > maxwr)
-		rc->rq_size = maxwr - RQ_EXTRA;
-	rc->rq_post = rc->rq_size + RQ_EXTRA;
+	/* a client knows how many it opens; a server counts what it holds */
+	evr__rdma_mem_sizes(rc, o->server || o->conns <= 1 ? rc->x->nconns :
+			    (unsigned)o->conns, maxwr);
 
 	ret = evr__rdma_cq_reserve(rc, rc->sq_size + rc->rq_post, what);
 	if (ret)
@@ -139,25 +119,9 @@ static int create_ep(struct rconn *rc, const char **what)
 	/* the provider may give more than asked */
 	rc->max_inline = qa.cap.max_inline_data;
 
-	*what = "memory";
-	/* both rings in one run of pages (the receive ring on a cache
-	 * line, whatever -B made the send ring) */
-	soff = ((size_t)rc->sbuf_size + 63) & ~(size_t)63;
-	rc->sbuf = evr__rdma_page_alloc(soff + rc->rbuf_size);
-	rc->tsgl = evr__rdma_cell_get(rc->x);
-	rc->rmsg = calloc(rc->rq_post + 1, sizeof(*rc->rmsg));
-	if (!rc->sbuf || !rc->tsgl || !rc->rmsg)
-		return -ENOMEM;
-	rc->rbuf = rc->sbuf + soff;
-	*what = "ibv_reg_mr";
-	rc->smr = ibv_reg_mr(id->pd, rc->sbuf, rc->sbuf_size,
-			     IBV_ACCESS_LOCAL_WRITE);
-	rc->tmr = ibv_reg_mr(id->pd, rc->tsgl, CELL_USED,
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	rc->rmr = ibv_reg_mr(id->pd, rc->rbuf, rc->rbuf_size,
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!rc->smr || !rc->tmr || !rc->rmr)
-		return -errno ? -errno : -ENOMEM;
+	ret = evr__rdma_mem_setup(rc, id->pd, what);
+	if (ret)
+		return ret;
 	*what = "ibv_post_recv";
 	ret = evr__rdma_post_recvs(rc, rc->rq_post);
 	if (ret)
@@ -294,7 +258,7 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 	ret = create_ep(rc, &what);
 	if (ret)
 		goto fail;
-	save_peer(rc, &cd);
+	evr__rdma_take_peer(rc, &cd);
 	our_conn_data(rc, pd);
 	/* echo the REQ's parameters; replace only the private data */
 	p = e->param.conn;
@@ -342,14 +306,14 @@ static void on_established(struct rconn *rc, struct rdma_cm_event *e)
 		connect_failed(rc, ret == -EPROTONOSUPPORT ? -ENOTSUP : ret);
 		return;
 	}
-	save_peer(rc, &cd);
+	evr__rdma_take_peer(rc, &cd);
 	established(rc);
 	evr__rdma_pend_add(rc, PEND_CONNECTED);
 }
 
 static void on_disconnected(struct rconn *rc)
 {
-	rc->facts |= EVR_RC_F_CM_DISC;
+	evr__rdma_facts(rc, EVR_RC_F_CM_DISC, 0);
 	/* ends a connect attempt with ECONNRESET */
 	evr__rdma_close_step(rc, EVR_RC_E_CM_DISC, -ECONNRESET);
 }
@@ -365,11 +329,10 @@ static void conn_lost(struct rconn *rc, unsigned port, int fatal)
 
 	name_device(rc);
 	if (!port) {
-		rc->facts |= EVR_RC_F_DEV_GONE;
+		evr__rdma_facts(rc, EVR_RC_F_DEV_GONE, 0);
 		rc->base.dev_detail = fatal;
 	}
-	if (rc->err == -EIO)
-		rc->err = err;
+	evr__rdma_err_reason(rc, err);
 	if (rc->state == EVR_RC_OPEN)
 		evr__rdma_set_err(rc, err, port ? "port down" : "device gone");
 	evr__rdma_close_step(rc, port ? EVR_RC_E_PORT_DOWN : EVR_RC_E_DEV_GONE,
@@ -760,7 +723,7 @@ static int x_open(struct evr_xport *xp, const struct evr_addr *dst,
 		evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
 		return f->err;
 	}
-	rc->facts |= EVR_RC_F_OWNED;
+	evr__rdma_facts(rc, EVR_RC_F_OWNED, 0);
 	*out = &rc->base;
 	return 0;
 }

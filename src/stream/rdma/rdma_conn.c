@@ -105,8 +105,21 @@ static void wc_failed(struct rconn *rc, const struct ibv_wc *wc)
 	evr__rdma_set_err(rc, -EIO, ibv_wc_status_str(wc->status));
 }
 
+/* The peer's private data, once per connection: the data path's
+ * rings start from it. */
+void evr__rdma_take_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
+{
+	rc->peer = *cd;
+	rc->swap_sge = !(cd->flags & EVR_RS_FLAG_NET) !=
+		       !evr__rs_host_big_endian();
+	evr__rs_tx_init(&rc->tx, rc->sq_size - EVR_RS_CTRL_SIZE,
+			rc->sbuf_size, cd);
+	evr__rs_rx_init(&rc->rx, rc->rbuf_size, (uint16_t)rc->rq_size,
+			cd->target_sgl.length, rc->rmsg, rc->rq_post + 1);
+}
+
 /* One receive completion; returns 1 when its receive is to be re-posted. */
-int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
+static int recv_one(struct rconn *rc, const struct ibv_wc *wc)
 {
 	struct evr_rs_sge sge;
 	uint32_t msg, data;
@@ -136,12 +149,12 @@ int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 	case EVR_RS_OP_CTRL:
 		/* facts only: the close decides at its next step */
 		if (data == EVR_RS_CTRL_DISCONNECT) {
-			rc->facts |= EVR_RC_F_PEER_DISC;
+			evr__rdma_facts(rc, EVR_RC_F_PEER_DISC, 0);
 			evr__rdma_wake(rc);
 		} else if (data == EVR_RS_CTRL_SHUTDOWN) {
-			rc->facts |= EVR_RC_F_PEER_SHUT;
+			evr__rdma_facts(rc, EVR_RC_F_PEER_SHUT, 0);
 			if (evr__rdma_shut(rc))
-				rc->facts |= EVR_RC_F_PEER_DISC;
+				evr__rdma_facts(rc, EVR_RC_F_PEER_DISC, 0);
 			evr__rdma_wake(rc);
 		}
 		break;
@@ -172,6 +185,13 @@ int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
 		break;
 	}
 	return 1;
+}
+
+/* One receive completion: its receive counted for re-posting
+ * (evr__rdma_repost()) when it is to be. */
+void evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc)
+{
+	rc->repost += (unsigned)recv_one(rc, wc);
 }
 
 void evr__rdma_send_wc(struct rconn *rc, const struct ibv_wc *wc)
@@ -512,9 +532,8 @@ static int owner_err(struct rconn *rc)
 {
 	if (rc->err == -EIO && rc->rcq && rc->id &&
 	    evr__dev_refresh(&rc->rcq->dev->user, rc->id->port_num) !=
-	    EVR__PORT_ACTIVE &&
-	    rc->err == -EIO)
-		rc->err = -EVR_E_PORTDOWN;
+	    EVR__PORT_ACTIVE)
+		evr__rdma_err_reason(rc, -EVR_E_PORTDOWN);
 	return rc->err;
 }
 
@@ -738,8 +757,7 @@ static void r_close(struct evr_conn *c)
 
 	c->wake = NULL;
 	rc->tx.more = 0;
-	rc->facts &= ~(unsigned)EVR_RC_F_OWNED;
-	rc->facts |= EVR_RC_F_LINGER;
+	evr__rdma_facts(rc, EVR_RC_F_LINGER, EVR_RC_F_OWNED);
 	evr__rdma_pend_remove(rc);
 	rc->x->nlinger++;
 	/* as rclose(): rshutdown first, while still open */
@@ -862,15 +880,7 @@ static void teardown(struct rconn *rc, int dreq)
 	}
 	evr__rdma_slot_put(rc);
 	evr__rdma_cq_release(rc);
-	if (rc->smr)
-		ibv_dereg_mr(rc->smr);
-	if (rc->tmr)
-		ibv_dereg_mr(rc->tmr);
-	if (rc->rmr)
-		ibv_dereg_mr(rc->rmr);
-	free(rc->sbuf);         /* and rbuf */
-	evr__rdma_cell_put(x, rc->tsgl);
-	free(rc->rmsg);
+	evr__rdma_mem_free(rc);
 	if (rc->id)
 		rdma_destroy_id(rc->id);
 	free(rc);

@@ -113,7 +113,7 @@ int evr__rdma_poll_rcq(struct rcq *q, struct rconn *self)
 			if (!rc)
 				continue;
 			if (wc[i].wr_id & WR_RECV)
-				rc->repost += x->up.recv_wc(rc, &wc[i]);
+				x->up.recv_wc(rc, &wc[i]);
 			else
 				x->up.send_wc(rc, &wc[i]);
 			mine += rc == self;

@@ -153,18 +153,18 @@ struct rslot {
 	uint32_t next_free;
 };
 
+/*
+ * One connection.  Its fields are grouped by the file that changes them
+ * ("owner:" below); the others read them, and change them only through
+ * the owner's functions (tests/e2e/owners.sh checks every assignment).
+ * base is the session's interface (struct evr_conn), not in this rule.
+ */
 struct rconn {
 	struct evr_conn base;
+	/* owner: rdma_cm.c (setting up: the CM id, its route, the QP) */
 	struct rdma_xport *x;
 	struct rconn *prev, *next;     /* every connection of the engine */
-	struct rconn *pend_next;       /* queued for an upcall */
-	unsigned pend;
-	int conn_err;                  /* for PEND_CONNECTED */
 	unsigned id_no;                /* for traces */
-	/* moved by set_state while setting up, then only by close_step */
-	enum evr_rc_state state;
-	enum evr_rc_disc disc;         /* our DISCONNECT */
-	unsigned facts;                /* EVR_RC_F_*: what happened */
 	struct rdma_cm_id *id;
 	struct sockaddr_storage dst;
 	uint8_t route[256];            /* -T r: a path from rdma_getaddrinfo */
@@ -172,18 +172,40 @@ struct rconn {
 	unsigned retries;
 	int inline_req;
 	uint32_t max_inline;
-	/* endpoint */
-	struct rcq *rcq;               /* its share of a device's CQ */
+	ev_timer close_w;
+	ev_timer ka_w;
+	/* owner: rdma_conn.c (the data path and the close machine) */
+	/* moved by set_state while setting up, then only by close_step */
+	enum evr_rc_state state;
+	enum evr_rc_disc disc;         /* our DISCONNECT */
+	int conn_err;                  /* for PEND_CONNECTED */
+	/* the completions seen by the last call that found nothing to do
+	 * (r_ready) */
+	uint32_t wc_seen;
+	unsigned repost;               /* receives to post again */
+	struct evr_rs_conn_data peer;
+	int swap_sge;
+	struct evr_rs_tx tx;
+	struct evr_rs_rx rx;
+	/* the data path's own figures (traced at the end) */
+	uint64_t n_writes, n_corked, b_corked, n_msgs;
+	uint64_t n_send_polls;     /* sends that polled the CQ first */
+	/* owner: rdma_dev.c (its share of a device's CQ and slots) */
+	struct rcq *rcq;
 	unsigned cq_need;              /* CQ entries its queues may fill */
 	uint32_t slot;                 /* x->slots[slot].rc == this */
 	uint16_t gen;
 	struct rconn *touch_next;      /* completions came, in one poll */
 	int touched;
-	/* completions of its taken (by whichever poll), and how many of
-	 * them the last call that found nothing to do had seen (r_ready) */
-	uint32_t n_wc, wc_seen;
+	uint32_t n_wc;                 /* completions of its taken, by
+					* whichever poll */
 	int waiting;                   /* counted in rcq->waiters */
-	unsigned repost;               /* receives to post again */
+	/* owner: rdma_upcall.c (what the owner is told) */
+	struct rconn *pend_next;       /* queued for an upcall */
+	unsigned pend;
+	unsigned facts;                /* EVR_RC_F_*: what happened */
+	int err;                       /* sticky: the connection is broken */
+	/* owner: rdma_mem.c (its memory and the sizes of its queues) */
 	uint8_t *sbuf, *rbuf;          /* one allocation, rbuf after sbuf */
 	uint8_t *tsgl;                 /* a cell (cell_get()): the target SGL
 					* the peer writes, then the control
@@ -192,25 +214,15 @@ struct rconn {
 	uint32_t sbuf_size, rbuf_size;
 	uint32_t sq_size, rq_size, rq_post;
 	uint32_t *rmsg;
-	struct evr_rs_conn_data peer;
-	int swap_sge;
-	struct evr_rs_tx tx;
-	struct evr_rs_rx rx;
-	/* the data path's own figures (traced at the end) */
-	uint64_t n_writes, n_corked, b_corked, n_msgs;
-	uint64_t n_send_polls;     /* sends that polled the CQ first */
-	int err;                       /* sticky: the connection is broken */
-	ev_timer close_w;
-	ev_timer ka_w;
 };
 
 /* The calls the lower files (rdma_dev.c, rdma_upcall.c, and rdma_conn.c
  * for -T b's wait) make upward, filled by rdma_cm.c. */
 struct rdma_up {
-	/* rdma_conn.c: a receive's completion (1: repost its receive), a
+	/* rdma_conn.c: a receive's completion (counted for reposting), a
 	 * send's, the receives taken given back, a held connection's
 	 * completions processed (may destroy it) */
-	int (*recv_wc)(struct rconn *rc, const struct ibv_wc *wc);
+	void (*recv_wc)(struct rconn *rc, const struct ibv_wc *wc);
 	void (*send_wc)(struct rconn *rc, const struct ibv_wc *wc);
 	void (*repost)(struct rconn *rc);
 	void (*closing_polled)(struct rconn *rc);
@@ -305,6 +317,10 @@ static inline int evr__rdma_may_write(const struct rconn *rc)
 void *evr__rdma_page_alloc(size_t size);
 uint8_t *evr__rdma_cell_get(struct rdma_xport *x);
 void evr__rdma_cell_put(struct rdma_xport *x, uint8_t *c);
+void evr__rdma_mem_sizes(struct rconn *rc, unsigned nconns, uint32_t maxwr);
+int evr__rdma_mem_setup(struct rconn *rc, struct ibv_pd *pd,
+			const char **what);
+void evr__rdma_mem_free(struct rconn *rc);
 void evr__rdma_conn_sizes(const struct evr_stream_opts *o, unsigned n,
 			  uint32_t *ring, uint32_t *sq, uint32_t *rq);
 
@@ -317,6 +333,8 @@ void evr__rdma_wake(struct rconn *rc);
 void evr__rdma_run_pend(struct rdma_xport *x);
 void evr__rdma_trace_err(struct rconn *rc, const char *what, int err);
 void evr__rdma_set_err(struct rconn *rc, int err, const char *what);
+void evr__rdma_err_reason(struct rconn *rc, int err);
+void evr__rdma_facts(struct rconn *rc, unsigned set, unsigned clear);
 
 /* rdma_dev.c: completions, devices, shared CQs, slots */
 void evr__rdma_set_waiting(struct rconn *rc, int on);
@@ -334,9 +352,10 @@ void evr__rdma_slot_put(struct rconn *rc);
 /* rdma_conn.c: a connection's completions, state, control messages, the
  * data path, closing */
 int evr__rdma_post_recvs(struct rconn *rc, unsigned n);
-int evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc);
+void evr__rdma_recv_wc(struct rconn *rc, const struct ibv_wc *wc);
 void evr__rdma_send_wc(struct rconn *rc, const struct ibv_wc *wc);
 void evr__rdma_repost(struct rconn *rc);
+void evr__rdma_take_peer(struct rconn *rc, const struct evr_rs_conn_data *cd);
 void evr__rdma_set_state(struct rconn *rc, enum evr_rc_state st);
 void evr__rdma_ka_cb(struct ev_loop *l, ev_timer *w, int revents);
 void evr__rdma_process(struct rconn *rc);

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,4 +114,62 @@ uint64_t evr__rdma_memlock(const struct evr_stream_opts *o)
 	one = pages(2 * (uint64_t)buf) + pages(CELL_USED) +
 	      pages((sq + rq) * 64) + pages(sq * (64 + inl) + rq * 64);
 	return one * n;
+}
+
+/* ---- a connection's memory (this file's: the fields under "memory" in
+ * struct rconn) ---- */
+
+void evr__rdma_mem_sizes(struct rconn *rc, unsigned nconns, uint32_t maxwr)
+{
+	evr__rdma_conn_sizes(rc->x->base.o, nconns, &rc->sbuf_size,
+			     &rc->sq_size, &rc->rq_size);
+	rc->rbuf_size = rc->sbuf_size;
+	if (rc->sq_size > maxwr)
+		rc->sq_size = maxwr;
+	if (rc->rq_size + RQ_EXTRA > maxwr)
+		rc->rq_size = maxwr - RQ_EXTRA;
+	rc->rq_post = rc->rq_size + RQ_EXTRA;
+}
+
+/* The rings in one run of pages (the receive ring on a cache line,
+ * whatever -B made the send ring), the target SGL's cell, the receive
+ * messages, and their registrations.  *what names what failed. */
+int evr__rdma_mem_setup(struct rconn *rc, struct ibv_pd *pd,
+			const char **what)
+{
+	size_t soff = ((size_t)rc->sbuf_size + 63) & ~(size_t)63;
+
+	*what = "memory";
+	rc->sbuf = evr__rdma_page_alloc(soff + rc->rbuf_size);
+	rc->tsgl = evr__rdma_cell_get(rc->x);
+	rc->rmsg = calloc(rc->rq_post + 1, sizeof(*rc->rmsg));
+	if (!rc->sbuf || !rc->tsgl || !rc->rmsg)
+		return -ENOMEM;
+	rc->rbuf = rc->sbuf + soff;
+	*what = "ibv_reg_mr";
+	rc->smr = ibv_reg_mr(pd, rc->sbuf, rc->sbuf_size,
+			     IBV_ACCESS_LOCAL_WRITE);
+	rc->tmr = ibv_reg_mr(pd, rc->tsgl, CELL_USED,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	rc->rmr = ibv_reg_mr(pd, rc->rbuf, rc->rbuf_size,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!rc->smr || !rc->tmr || !rc->rmr)
+		return -errno ? -errno : -ENOMEM;
+	return 0;
+}
+
+void evr__rdma_mem_free(struct rconn *rc)
+{
+	if (rc->smr)
+		ibv_dereg_mr(rc->smr);
+	if (rc->tmr)
+		ibv_dereg_mr(rc->tmr);
+	if (rc->rmr)
+		ibv_dereg_mr(rc->rmr);
+	free(rc->sbuf);         /* and rbuf */
+	evr__rdma_cell_put(rc->x, rc->tsgl);
+	free(rc->rmsg);
+	rc->sbuf = rc->rbuf = rc->tsgl = NULL;
+	rc->rmsg = NULL;
+	rc->smr = rc->tmr = rc->rmr = NULL;
 }

@@ -31,6 +31,20 @@ void evr__rdma_set_err(struct rconn *rc, int err, const char *what)
 	evr__rdma_wake(rc);
 }
 
+/* A device's reason for a broken connection (-EVR_E_PORTDOWN,
+ * -EVR_E_DEVGONE) in place of the work request's plain -EIO. */
+void evr__rdma_err_reason(struct rconn *rc, int err)
+{
+	if (rc->err == -EIO)
+		rc->err = err;
+}
+
+/* What happened to the connection (EVR_RC_F_*): set, then cleared. */
+void evr__rdma_facts(struct rconn *rc, unsigned set, unsigned clear)
+{
+	rc->facts = (rc->facts | set) & ~clear;
+}
+
 void evr__rdma_defer_kick(struct rdma_xport *x)
 {
 	if (!ev_is_active(&x->defer_w)) {
@@ -96,7 +110,7 @@ void evr__rdma_run_pend(struct rdma_xport *x)
 		rc->pend_next = NULL;
 		/* each upcall may close rc: touch nothing of it after */
 		if (p & PEND_ACCEPTED) {
-			rc->facts |= EVR_RC_F_OWNED;
+			evr__rdma_facts(rc, EVR_RC_F_OWNED, 0);
 			x->base.cbs->accepted(x->base.ud, &rc->base,
 					      rdma_get_peer_addr(rc->id));
 		} else if (p & PEND_CONNECTED) {

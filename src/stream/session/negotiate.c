@@ -19,21 +19,25 @@
 
 #include "negotiate.h"
 
+/* The next step; what the machine takes (n->take ...) stays as set. */
+static void act(struct evr_nego_next *n, enum evr_nego_do what)
+{
+	n->what = what;
+	n->st = EVR_SS_CONNECTING; /* (unused but by EVR_NEGO_OP) */
+	n->send = 0;
+	n->off = n->len = n->need = 0;
+	n->err = n->detail = 0;
+	n->where = NULL;
+}
+
 static void op(struct evr_nego_next *n, enum evr_sess_state st, int send,
 	       size_t off, size_t len)
 {
-	memset(n, 0, sizeof(*n));
-	n->what = EVR_NEGO_OP;
+	act(n, EVR_NEGO_OP);
 	n->st = st;
 	n->send = send;
 	n->off = off;
 	n->len = len;
-}
-
-static void act(struct evr_nego_next *n, enum evr_nego_do what)
-{
-	memset(n, 0, sizeof(*n));
-	n->what = what;
 }
 
 static void fail(struct evr_nego_next *n, int err, int detail,
@@ -43,6 +47,18 @@ static void fail(struct evr_nego_next *n, int err, int detail,
 	n->err = err;
 	n->detail = detail;
 	n->where = where;
+}
+
+/* A feature the machine takes on (on) or drops. */
+static void feat(struct evr_nego_next *n, unsigned f, int on)
+{
+	if (on) {
+		n->feat_set |= f;
+		n->feat_clear &= ~f;
+	} else {
+		n->feat_clear |= f;
+		n->feat_set &= ~f;
+	}
 }
 
 static void encode_plan(struct evr_sess *s, struct evr_nego_next *n)
@@ -144,6 +160,7 @@ void evr__nego_plan_take(struct evr_sess *s, int buf_err,
 	struct evr_conn_plan np;
 	unsigned i;
 
+	memset(n, 0, sizeof(*n));
 	if (buf_err) {
 		reply(s, buf_err == -ENOBUFS ? EVR_PLAN_E_BUDGET :
 					       EVR_PLAN_E_NOMEM, n);
@@ -151,17 +168,19 @@ void evr__nego_plan_take(struct evr_sess *s, int buf_err,
 	}
 	evr__plan_hdr_decode(s->ctl, &h);
 	(void)plan_decode(s, &np); /* as plan_received() found it */
-	s->plan = np;
+	n->take |= EVR_NEGO_T_PLAN | EVR_NEGO_T_PLACE;
+	n->plan = np;
 	/* The server follows the client's plan, verification included; the
 	 * client's send counter is where our receive counter starts. */
-	evr__sess_set(s, EVR_SF_VERIFY, h.flags & EVR_PLAN_F_VERIFY);
-	evr__sess_set(s, EVR_SF_DURATION, h.flags & EVR_PLAN_F_DURATION);
-	if (evr__sess_has(s, EVR_SF_VERIFY)) {
-		s->rpat.next = h.pat_send;
-		s->spat.next = h.pat_recv;
+	feat(n, EVR_SF_VERIFY, h.flags & EVR_PLAN_F_VERIFY);
+	feat(n, EVR_SF_DURATION, h.flags & EVR_PLAN_F_DURATION);
+	if (h.flags & EVR_PLAN_F_VERIFY) {
+		n->take |= EVR_NEGO_T_PATS;
+		n->pat_recv = h.pat_send;
+		n->pat_send = h.pat_recv;
 	}
-	s->conn_index = h.conn_index;
-	s->conn_total = h.conn_total;
+	n->conn_index = h.conn_index;
+	n->conn_total = h.conn_total;
 	for (i = 0; i < np.ntests; i++)
 		if (np.tests[i].flags & EVR_TEST_F_HOLD)
 			break;
@@ -181,31 +200,19 @@ static void first_sync(struct evr_sess *s, struct evr_nego_next *n)
 {
 	uint8_t first;
 
-	s->ti = 0;
-	s->iter = 0;
-	s->xfer = 0;
+	n->take |= EVR_NEGO_T_START | EVR_NEGO_T_REWIND;
 	if (evr__pattern_detect(s->ctl, EVR_SYNC_LEN, &first)) {
-		s->feat |= EVR_SF_VERIFY;
-		s->rpat.next = first;
-		s->spat.next = first;
+		feat(n, EVR_SF_VERIFY, 1);
+		n->take |= EVR_NEGO_T_PATS;
+		n->pat_recv = first;
+		n->pat_send = first;
 	}
 	act(n, EVR_NEGO_FIRST_SYNC);
 }
 
-/* Client: the parts' samples, once the server says it stamps. */
-static int split_alloc(struct evr_sess *s)
-{
-	if (s->split)
-		return 0;
-	s->split = malloc(sizeof(*s->split));
-	if (!s->split)
-		return -ENOMEM;
-	evr__split_init(s->split);
-	return 0;
-}
-
 void evr__nego_start(struct evr_sess *s, struct evr_nego_next *n)
 {
+	memset(n, 0, sizeof(*n));
 	if (!s->client) {
 		op(n, EVR_SS_FIRST_RECV, 0, 0, EVR_SYNC_LEN);
 	} else if (evr__sess_has(s, EVR_SF_NEGOTIATE)) {
@@ -246,7 +253,8 @@ static void hello_answered(struct evr_sess *s, struct evr_nego_next *n)
 static void reply_received(struct evr_sess *s, struct evr_nego_next *n)
 {
 	int st = evr__plan_reply_decode(s->ctl, NULL);
-	unsigned feat;
+	unsigned rf;
+	int hold;
 
 	if (st < 0) {
 		fail(n, -EVR_E_PROTO, 0, "plan reply");
@@ -256,17 +264,13 @@ static void reply_received(struct evr_sess *s, struct evr_nego_next *n)
 		fail(n, -EVR_E_REJECTED, st, "plan");
 		return;
 	}
-	feat = evr__plan_reply_features(s->ctl);
-	s->feat |= EVR_SF_NEGOTIATED;
-	evr__sess_set(s, EVR_SF_END, feat & EVR_REPLY_F_END);
-	evr__sess_set(s, EVR_SF_HOLD, evr__sess_has(s, EVR_SF_SPLIT) &&
-				      (feat & EVR_REPLY_F_HOLD));
-	if (evr__sess_has(s, EVR_SF_HOLD) && split_alloc(s)) {
-		fail(n, -ENOMEM, 0, "malloc");
-		return;
-	}
-	if (evr__sess_has(s, EVR_SF_HOLD) && s->conn->ops->rx_stamps)
-		(void)s->conn->ops->rx_stamps(s->conn);
+	rf = evr__plan_reply_features(s->ctl);
+	hold = evr__sess_has(s, EVR_SF_SPLIT) && (rf & EVR_REPLY_F_HOLD);
+	feat(n, EVR_SF_NEGOTIATED, 1);
+	feat(n, EVR_SF_END, rf & EVR_REPLY_F_END);
+	feat(n, EVR_SF_HOLD, hold);
+	if (hold)
+		n->take |= EVR_NEGO_T_SPLIT;
 	act(n, EVR_NEGO_BEGIN);
 }
 
@@ -275,6 +279,7 @@ void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 	struct evr_plan_hdr h;
 	int st;
 
+	memset(n, 0, sizeof(*n));
 	switch (s->state) {
 	case EVR_SS_HELLO_SEND:
 		op(n, EVR_SS_HELLO_RECV, 0, 0, EVR_SYNC_LEN);
@@ -317,8 +322,8 @@ void evr__nego_done(struct evr_sess *s, struct evr_nego_next *n)
 			fail(n, -EVR_E_REJECTED, s->reply_status, "plan");
 			return;
 		}
-		s->feat |= EVR_SF_NEGOTIATED;
-		s->ti = 0;
+		feat(n, EVR_SF_NEGOTIATED, 1);
+		n->take |= EVR_NEGO_T_START;
 		act(n, EVR_NEGO_BEGIN_DECIDED);
 		return;
 	default:

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The negotiation (negotiate.c), a sub-machine of the session's: it reads
- * and fills the machine's negotiation fields (ctl, the plan, reply
- * status, features) and says what comes next; session.c does it.  It
- * calls nothing of session.c's.
+ * the control buffer (ctl), fills it and its own reply status, and says
+ * what the machine takes from it (the plan, features, the pattern
+ * counters, the connection's place in its series) and what comes next;
+ * session.c does both.  It calls nothing of session.c's, and changes no
+ * field of the machine's but its own (tests/e2e/owners.sh).
  */
 #ifndef EVR_SRC_NEGOTIATE_H
 #define EVR_SRC_NEGOTIATE_H
@@ -31,6 +33,19 @@ enum evr_nego_do {
 				 * evr__nego_plan_take() */
 };
 
+/* What the machine takes from the negotiation, before it acts. */
+enum evr_nego_take {
+	EVR_NEGO_T_PLAN = 1u << 0,   /* server: the client's plan (plan) */
+	EVR_NEGO_T_PATS = 1u << 1,   /* verification's next counters */
+	EVR_NEGO_T_PLACE = 1u << 2,  /* its place in the client's series */
+	EVR_NEGO_T_START = 1u << 3,  /* at the first test (ti = 0) */
+	EVR_NEGO_T_REWIND = 1u << 4, /* ... and its first iteration and
+				      * transfer */
+	EVR_NEGO_T_SPLIT = 1u << 5,  /* client: the server stamps: the
+				      * parts' samples, and the kernel's
+				      * arrival stamps */
+};
+
 struct evr_nego_next {
 	enum evr_nego_do what;
 	enum evr_sess_state st;
@@ -39,6 +54,12 @@ struct evr_nego_next {
 	int err, detail;
 	const char *where;
 	size_t need;
+	/* taken first: EVR_NEGO_T_*, and the features set, then cleared */
+	unsigned take;
+	unsigned feat_set, feat_clear;
+	struct evr_conn_plan plan;
+	uint8_t pat_send, pat_recv;  /* the next send and receive counters */
+	unsigned conn_index, conn_total;
 };
 
 /* Connected: the first step (HELLO, or the server's first receive). */

@@ -298,6 +298,11 @@ void evr__sess_fini(struct evr_sess *s)
 {
 	if (s->loop && (s->wd_state || evr__sched_in_play(&s->seat)))
 		evr__sess_stop_watchers(s);
+	if (s->conn) {
+		s->conn->wake = NULL;
+		s->conn->ops->close(s->conn);
+		s->conn = NULL;
+	}
 	evr__sess_release(s);
 }
 

@@ -125,6 +125,7 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 		      s->state == EVR_SS_DATA_RECV;
 
 	memset(f, 0, sizeof(*f));
+	f->conn_id = s->id;
 	f->err = err;
 	f->detail = detail;
 	f->phase = phase_of(s->state);
@@ -423,6 +424,46 @@ static enum evr_sess_want decided(struct evr_sess *s)
 	return EVR_WANT_READ; /* go on */
 }
 
+/* Client: the parts' samples, once the server says it stamps, and the
+ * kernel's arrival stamps. */
+static int split_start(struct evr_sess *s)
+{
+	if (!s->split) {
+		s->split = malloc(sizeof(*s->split));
+		if (!s->split)
+			return -ENOMEM;
+		evr__split_init(s->split);
+	}
+	if (s->conn && s->conn->ops->rx_stamps)
+		(void)s->conn->ops->rx_stamps(s->conn);
+	return 0;
+}
+
+/* What the machine takes from the negotiation (negotiate.h). */
+static int nego_take(struct evr_sess *s, const struct evr_nego_next *n)
+{
+	s->feat = (s->feat | n->feat_set) & ~n->feat_clear;
+	if (n->take & EVR_NEGO_T_PLAN)
+		s->plan = n->plan;
+	if (n->take & EVR_NEGO_T_PATS) {
+		s->spat.next = n->pat_send;
+		s->rpat.next = n->pat_recv;
+	}
+	if (n->take & EVR_NEGO_T_PLACE) {
+		s->conn_index = n->conn_index;
+		s->conn_total = n->conn_total;
+	}
+	if (n->take & EVR_NEGO_T_START)
+		s->ti = 0;
+	if (n->take & EVR_NEGO_T_REWIND) {
+		s->iter = 0;
+		s->xfer = 0;
+	}
+	if (n->take & EVR_NEGO_T_SPLIT)
+		return split_start(s);
+	return 0;
+}
+
 /* What the negotiation said comes next (negotiate.h), done. */
 static enum evr_sess_want nego_act(struct evr_sess *s,
 				   const struct evr_nego_next *n)
@@ -430,6 +471,8 @@ static enum evr_sess_want nego_act(struct evr_sess *s,
 	struct evr_nego_next after;
 	int err;
 
+	if (nego_take(s, n))
+		return fail(s, -ENOMEM, 0, "malloc");
 	switch (n->what) {
 	case EVR_NEGO_OP:
 		op(s, n->st, n->send, s->ctl + n->off, n->len);
@@ -847,14 +890,9 @@ void evr__sess_use_buf(struct evr_sess *s, uint8_t *buf, size_t size)
 }
 
 /* The machine's half of evr__sess_fini() (sessdrive.c), which stops the
- * watchers first. */
+ * watchers and closes the connection first. */
 void evr__sess_release(struct evr_sess *s)
 {
-	if (s->conn) {
-		s->conn->wake = NULL;
-		s->conn->ops->close(s->conn);
-		s->conn = NULL;
-	}
 	if (!s->buf_ext)
 		free(s->buf);
 	uncharge(s);

@@ -157,13 +157,22 @@ enum evr_test_phase {
 			     * latency and split are valid */
 };
 
+/*
+ * A session.  Its fields are grouped by the file that changes them
+ * ("owner:" below); the others read them, and change them only through
+ * the owner's functions (tests/e2e/owners.sh checks every assignment
+ * through s).  The first ones are its owner's (client.c, server.c), which
+ * names it.
+ */
 struct evr_sess {
+	unsigned id;
+	const struct evr_sess_owner *owner;
+	void *owner_ud;
+	/* owner: session.c (the machine) */
 	enum evr_sess_state state;
 	int client;
 	unsigned feat;              /* enum evr_sess_feat */
-	unsigned id;
 	struct evr_loop *loop;
-	struct evr_conn *conn;
 	enum evr_io_mode io;
 	unsigned stall_ms;
 	unsigned conn_index, conn_total; /* of the plan's series */
@@ -182,7 +191,6 @@ struct evr_sess {
 	struct evr_membudget *budget; /* NULL: unbounded */
 	size_t charged;             /* what buf holds of the budget */
 	uint8_t ctl[EVR_PLAN_HDR_LEN + EVR_PLAN_MAX_TESTS * EVR_PLAN_ENTRY_LEN];
-	int reply_status;
 	/* the current I/O operation */
 	uint8_t *op_buf;
 	size_t op_len, op_off;
@@ -191,23 +199,6 @@ struct evr_sess {
 	uint64_t t0;
 	uint64_t bytes;
 	struct evr_failure fail;
-	const struct evr_sess_owner *owner;
-	void *owner_ud;
-	/* driver */
-	ev_io io_w;
-	ev_idle idle_w;
-	ev_timer wd_w;
-	uint64_t wd_bytes;
-	ev_tstamp wd_last;
-	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
-	int held;               /* GATED: its owner holds it back (it
-				 * waits for others): no stall */
-	int wd_state;           /* its watchers are set up (apply()) */
-	struct evr_sched_seat seat; /* in play on its loop's scheduler
-				     * (sched.h), from its driver's first
-				     * step to its end */
-	/* -T a's adaptive polling (poll.c) */
-	struct evr_pollest pe;
 	/* duration mode (-D): the client marks each iteration's first
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
 	uint64_t dur_ns;            /* client: the target per test */
@@ -230,6 +221,26 @@ struct evr_sess {
 	enum evr_test_phase tphase;
 	uint64_t test_bytes0, prog_bytes, prog_ns;
 	ev_timer prog_w;
+	/* owner: negotiate.c (the negotiation, a sub-machine) */
+	int reply_status;           /* server: the plan's answer */
+	/* owner: sessdrive.c (the driver: the connection, the watchers, the
+	 * scheduler's seat, -T a's poll) */
+	struct evr_conn *conn;
+	ev_io io_w;
+	ev_idle idle_w;
+	ev_timer wd_w;
+	uint64_t wd_bytes;
+	ev_tstamp wd_last;
+	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
+	int held;               /* GATED: its owner holds it back (it
+				 * waits for others): no stall */
+	int wd_state;           /* its watchers are set up (apply()) */
+	struct evr_sched_seat seat; /* in play on its loop's scheduler
+				     * (sched.h), from its driver's first
+				     * step to its end */
+	/* -T a's adaptive polling (the estimator's state, poll.c's
+	 * functions on it) */
+	struct evr_pollest pe;
 };
 
 const char *evr__sess_state_name(enum evr_sess_state s);
