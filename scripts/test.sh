@@ -95,6 +95,7 @@ rxe() {
 	t0=$(now)
 	log=$dir/tests/rxe-guest.log
 	[ "$kernel" = stable ] || log=$dir/tests/rxe-guest-$kernel.log
+	[ "${EVR_RXE_SIW:-0}" = 1 ] && log=${log%.log}-siw.log
 	EVR_RXE_KERNEL=$kernel EVR_RXE_ONLY=${only:-*} "$top/tests/rxe/check-rxe.sh" "$dir" || rc=$?
 	add "  check-rxe ($label${only:+, guest-$only.sh}, $(( $(now) - t0 )) s):" \
 		"$(grep -a -h -E 'passed, [0-9]+ failed' "$log" 2>/dev/null | tr '\n' ' ' || true)"
@@ -119,6 +120,11 @@ make -j2 check ${EVR_CI_TESTS:+TESTS="$EVR_CI_TESTS"} || status=1
 add "== normal build (./build): make check, $(( $(now) - t0 )) s"
 tally "normal build" tests/*.trs tests/e2e/*.trs
 rxe "normal build" "$top/build"
+# soft-iWARP, in a guest of its own (tests/rxe/vm.sh --siw: siw built from
+# Debian's linux-source, half a minute, cached): guest-siw.sh.  Not with
+# the others: with siw0 and siw1 there, guest-nicfail.sh's agent ends its
+# device cycles holding 4 descriptors more (issue 40, to be found out)
+EVR_RXE_SIW=1 rxe "normal build, soft-iWARP" "$top/build" siw
 # the fabric (hosts in namespaces, racks, spines): Soft-RoCE per network
 # namespace needs Linux 7.1+, Debian's trixie-backports kernel; the NIC
 # failures again there (7.x sends DEVICE_FATAL on a removal, 6.1 not)

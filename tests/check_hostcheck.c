@@ -62,6 +62,8 @@ static int fake_ifname(const char *addr, char *ifname, size_t len)
 {
 	if (!strcmp(addr, "198.18.0.1") || !strcmp(addr, "198.18.0.2"))
 		snprintf(ifname, len, "veth0");
+	else if (!strcmp(addr, "198.18.1.1"))
+		snprintf(ifname, len, "veth2");
 	else if (!strcmp(addr, "10.0.0.1"))
 		snprintf(ifname, len, "eth9");
 	else
@@ -412,6 +414,55 @@ START_TEST(test_netns)
 }
 END_TEST
 
+/* soft-iWARP (siw0 on veth2): no GID netdevs, no parent in sysfs; its
+ * node type is RNIC and its GID 0 is veth2's MAC address.  It serves
+ * the address (said as iWARP); the GID and RoCE MTU checks do not apply.
+ * Another interface's MAC: no device serves it (the fix names Soft-RoCE,
+ * as before). */
+START_TEST(test_iwarp)
+{
+	const char *port = "sys/class/infiniband/siw0/ports/1";
+	const struct evr_hc_row *r;
+
+	put("4: RNIC\n", "sys/class/infiniband/siw0/node_type");
+	put("4: ACTIVE\n", "%s/state", port);
+	put("5: LinkUp\n", "%s/phys_state", port);
+	put("Ethernet\n", "%s/link_layer", port);
+	put("5e8c:9ff2:03d1:0000:0000:0000:0000:0000\n", "%s/gids/0", port);
+	put("5e:8c:9f:f2:03:d1\n", "sys/class/net/veth2/address");
+	put("1500\n", "sys/class/net/veth2/mtu");
+	put("siw0\n", "sys/class/infiniband_verbs/uverbs1/ibdev");
+	put("", "dev/infiniband/uverbs1");
+	mode("uverbs1", 0666);
+	need.addr = "198.18.1.1";
+	r = run();
+	ck_assert_uint_eq(rep.nfail, 0);
+	ck_assert_str_eq(rep.device, "siw0");
+	ck_assert_str_eq(r[EVR_HC_ADDR_DEV].fact, "198.18.1.1 is on veth2, "
+			 "RDMA device siw0 port 1 (iWARP)");
+	VERDICT(EVR_HC_PORT, EVR_HC_OK);
+	VERDICT(EVR_HC_GID, EVR_HC_SKIP);
+	HAS(r[EVR_HC_GID].fact, "siw0 is iWARP");
+	VERDICT(EVR_HC_MTU, EVR_HC_SKIP);
+	/* the rxe device is RoCE: its own checks as ever */
+	need.addr = "198.18.0.1";
+	r = run();
+	ck_assert_str_eq(rep.device, "rxe0");
+	VERDICT(EVR_HC_GID, EVR_HC_OK);
+	/* not veth2's MAC: nobody serves it */
+	put("5e:8c:9f:f2:03:d2\n", "sys/class/net/veth2/address");
+	need.addr = "198.18.1.1";
+	r = run();
+	VERDICT(EVR_HC_ADDR_DEV, EVR_HC_FAIL);
+	HAS(r[EVR_HC_ADDR_DEV].fact, "which no RDMA device serves");
+	/* a device that is not an RNIC is not matched by MAC */
+	put("5e:8c:9f:f2:03:d1\n", "sys/class/net/veth2/address");
+	put("1: CA\n", "sys/class/infiniband/siw0/node_type");
+	r = run();
+	VERDICT(EVR_HC_ADDR_DEV, EVR_HC_FAIL);
+}
+END_TEST
+
 START_TEST(test_mtu)
 {
 	const struct evr_hc_row *r;
@@ -608,6 +659,7 @@ static Suite *hostcheck_suite(void)
 	tcase_add_test(tc, test_mtu);
 	tcase_add_test(tc, test_nofile);
 	tcase_add_test(tc, test_no_rdma);
+	tcase_add_test(tc, test_iwarp);
 	tcase_add_test(tc, test_tcp_run);
 	suite_add_tcase(su, tc);
 	tc = tcase_create("tables");

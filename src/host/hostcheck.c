@@ -78,6 +78,7 @@ struct hc {
 	char addr[INET6_ADDRSTRLEN];
 	int dev_idx, port;      /* the address's device and port, -1/0 */
 	int ib;                 /* that port's link layer is InfiniBand */
+	int iwarp;              /* that device is an iWARP RNIC */
 };
 
 static void set(struct evr_hc_row *r, enum evr_hc_verdict v,
@@ -416,9 +417,42 @@ static int host_addr_ifname(const char *addr, char *ifname, size_t len)
 	return found;
 }
 
+/* Is devs[i] an iWARP RNIC (node_type "4: RNIC")? */
+static int is_iwarp(const struct hc *h, int i)
+{
+	char line[64];
+
+	return !read_line(line, sizeof(line), "%s/sys/class/infiniband/%s/"
+			  "node_type", h->sys, h->devs[i]) &&
+	       strstr(line, "RNIC") != NULL;
+}
+
+/* An iWARP device's port p GID 0 is its interface's MAC address, then
+ * zeros (siw, irdma, cxgb4): does it hold ifname's? */
+static int iwarp_mac_is(const struct hc *h, int i, int p, const char *ifname)
+{
+	unsigned char g[16];
+	unsigned m[6];
+	char line[64], gid[64];
+	int k;
+
+	if (read_line(line, sizeof(line), "%s/sys/class/net/%s/address",
+		      h->sys, ifname) ||
+	    sscanf(line, "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2],
+		   &m[3], &m[4], &m[5]) != 6 ||
+	    read_line(gid, sizeof(gid), "%s/sys/class/infiniband/%s/ports/%d/"
+		      "gids/0", h->sys, h->devs[i], p) ||
+	    inet_pton(AF_INET6, gid, g) != 1)
+		return 0;
+	for (k = 0; k < 6; k++)
+		if (g[k] != m[k])
+			return 0;
+	return 1;
+}
+
 /* Does devs[i] port p serve interface ifname?  Its GIDs' netdevs
- * (RoCE), its parent (Soft-RoCE, siw) or the interface's PCI device
- * (IPoIB, hardware RoCE). */
+ * (RoCE), its parent (Soft-RoCE), the MAC address in its GID (iWARP: siw
+ * has neither) or the interface's PCI device (IPoIB, hardware RoCE). */
 static int serves(const struct hc *h, int i, int p, const char *ifname)
 {
 	char line[64], path[512];
@@ -435,6 +469,8 @@ static int serves(const struct hc *h, int i, int p, const char *ifname)
 	}
 	if (!read_line(line, sizeof(line), "%s/sys/class/infiniband/%s/parent",
 		       h->sys, h->devs[i]) && !strcmp(line, ifname))
+		return 1;
+	if (is_iwarp(h, i) && iwarp_mac_is(h, i, p, ifname))
 		return 1;
 	snprintf(path, sizeof(path), "%s/sys/class/net/%s/device/infiniband/%s",
 		 h->sys, ifname, h->devs[i]);
@@ -535,8 +571,9 @@ static void check_addr_dev(struct hc *h, struct evr_hc_row *r)
 	if (!pick_dev(h, o->ifname, 1) || !pick_dev(h, o->ifname, 0)) {
 		snprintf(o->device, sizeof(o->device), "%s",
 			 h->devs[h->dev_idx]);
-		set(r, EVR_HC_OK, NULL, "%s is on %s, RDMA device %s port %d",
-		    h->addr, o->ifname, h->devs[h->dev_idx], h->port);
+		set(r, EVR_HC_OK, NULL, "%s is on %s, RDMA device %s port %d%s",
+		    h->addr, o->ifname, h->devs[h->dev_idx], h->port,
+		    is_iwarp(h, h->dev_idx) ? " (iWARP)" : "");
 		return;
 	}
 	snprintf(fix, sizeof(fix), "use an address of an RDMA interface, or "
@@ -637,6 +674,11 @@ static void check_gid(struct hc *h, struct evr_hc_row *r)
 		    "are not IP addresses", dev, h->port);
 		return;
 	}
+	if (h->iwarp) {
+		set(r, EVR_HC_SKIP, NULL, "%s is iWARP: it reaches its peers by "
+		    "IP address (TCP), not by GID", dev);
+		return;
+	}
 	idx = gid_index(h, h->dev_idx, h->port);
 	if (idx >= 0) {
 		if (read_line(type, sizeof(type), "%s/sys/class/infiniband/%s/"
@@ -677,6 +719,8 @@ static const char *mtu_skip_reason(const struct hc *h)
 	if (h->ib)
 		return "InfiniBand: the port's MTU is checked when the run "
 		       "starts";
+	if (h->iwarp)
+		return "iWARP: TCP segments its messages";
 	if (h->dev_idx < 0)
 		return "no RDMA device for the address";
 	return NULL;
@@ -907,6 +951,7 @@ int evr_hostcheck_run(const struct evr_hc_env *env,
 	    !read_line(ll, sizeof(ll), "%s/sys/class/infiniband/%s/ports/%d/"
 		       "link_layer", h.sys, h.devs[h.dev_idx], h.port))
 		h.ib = !strcmp(ll, "InfiniBand");
+	h.iwarp = h.dev_idx >= 0 && is_iwarp(&h, h.dev_idx);
 	check_memlock(&h, &out->rows[EVR_HC_MEMLOCK]);
 	check_verbs(&h, &out->rows[EVR_HC_VERBS_DEV]);
 	check_cm(&h, &out->rows[EVR_HC_RDMA_CM]);

@@ -443,7 +443,17 @@ static int r_setup(struct evr_mc_node *n)
 	struct evr_mcast *m = n->mc;
 	struct rnode *r = rn(n);
 	struct ibv_device_attr da;
+	char d[200];
 
+	if (r->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+		/* rdma_create_qp would fail with EOPNOTSUPP (upstream's
+		 * "unable to create QP"): say why */
+		snprintf(d, sizeof(d), "mckey: %s is an iWARP device, which "
+			 "has no multicast (RDMA CM multicast needs InfiniBand "
+			 "or RoCE)", ibv_get_device_name(r->id->verbs->device));
+		EVR__MC_FAIL(m, .qp = n->index, .status = -1, .msg = d);
+		return -1;
+	}
 	if (setup_check_mtu(n, r))
 		return -1;
 	r->user.note = dev_note;

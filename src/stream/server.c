@@ -108,6 +108,9 @@ static void server_refused(void *ud, int err, const struct sockaddr *peer)
 
 	memset(&f, 0, sizeof(f));
 	f.err = err;
+	/* the one refusal of a connection's device at accept */
+	if (err == -EVR_E_NOTSUP)
+		f.detail = EVR_NOTSUP_IWARP;
 	f.phase = EVR_PH_SETUP;
 	f.where = err == -EMFILE || err == -ENFILE ?
 		  "accept (no file descriptor left: new connections are "

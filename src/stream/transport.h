@@ -89,6 +89,9 @@ struct evr_conn {
 	 * the peer or its path, else 0 (a field of its own: a flushed send
 	 * often comes before the port-down that explains it) */
 	int eio_detail;
+	/* -EVR_E_NOTSUP at set-up: what the transport refused
+	 * (EVR_NOTSUP_*) */
+	int notsup;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */

@@ -13,6 +13,8 @@ build=$(cd "${1:-$here/../../build}" && pwd)
 kernel=${EVR_RXE_KERNEL:-stable}
 log=$build/tests/rxe-guest.log
 [ "$kernel" = stable ] || log=$build/tests/rxe-guest-$kernel.log
+# soft-iWARP's guest (tests/rxe/vm.sh --siw) keeps a log of its own too
+[ "${EVR_RXE_SIW:-0}" = 1 ] && log=${log%.log}-siw.log
 mkdir -p "$build/tests"
 
 skip() {

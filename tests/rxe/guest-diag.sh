@@ -189,7 +189,7 @@ ip link add vd0 type veth peer name vd1 && ip addr add 198.19.9.1/24 dev vd0 &&
 	ip link set vd0 up && ip link set vd1 up
 root "$R" -b 198.19.9.1
 expect "server on a non-RDMA interface" 5 \
-	'^rstream: address_device: 198\.19\.9\.1 is on vd0, which no RDMA device serves \(devices: rxe0 rxe1\); use an address of an RDMA interface, or add Soft-RoCE on this one: rdma link add rxe_vd0 type rxe netdev vd0'
+	'^rstream: address_device: 198\.19\.9\.1 is on vd0, which no RDMA device serves \(devices: rxe0 rxe1( siw0 siw1)?\); use an address of an RDMA interface, or add Soft-RoCE on this one: rdma link add rxe_vd0 type rxe netdev vd0'
 ip link del vd0
 
 # ---- the port down

@@ -13,13 +13,16 @@
 # host's packages, so binaries built here run there unchanged.
 #
 # usage: tests/rxe/vm.sh [--add SRC[=DEST]]... [--timeout SEC] [--mtu N]
-#                        [--mem MIB] [--kernel K] [--log FILE] SCRIPT [ARGS...]
+#                        [--mem MIB] [--kernel K] [--siw] [--log FILE]
+#                        SCRIPT [ARGS...]
 #        (--mem: the guest's memory, 1024 MiB unless given)
 #        (--kernel, or $EVR_RXE_KERNEL: "stable", Debian 12's own kernel
 #        (6.1: rxe in the initial network namespace only), or
 #        "backports", the newest from trixie-backports (7.3: rxe per
 #        network namespace, what tests/rxe/fabric.sh needs); default stable.
 #        The guest script sees it as $EVR_KERNEL and `uname -r`.)
+#        (--siw, or $EVR_RXE_SIW=1: soft-iWARP too, on veth2/veth3; the
+#        stable kernel only; the script sees SIW_ADDR1/2, SIW_DEV1/2)
 #        tests/rxe/vm.sh --prepare        (install, download, build; cached)
 #        tests/rxe/vm.sh --check          (exit 0 if qemu can run here)
 # exit: the guest script's status; 124 timeout; 125 the guest never
@@ -41,6 +44,12 @@ ADDS=()
 MODE=run
 PKGS=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-providers
       rdmacm-utils ibverbs-utils iproute2 smcroute)
+# soft-iWARP (--siw or EVR_RXE_SIW=1; the stable kernel only): Debian's
+# kernels do not build siw, so it is built here from Debian's
+# linux-source against the guest kernel's headers (build_siw), cached,
+# and a second veth pair carries two siw devices:
+#     veth2 198.18.1.1/24 -- siw0        veth3 198.18.1.2/24 -- siw1
+SIW=${EVR_RXE_SIW:-0}
 # wanted in the guest; one the kernel has built in (or lacks) is left out.
 # bridge, sch_netem: the fabric's leaves and fault injection.
 MODULES=(configfs crc32_generic veth rdma_rxe rdma_ucm ib_umad bridge sch_netem)
@@ -56,9 +65,10 @@ while [ $# -gt 0 ]; do
 	--mem) MEM=$2; shift 2 ;;
 	--log) LOG=$2; shift 2 ;;
 	--kernel) KERNEL=$2; shift 2 ;;
+	--siw) SIW=1; shift ;;
 	--prepare) MODE=prepare; shift ;;
 	--check) MODE=check; shift ;;
-	-h|--help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1" ;;
 	*) break ;;
 	esac
@@ -66,6 +76,11 @@ done
 case $KERNEL in
 stable|backports) ;;
 *) die "--kernel: stable or backports, not '$KERNEL'" ;;
+esac
+case $SIW in
+0) ;;
+1) [ "$KERNEL" = stable ] || die "--siw: the stable kernel only (siw is built with this host's compiler, which built 6.1 and not 7.3)" ;;
+*) die "EVR_RXE_SIW: 0 or 1, not '$SIW'" ;;
 esac
 if [ "$MODE" = run ]; then
 	[ $# -ge 1 ] || die "no script (see --help)"
@@ -246,6 +261,19 @@ for _ in $(seq 100); do
 	[ "$(rdma link show | grep -c 'state ACTIVE')" -ge 2 ] && break
 	sleep 0.1
 done
+if [ -d /sys/module/siw ]; then
+	ip link add veth2 type veth peer name veth3 || oops veth2
+	for i in 2 3; do
+		ip link set veth$i mtu "$MTU" up
+		ip addr add 198.18.1.$((i - 1))/24 dev veth$i
+		echo 0 >/proc/sys/net/ipv4/conf/veth$i/rp_filter
+		echo 1 >/proc/sys/net/ipv4/conf/veth$i/accept_local
+	done
+	rdma link add siw0 type siw netdev veth2 || oops siw0
+	rdma link add siw1 type siw netdev veth3 || oops siw1
+	export SIW_ADDR1=198.18.1.1 SIW_ADDR2=198.18.1.2 SIW_DEV1=siw0 SIW_DEV2=siw1
+	export SIW_NETDEV1=veth2 SIW_NETDEV2=veth3
+fi
 export RXE_ADDR1=198.18.0.1 RXE_ADDR2=198.18.0.2 RXE_DEV1=rxe0 RXE_DEV2=rxe1
 export RXE_NETDEV1=veth0 RXE_NETDEV2=veth1 RXE_MCAST=239.1.1.1 EVR_VM=1 EVR_KERNEL
 echo "[evr-vm] ready at $(cut -d' ' -f1 /proc/uptime)s"
@@ -258,8 +286,67 @@ INIT
 	chmod 755 "$1"
 }
 
+# soft-iWARP for KVER: drivers/infiniband/sw/siw of Debian's linux-source
+# of the same version, built out of tree against the kernel's headers
+# (both fetched with apt-get download and unpacked here, never
+# installed); cached as $CACHE/siw/KVER/siw.ko.
+build_siw() {
+	SIWKO=$CACHE/siw/$KVER/siw.ko
+	[ -s "$SIWKO" ] && return 0
+	local d=$CACHE/siw/$KVER ver major src hdr
+	# the source's version: that of the headers of this very ABI (the
+	# image is the signed package, numbered its own way)
+	ver=$(apt-cache show --no-all-versions "linux-headers-$KVER" 2>/dev/null |
+		awk '/^Version:/ {print $2; exit}')
+	[ -n "$ver" ] || die "siw: no linux-headers-$KVER in the package lists"
+	major=${KVER%%.*}.$(echo "$KVER" | cut -d. -f2)
+	say "building soft-iWARP (siw) for $KVER from linux-source-$major $ver"
+	rm -rf "$d"; mkdir -p "$d/deb" "$d/root" "$d/src"
+	(cd "$d/deb" && apt-get download "linux-source-$major=$ver" \
+		"linux-headers-$KVER=$ver" "linux-headers-${KVER%-amd64}-common=$ver" \
+		"linux-kbuild-$major=$ver" >"$d/download.log" 2>&1) ||
+		die "siw: apt-get download failed (see $d/download.log)"
+	for f in "$d"/deb/linux-headers-*.deb "$d"/deb/linux-kbuild-*.deb; do
+		dpkg -x "$f" "$d/root"
+	done
+	hdr=$d/root/usr/src/linux-headers-$KVER
+	# its Makefile includes the common part by its installed path
+	sed -i "s|/usr/src/|$d/root/usr/src/|" "$hdr/Makefile"
+	dpkg-deb --fsys-tarfile "$d"/deb/linux-source-*.deb |
+		tar -xO "./usr/src/linux-source-$major.tar.xz" |
+		xz -dc | tar -x -C "$d/src" --strip-components=5 \
+			"linux-source-$major/drivers/infiniband/sw/siw" ||
+		die "siw: no drivers/infiniband/sw/siw in linux-source-$major"
+	make -C "$hdr" M="$d/src" CONFIG_RDMA_SIW=m modules >"$d/build.log" 2>&1 ||
+		die "siw: the module did not build (see $d/build.log)"
+	strip --strip-debug -o "$SIWKO.tmp" "$d/src/siw.ko" && mv "$SIWKO.tmp" "$SIWKO"
+	rm -rf "$d/deb" "$d/root"
+}
+
+# put module M (a name KROOT's modules know) and what it needs into STAGE
+put_module() {
+	local st=$1 m=$2 f b
+	modprobe -d "$KROOT/root" -S "$KVER" --show-depends "$m" \
+		>"$st/.deps" 2>/dev/null || return 1
+	grep -q '^insmod ' "$st/.deps" || { rm -f "$st/.deps"; return 1; }
+	for f in $(awk '$1 == "insmod" {print $2}' "$st/.deps"); do
+		b=/lib/modules/$KVER/${f#*/modules/$KVER/}
+		b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
+		[ -e "$st$b" ] && continue
+		mkdir -p "$st$(dirname "$b")"
+		case $f in
+		*.xz) xz -dc "$f" >"$st$b" ;;
+		*.zst) zstd -qdc "$f" >"$st$b" ;;
+		*.gz) gzip -dc "$f" >"$st$b" ;;
+		*) cp "$f" "$st$b" ;;
+		esac
+	done
+	rm -f "$st/.deps"
+}
+
 build_base() {
 	BASE=$CACHE/base-$KPKG-$LAYOUT.cpio.gz
+	[ "$SIW" = 1 ] && BASE=$CACHE/base-$KPKG-$LAYOUT-siw.cpio.gz
 	[ -s "$BASE" ] && [ -s "$BASE.modules" ] && return 0
 	say "building the base image for $KVER"
 	local st m f b
@@ -271,24 +358,18 @@ build_base() {
 	# lacks is left out of the guest's list
 	local have=()
 	for m in "${MODULES[@]}"; do
-		modprobe -d "$KROOT/root" -S "$KVER" --show-depends "$m" \
-			>"$st/.deps" 2>/dev/null || continue
-		grep -q '^insmod ' "$st/.deps" || continue
-		have+=("$m")
-		for f in $(awk '$1 == "insmod" {print $2}' "$st/.deps"); do
-			b=/lib/modules/$KVER/${f#*/modules/$KVER/}
-			b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
-			[ -e "$st$b" ] && continue
-			mkdir -p "$st$(dirname "$b")"
-			case $f in
-			*.xz) xz -dc "$f" >"$st$b" ;;
-			*.zst) zstd -qdc "$f" >"$st$b" ;;
-			*.gz) gzip -dc "$f" >"$st$b" ;;
-			*) cp "$f" "$st$b" ;;
-			esac
-		done
+		put_module "$st" "$m" && have+=("$m")
 	done
-	rm -f "$st/.deps"
+	if [ "$SIW" = 1 ]; then
+		# siw.ko and what it needs (ib_core, libcrc32c ...)
+		for m in $(modinfo -F depends "$SIWKO" | tr ',' ' ') crc32c_generic; do
+			put_module "$st" "$m" || [ "$m" = crc32c_generic ] ||
+				die "siw needs $m, which $KVER lacks"
+		done
+		mkdir -p "$st/lib/modules/$KVER/extra"
+		cp "$SIWKO" "$st/lib/modules/$KVER/extra/siw.ko"
+		have+=(siw)
+	fi
 	local x
 	for x in modules.order modules.builtin modules.builtin.modinfo; do
 		[ -e "$KROOT/root/$MODDIR/$KVER/$x" ] &&
@@ -301,11 +382,12 @@ build_base() {
 		/usr/bin/env $(dpkg -L rdmacm-utils ibverbs-utils | grep '^/usr/bin/'); do
 		[ -e "$b" ] && put "$st" "$b"
 	done
-	for f in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so; do
+	for f in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so \
+		/usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so; do
 		put "$st" "$f"
 	done
 	mkdir -p "$st/etc/libibverbs.d"
-	cp /etc/libibverbs.d/rxe.driver "$st/etc/libibverbs.d/"
+	cp /etc/libibverbs.d/rxe.driver /etc/libibverbs.d/siw.driver "$st/etc/libibverbs.d/"
 	put "$st" /bin/busybox /usr/bin/busybox
 	ln -s bash "$st/usr/bin/sh"   # busybox ash would prefer its own 'ip'
 	for b in $(/bin/busybox --list); do
@@ -315,7 +397,7 @@ build_base() {
 	ln -sf ../bin/busybox "$st/usr/sbin/modprobe"
 	echo 'root:x:0:0:root:/root:/bin/sh' >"$st/etc/passwd"
 	echo 'root:x:0:' >"$st/etc/group"
-	printf '127.0.0.1 localhost\n198.18.0.1 rxe-a\n198.18.0.2 rxe-b\n' >"$st/etc/hosts"
+	printf '127.0.0.1 localhost\n198.18.0.1 rxe-a\n198.18.0.2 rxe-b\n198.18.1.1 siw-a\n198.18.1.2 siw-b\n' >"$st/etc/hosts"
 	echo 'hosts: files' >"$st/etc/nsswitch.conf"
 	write_init "$st/init"
 	cpio_gz "$st" "$BASE.tmp" && mv "$BASE.tmp" "$BASE"
@@ -328,6 +410,7 @@ if [ "$MODE" = check ]; then
 fi
 install_pkgs
 fetch_kernel
+[ "$SIW" = 1 ] && build_siw
 build_base
 if [ "$MODE" = prepare ]; then
 	say "ready: kernel $KVER, base $(du -h "$BASE" | cut -f1) ($(elapsed)s)"

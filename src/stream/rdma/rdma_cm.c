@@ -82,12 +82,14 @@ static int create_ep(struct rconn *rc, const char **what)
 	uint32_t maxwr = EVR_RS_QP_MAX;
 	int ret;
 
-	/* iWARP has no write with immediate: rsockets then speaks another
-	 * dialect (RS_OPT_MSG_SEND), which we do not */
-	*what = "iWARP device";
-	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
-		return -EPROTONOSUPPORT;
 	name_device(rc);
+	/* iWARP has no write with immediate: rsockets then speaks another
+	 * dialect (RS_OPT_MSG_SEND), which we do not yet */
+	*what = "iWARP device";
+	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+		rc->base.notsup = EVR_NOTSUP_IWARP;
+		return -EVR_E_NOTSUP;
+	}
 	if (!ibv_query_device(id->verbs, &da) && da.max_qp_wr > 0)
 		maxwr = (uint32_t)da.max_qp_wr;
 	/* a client knows how many it opens; a server counts what it holds */
