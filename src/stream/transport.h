@@ -109,10 +109,12 @@ struct evr_xport_cbs {
 	/* Nothing closed lingers any more (see lingering below). */
 	void (*drained)(void *ud);
 	/* Server: a connection could not be taken (err, a negative errno:
-	 * out of file descriptors, memory...); peer when known, else NULL.
-	 * Called once per episode: again only after a connection has been
-	 * accepted since. */
-	void (*refused)(void *ud, int err, const struct sockaddr *peer);
+	 * out of file descriptors, memory...; -EVR_E_NOTSUP with detail,
+	 * EVR_NOTSUP_*: its device is one the transport does not serve);
+	 * peer when known, else NULL.  Out of resources, called once per
+	 * episode: again only after a connection has been accepted since. */
+	void (*refused)(void *ud, int err, int detail,
+			const struct sockaddr *peer);
 };
 
 /* What connect() did. */

@@ -81,6 +81,25 @@ else
 	ko "evrdma client on siw" "exit $crc, expected 6 and one line naming iWARP"
 fi
 
+# an evrdma server on siw: each iWARP client turned away with one line
+# naming iWARP (the client: upstream's, refused at connect), and the
+# server stays up
+rm -f "$T"/*.out "$T"/*.err
+server "$R" -b "$A2"
+for i in 1 2; do
+	timeout 20 "$U" -s "$A2" -S 64 -C 10 >"$T/u$i.out" 2>&1
+	urc=$?
+done
+sleep 0.5
+kill -0 "$sp" 2>/dev/null && alive=1 || alive=0
+kill "$sp" 2>/dev/null; reap "$sp" 5
+n=$(grep -c 'an iWARP device .* is not supported yet' "$T/s.out")
+if [ "$alive" = 1 ] && [ "$n" = 2 ] && [ "$urc" != 0 ]; then
+	ok "evrdma server on siw: each of 2 upstream clients turned away with one line naming iWARP, the server up ($(grep -m1 'iWARP' "$T/s.out"))"
+else
+	ko "evrdma server on siw" "alive $alive, $n lines naming iWARP (want 2), last client exit $urc"
+fi
+
 # mckey: iWARP has no multicast
 timeout 20 "$M" -m 239.1.1.1 -b "$A1" -s -C 1 >"$T/m.out" 2>&1
 mrc=$?

@@ -279,11 +279,15 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 fail:
 	evr__rdma_trace_err(rc, what, ret);
 	rdma_reject(rc->id, NULL, 0);
-	/* Out of fds (the completion channel) or memory: the request is
-	 * gone (rejected), so nothing spins; say so once per episode. */
-	if (!x->starved && x->base.cbs->refused) {
+	/* A device we do not serve (iWARP): said for each request.  Out of
+	 * fds (the completion channel) or memory: the request is gone
+	 * (rejected), so nothing spins; said once per episode. */
+	if (ret == -EVR_E_NOTSUP && x->base.cbs->refused) {
+		x->base.cbs->refused(x->base.ud, ret, rc->base.notsup,
+				     rdma_get_peer_addr(rc->id));
+	} else if (!x->starved && x->base.cbs->refused) {
 		x->starved = 1;
-		x->base.cbs->refused(x->base.ud, ret,
+		x->base.cbs->refused(x->base.ud, ret, 0,
 				     rdma_get_peer_addr(rc->id));
 	}
 	evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);
