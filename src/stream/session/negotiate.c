@@ -19,15 +19,11 @@
 
 #include "negotiate.h"
 
-/* The next step; what the machine takes (n->take ...) stays as set. */
+/* The next step; what the machine takes (take and after) stays as set. */
 static void act(struct evr_nego_next *n, enum evr_nego_do what)
 {
+	memset(n, 0, offsetof(struct evr_nego_next, take));
 	n->what = what;
-	n->st = EVR_SS_CONNECTING; /* (unused but by EVR_NEGO_OP) */
-	n->send = 0;
-	n->off = n->len = n->need = 0;
-	n->err = n->detail = 0;
-	n->where = NULL;
 }
 
 static void op(struct evr_nego_next *n, enum evr_sess_state st, int send,

@@ -54,7 +54,8 @@ struct evr_nego_next {
 	int err, detail;
 	const char *where;
 	size_t need;
-	/* taken first: EVR_NEGO_T_*, and the features set, then cleared */
+	/* taken first (negotiate.c's act() clears the step, above, and
+	 * keeps these): EVR_NEGO_T_*, and the features set, then cleared */
 	unsigned take;
 	unsigned feat_set, feat_clear;
 	struct evr_conn_plan plan;
