@@ -293,7 +293,7 @@ INIT
 build_siw() {
 	SIWKO=$CACHE/siw/$KVER/siw.ko
 	[ -s "$SIWKO" ] && return 0
-	local d=$CACHE/siw/$KVER ver major src hdr
+	local d=$CACHE/siw/$KVER ver major hdr f
 	# the source's version: that of the headers of this very ABI (the
 	# image is the signed package, numbered its own way)
 	ver=$(apt-cache show --no-all-versions "linux-headers-$KVER" 2>/dev/null |
