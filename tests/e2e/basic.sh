@@ -80,6 +80,7 @@ fi
 # ---- one plain server (no test options) for the rest
 P=$(e2e_port)
 if start_server plain "$P" "$R" -T s -p "$P"; then
+	wait_header "$T/plain.out"
 	check_header "$T/plain.out" 1 "plain server: header once listening"
 
 	# Negotiation: the server follows the client's plan.

@@ -366,6 +366,18 @@ check_header() { # FILE [COUNT] [LABEL]
 	fi
 }
 
+# Wait (at most SECS, default 5) until FILE holds the header: a server
+# prints it after listen(), so a check right after wait_listen races it
+# (seen under valgrind).
+wait_header() { # FILE [SECS]
+	local end=$(( $(now_ms) + $(tscale "${2:-5}") * 1000 ))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		grep -Fxq -- "$E2E_HEADER" "$1" 2>/dev/null && return 0
+		sleep 0.03
+	done
+	return 1
+}
+
 # The names of the rows in FILE, in order, on one line.
 row_names() { grep -E -- "$E2E_ANY_ROW" "$1" | awk '{printf "%s%s", s, $1; s=" "}'; }
 
