@@ -125,7 +125,7 @@ rxe "normal build" "$top/build"
 # the others: with siw0 and siw1 there, guest-nicfail.sh's agent ends its
 # device cycles holding their contexts (librdmacm's, opened by the
 # registry's rdma_get_devices() resync; issue 37), 4 descriptors more
-EVR_RXE_SIW=1 rxe "normal build, soft-iWARP" "$top/build" siw
+EVR_RXE_SIW=1 rxe "normal build, soft-iWARP" "$top/build" "siw*"
 # the fabric (hosts in namespaces, racks, spines): Soft-RoCE per network
 # namespace needs Linux 7.1+, Debian's trixie-backports kernel; the NIC
 # failures again there (7.x sends DEVICE_FATAL on a removal, 6.1 not)

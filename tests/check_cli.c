@@ -1086,17 +1086,6 @@ START_TEST(test_failure_notsup_words)
 	f.detail = EVR_NOTSUP_AF_IB;
 	rstream_failure_str(&f, NULL, buf, sizeof(buf));
 	ck_assert(!strncmp(buf, "-f gid (AF_IB addressing) without", 33));
-	/* an iWARP device: the library's words, and rstream's with what to
-	 * use instead */
-	f.detail = EVR_NOTSUP_IWARP;
-	evr_failure_str(&f, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "an iWARP device (rsockets' message dialect for "
-			 "iWARP, RS_OPT_MSG_SEND) is not supported");
-	rstream_failure_str(&f, NULL, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "an iWARP device (soft-iWARP, or a NIC in iWARP "
-			 "mode) is not supported yet: rsockets speak another "
-			 "dialect there (RS_OPT_MSG_SEND); use a RoCE or "
-			 "InfiniBand device, or -T s");
 	/* a code rstream has no words of its own for, or out of range */
 	f.detail = EVR_NOTSUP_FORK;
 	rstream_failure_str(&f, NULL, buf, sizeof(buf));

@@ -50,6 +50,14 @@ static void put(const char *content, const char *fmt, ...)
 	fclose(f);
 }
 
+static void unlink_f(const char *rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	ck_assert_int_eq(unlink(path), 0);
+}
+
 static void mode(const char *node, mode_t m)
 {
 	char path[512];
@@ -444,6 +452,34 @@ START_TEST(test_iwarp)
 	VERDICT(EVR_HC_GID, EVR_HC_SKIP);
 	HAS(r[EVR_HC_GID].fact, "siw0 is iWARP");
 	VERDICT(EVR_HC_MTU, EVR_HC_SKIP);
+	/* soft-iWARP pins against RLIMIT_MEMLOCK even with CAP_IPC_LOCK */
+	put("Name:\tx\nCapEff:\t0000000000004000\n", "proc/self/status");
+	need.memlock = 16u << 20;
+	r = run();
+	VERDICT(EVR_HC_MEMLOCK, EVR_HC_FAIL);
+	HAS(r[EVR_HC_MEMLOCK].fact, "RLIMIT_MEMLOCK 8.0 MiB (soft-iWARP "
+	    "counts it even with CAP_IPC_LOCK), this run locks about 16.0 "
+	    "MiB");
+	ck_assert(!strstr(r[EVR_HC_MEMLOCK].fix, "grant CAP_IPC_LOCK"));
+	/* hardware iWARP (a parent device) does not */
+	put("", "sys/class/infiniband/siw0/device");
+	r = run();
+	VERDICT(EVR_HC_MEMLOCK, EVR_HC_OK);
+	HAS(r[EVR_HC_MEMLOCK].fact, "CAP_IPC_LOCK");
+	/* no address, but the device a failure named */
+	unlink_f("sys/class/infiniband/siw0/device");
+	need.addr = NULL;
+	need.device = "siw0";
+	r = run();
+	VERDICT(EVR_HC_MEMLOCK, EVR_HC_FAIL);
+	HAS(r[EVR_HC_MEMLOCK].fact, "(soft-iWARP counts it even with "
+	    "CAP_IPC_LOCK)");
+	need.device = "rxe0";
+	r = run();
+	VERDICT(EVR_HC_MEMLOCK, EVR_HC_OK);
+	need.device = NULL;
+	need.memlock = 2u << 20;
+	put("Name:\tx\nCapEff:\t0000000000000000\n", "proc/self/status");
 	/* the rxe device is RoCE: its own checks as ever */
 	need.addr = "198.18.0.1";
 	r = run();

@@ -81,8 +81,7 @@ static void on_drained(void *ud)
 	((struct side *)ud)->drained++;
 }
 
-static void on_refused(void *ud, int err, int detail,
-		       const struct sockaddr *peer)
+static void on_refused(void *ud, int err, const struct sockaddr *peer)
 {
 	((struct side *)ud)->refused++;
 }

@@ -1111,6 +1111,106 @@ START_TEST(test_tx_cork_stream)
 }
 END_TEST
 
+/* ---- the iWARP dialect ---- */
+
+/* A transfer takes two send queue entries (the write and the send); the
+ * cork's "in flight" still counts writes. */
+START_TEST(test_msg_tx_sqes)
+{
+	struct evr_rs_conn_data cd = peer_cd(384, 65536);
+	struct evr_rs_tx tx;
+	uint64_t raddr;
+	uint32_t rkey;
+
+	evr__rs_tx_init(&tx, 5, 1 << 20, &cd);
+	evr__rs_tx_msg_send(&tx);
+	ck_assert(evr__rs_tx_can_write(&tx));
+	evr__rs_tx_commit(&tx, 64, &raddr, &rkey);
+	ck_assert_uint_eq(tx.sqe_avail, 3);
+	ck_assert_uint_eq(evr__rs_tx_in_flight(&tx), 1);
+	evr__rs_tx_commit(&tx, 64, &raddr, &rkey);
+	ck_assert_uint_eq(tx.sqe_avail, 1);
+	ck_assert_uint_eq(evr__rs_tx_in_flight(&tx), 2);
+	/* one entry left is not a transfer */
+	ck_assert(!evr__rs_tx_can_write(&tx));
+	ck_assert_uint_eq(evr__rs_tx_chunk(&tx, 64), 0);
+	/* the send's completion gives back both */
+	evr__rs_tx_data_done(&tx, 64);
+	ck_assert_uint_eq(tx.sqe_avail, 3);
+	ck_assert(evr__rs_tx_can_write(&tx));
+	ck_assert_uint_eq(tx.sbuf_avail, (1u << 20) - 64);
+}
+END_TEST
+
+/* An SGE update takes two control slots: it waits for two free. */
+START_TEST(test_msg_ctrl_room)
+{
+	struct evr_rs_conn_data cd = peer_cd(384, 65536);
+	struct evr_rs_tx tx;
+
+	evr__rs_tx_init(&tx, 380, 1 << 20, &cd);
+	ck_assert(evr__rs_tx_ctrl_room(&tx, 2));
+	evr__rs_tx_ctrl_post(&tx);
+	evr__rs_tx_ctrl_post(&tx);
+	evr__rs_tx_ctrl_post(&tx);
+	ck_assert(!evr__rs_tx_ctrl_room(&tx, 2));
+	ck_assert(evr__rs_tx_ctrl_room(&tx, 1));
+	evr__rs_tx_ctrl_done(&tx);
+	ck_assert(evr__rs_tx_ctrl_room(&tx, 2));
+	/* across the 16-bit wrap */
+	tx.ctrl_seqno = 0xffff;
+	tx.ctrl_max = 0x0002;
+	ck_assert(evr__rs_tx_ctrl_room(&tx, 3));
+	ck_assert(!evr__rs_tx_ctrl_room(&tx, 4));
+}
+END_TEST
+
+/* The message is 4 bytes in the sender's order; anything else is the
+ * peer's error. */
+START_TEST(test_msg_recv)
+{
+	uint32_t m = evr__rs_msg(EVR_RS_OP_SGL, 384), got = 1;
+	uint8_t b[8];
+
+	memcpy(b, &m, 4);
+	ck_assert_int_eq(evr__rs_msg_recv(b, 4, 0, &got), 0);
+	ck_assert_uint_eq(got, m);
+	ck_assert_uint_eq(evr__rs_msg_op(got), EVR_RS_OP_SGL);
+	ck_assert_uint_eq(evr__rs_msg_data(got), 384);
+	ck_assert_int_eq(evr__rs_msg_recv(b, 4, 1, &got), 0);
+	ck_assert_uint_eq(got, __builtin_bswap32(m));
+	ck_assert_int_eq(evr__rs_msg_recv(b, 3, 0, &got), -EPROTO);
+	ck_assert_int_eq(evr__rs_msg_recv(b, 5, 0, &got), -EPROTO);
+	ck_assert_int_eq(evr__rs_msg_recv(b, 0, 0, &got), -EPROTO);
+	ck_assert_int_eq(evr__rs_msg_recv(NULL, 4, 0, &got), -EPROTO);
+	ck_assert_uint_eq(got, 0);
+}
+END_TEST
+
+/* The target SGL's entry: taken once, then cleared; a length no ring
+ * half can have is refused. */
+START_TEST(test_msg_sgl_take)
+{
+	struct evr_rs_sge in = { 0x7000, 0x42, 65536 }, out;
+	uint8_t e[EVR_RS_SGE_LEN] = { 0 };
+
+	ck_assert_int_eq(evr__rs_sgl_take(e, &out), 0);
+	evr__rs_sge_encode(e, &in, 0);
+	ck_assert_int_eq(evr__rs_sgl_take(e, &out), 1);
+	ck_assert_uint_eq(out.addr, 0x7000);
+	ck_assert_uint_eq(out.key, 0x42);
+	ck_assert_uint_eq(out.length, 65536);
+	/* a credits-only message after it finds none */
+	ck_assert_int_eq(evr__rs_sgl_take(e, &out), 0);
+	in.length = EVR_RS_RBUF_HALF_MAX + 1u;
+	evr__rs_sge_encode(e, &in, 0);
+	ck_assert_int_eq(evr__rs_sgl_take(e, &out), -EPROTO);
+	in.length = EVR_RS_RBUF_HALF_MAX;
+	evr__rs_sge_encode(e, &in, 0);
+	ck_assert_int_eq(evr__rs_sgl_take(e, &out), 1);
+}
+END_TEST
+
 static Suite *rsproto_suite(void)
 {
 	Suite *s = suite_create("rsproto");
@@ -1156,6 +1256,13 @@ static Suite *rsproto_suite(void)
 	tcase_add_test(tc, test_rx_push_beyond_offer);
 	tcase_add_test(tc, test_rx_seq_wrap);
 	tcase_add_test(tc, test_tx_rx_together);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("iwarp");
+	tcase_add_test(tc, test_msg_tx_sqes);
+	tcase_add_test(tc, test_msg_ctrl_room);
+	tcase_add_test(tc, test_msg_recv);
+	tcase_add_test(tc, test_msg_sgl_take);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -61,6 +61,9 @@ struct evr_hc_need {
 	uint32_t msg_size;       /* a UD message's payload (mckey -S) */
 	const char *addr;        /* the local address (-b), numeric; NULL:
 				  * any device will do */
+	const char *device;      /* the RDMA device the run used, when a
+				  * failure named it (a client without
+				  * -b); NULL: addr's, if any */
 };
 
 /* Where the facts come from.  NULL (or a zero field) means this host,

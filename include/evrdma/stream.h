@@ -353,9 +353,7 @@ int evr_stream_opts_resolve(const struct evr_stream_opts *in,
 	X(TCP_FAMILY, "this address family over TCP") \
 	X(CONNS, "many connections (opts.conns) with a server that does " \
 	  "not negotiate (an upstream rstream server serves one " \
-	  "connection at a time)") \
-	X(IWARP, "an iWARP device (rsockets' message dialect for iWARP, " \
-	  "RS_OPT_MSG_SEND)")
+	  "connection at a time)")
 
 enum evr_notsup {
 #define EVR__NS_ENUM(code, text) EVR_NOTSUP_##code,

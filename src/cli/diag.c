@@ -85,8 +85,10 @@ static int diag_memlock(const char *prog, const struct evr_hc_report *rep,
 		return 0;
 	snprintf(line, sizeof(line), "memlock: %s: %s with %s; raise it: "
 		 "ulimit -l unlimited, /etc/security/limits.conf \"USER - "
-		 "memlock unlimited\", systemd LimitMEMLOCK=infinity; or "
-		 "grant CAP_IPC_LOCK", where, strerror(ENOMEM), m->fact);
+		 "memlock unlimited\", systemd LimitMEMLOCK=infinity%s", where,
+		 strerror(ENOMEM), m->fact,
+		 strstr(m->fact, "soft-iWARP") ? "" :
+		 "; or grant CAP_IPC_LOCK");
 	fprintf(stderr, "%s: %s\n", prog, line);
 	if (first)
 		snprintf(first, len, "%s", line);

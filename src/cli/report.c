@@ -148,9 +148,6 @@ static const struct {
 	  "port (RoCE and iWARP devices have none) is not supported" },
 	{ EVR_NOTSUP_GID_TCP, "-f gid over TCP (GIDs need the RDMA "
 	  "transport) is not supported" },
-	{ EVR_NOTSUP_IWARP, "an iWARP device (soft-iWARP, or a NIC in iWARP "
-	  "mode) is not supported yet: rsockets speak another dialect there "
-	  "(RS_OPT_MSG_SEND); use a RoCE or InfiniBand device, or -T s" },
 	{ EVR_NOTSUP_CONNS, "-c with a server that does not negotiate (an "
 	  "upstream rstream server serves one connection at a time) is not "
 	  "supported: leave out -c against such a server" },

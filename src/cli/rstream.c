@@ -258,10 +258,13 @@ static void need_of(const struct rstream_cli *cli, struct evr_hc_need *n)
 static int diagnosed(struct app *a, const struct evr_failure *f, char *line,
 		     size_t len)
 {
+	struct evr_hc_need n = a->need;
+
 	if (!f || !a->need.rdma || f->err >= 0 || -f->err >= EVR_E_BASE ||
 	    (f->phase != EVR_PH_SETUP && f->phase != EVR_PH_CONNECT))
 		return 0;
-	return diag_failure("rstream", &a->need, f->err, f->where, line, len);
+	n.device = f->device[0] ? f->device : NULL;
+	return diag_failure("rstream", &n, f->err, f->where, line, len);
 }
 
 static void on_conn_failed(void *ud, const struct evr_failure *f)

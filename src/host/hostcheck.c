@@ -79,6 +79,7 @@ struct hc {
 	int dev_idx, port;      /* the address's device and port, -1/0 */
 	int ib;                 /* that port's link layer is InfiniBand */
 	int iwarp;              /* that device is an iWARP RNIC */
+	int soft_iwarp;         /* ... of software (siw): no parent device */
 };
 
 static void set(struct evr_hc_row *r, enum evr_hc_verdict v,
@@ -179,7 +180,7 @@ static int privileged(const struct hc *h, int bit)
 
 static void check_memlock(struct hc *h, struct evr_hc_row *r)
 {
-	char lim[32], need[32], hard[32], fix[256];
+	char lim[96], need[32], hard[32], fix[256];
 	uint64_t kib;
 
 	if (!h->need->rdma) {
@@ -187,13 +188,18 @@ static void check_memlock(struct hc *h, struct evr_hc_row *r)
 		return;
 	}
 	limit_str(lim, sizeof(lim), h->memlock.rlim_cur);
+	/* soft-iWARP pins against the limit whatever CAP_IPC_LOCK says
+	 * (siw_umem_get(), Linux 6.1): only the limit counts there */
+	if (h->soft_iwarp)
+		snprintf(lim + strlen(lim), sizeof(lim) - strlen(lim),
+			 " (soft-iWARP counts it even with CAP_IPC_LOCK)");
 	size_str(need, sizeof(need), h->need->memlock);
 	if (h->memlock.rlim_cur == RLIM_INFINITY) {
 		set(r, EVR_HC_OK, NULL, "RLIMIT_MEMLOCK unlimited, this run "
 		    "locks about %s", need);
 		return;
 	}
-	if (cap_eff(h, CAP_IPC_LOCK_BIT) == 1) {
+	if (cap_eff(h, CAP_IPC_LOCK_BIT) == 1 && !h->soft_iwarp) {
 		set(r, EVR_HC_OK, NULL, "CAP_IPC_LOCK: locked memory is not "
 		    "limited (RLIMIT_MEMLOCK %s), this run locks about %s",
 		    lim, need);
@@ -209,9 +215,10 @@ static void check_memlock(struct hc *h, struct evr_hc_row *r)
 	limit_str(hard, sizeof(hard), h->memlock.rlim_max);
 	snprintf(fix, sizeof(fix), "raise it: ulimit -l %llu (or unlimited; "
 		 "the hard limit is %s), /etc/security/limits.conf \"USER - "
-		 "memlock %llu\", systemd LimitMEMLOCK=%lluK; or grant "
-		 "CAP_IPC_LOCK", (unsigned long long)kib, hard,
-		 (unsigned long long)kib, (unsigned long long)kib);
+		 "memlock %llu\", systemd LimitMEMLOCK=%lluK%s",
+		 (unsigned long long)kib, hard, (unsigned long long)kib,
+		 (unsigned long long)kib,
+		 h->soft_iwarp ? "" : "; or grant CAP_IPC_LOCK");
 	set(r, EVR_HC_FAIL, fix, "RLIMIT_MEMLOCK %s, this run locks about %s",
 	    lim, need);
 }
@@ -425,6 +432,17 @@ static int is_iwarp(const struct hc *h, int i)
 	return !read_line(line, sizeof(line), "%s/sys/class/infiniband/%s/"
 			  "node_type", h->sys, h->devs[i]) &&
 	       strstr(line, "RNIC") != NULL;
+}
+
+/* Has devs[i] a parent device (hardware; siw has none)? */
+static int has_parent(const struct hc *h, int i)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/device",
+		 h->sys, h->devs[i]);
+	return !stat(path, &st);
 }
 
 /* An iWARP device's port p GID 0 is its interface's MAC address, then
@@ -952,6 +970,11 @@ int evr_hostcheck_run(const struct evr_hc_env *env,
 		       "link_layer", h.sys, h.devs[h.dev_idx], h.port))
 		h.ib = !strcmp(ll, "InfiniBand");
 	h.iwarp = h.dev_idx >= 0 && is_iwarp(&h, h.dev_idx);
+	h.soft_iwarp = h.iwarp && !has_parent(&h, h.dev_idx);
+	/* no address, but a failure named its device */
+	for (i = 0; h.dev_idx < 0 && need->device && i < h.ndevs; i++)
+		if (!strcmp(h.devs[i], need->device))
+			h.soft_iwarp = is_iwarp(&h, i) && !has_parent(&h, i);
 	check_memlock(&h, &out->rows[EVR_HC_MEMLOCK]);
 	check_verbs(&h, &out->rows[EVR_HC_VERBS_DEV]);
 	check_cm(&h, &out->rows[EVR_HC_RDMA_CM]);

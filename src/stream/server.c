@@ -101,15 +101,13 @@ static void server_sess_progress(struct evr_sess *s,
 
 /* The transport turned a connection away (out of file descriptors...),
  * reported once per episode as a dropped connection. */
-static void server_refused(void *ud, int err, int detail,
-			   const struct sockaddr *peer)
+static void server_refused(void *ud, int err, const struct sockaddr *peer)
 {
 	struct evr_stream *st = ud;
 	struct evr_failure f;
 
 	memset(&f, 0, sizeof(f));
 	f.err = err;
-	f.detail = detail;
 	f.phase = EVR_PH_SETUP;
 	f.where = err == -EMFILE || err == -ENFILE ?
 		  "accept (no file descriptor left: new connections are "

@@ -454,7 +454,7 @@ static void accept_refused(struct tcp_xport *x, int err,
 		return;
 	x->starved = 1;
 	if (x->base.cbs->refused)
-		x->base.cbs->refused(x->base.ud, err, 0, peer);
+		x->base.cbs->refused(x->base.ud, err, peer);
 }
 
 /* The listener stays readable while the error lasts: rest a while. */

@@ -89,9 +89,6 @@ struct evr_conn {
 	 * the peer or its path, else 0 (a field of its own: a flushed send
 	 * often comes before the port-down that explains it) */
 	int eio_detail;
-	/* -EVR_E_NOTSUP at set-up: what the transport refused
-	 * (EVR_NOTSUP_*) */
-	int notsup;
 };
 
 /* ---- opening and accepting connections (one per engine) ---- */
@@ -109,12 +106,10 @@ struct evr_xport_cbs {
 	/* Nothing closed lingers any more (see lingering below). */
 	void (*drained)(void *ud);
 	/* Server: a connection could not be taken (err, a negative errno:
-	 * out of file descriptors, memory...; -EVR_E_NOTSUP with detail,
-	 * EVR_NOTSUP_*: its device is one the transport does not serve);
-	 * peer when known, else NULL.  Out of resources, called once per
-	 * episode: again only after a connection has been accepted since. */
-	void (*refused)(void *ud, int err, int detail,
-			const struct sockaddr *peer);
+	 * out of file descriptors, memory...); peer when known, else NULL.
+	 * Called once per episode: again only after a connection has been
+	 * accepted since. */
+	void (*refused)(void *ud, int err, const struct sockaddr *peer);
 };
 
 /* What connect() did. */

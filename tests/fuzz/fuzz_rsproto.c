@@ -12,6 +12,10 @@
  *    local side sending, completing, consuming and advertising in
  *    between.  The accounting must keep every offset and length inside
  *    the rings whatever the peer says.
+ *  - in the iWARP dialect (flags byte's top bit), the same steps with
+ *    the message as a receive gets it (4 bytes in the sender's order:
+ *    every other length refused) and the SGE written into our target
+ *    entry ahead of the SGL message (taken once, cleared, range-checked).
  */
 #include "config.h"
 
@@ -92,6 +96,9 @@ struct sim {
 	uint32_t inflight[SQES];    /* DATA sends not yet completed */
 	unsigned nflight, ctrl_out;
 	int peer_disc;
+	int msg, swap;                 /* the iWARP dialect, its order */
+	int refused;                   /* the last SGL message was */
+	uint8_t entry[EVR_RS_SGE_LEN]; /* our target entry, as written */
 };
 
 static void tx_check(const struct sim *s)
@@ -102,7 +109,7 @@ static void tx_check(const struct sim *s)
 	FUZZ_CHECK(tx->sbuf_head < tx->sbuf_size);
 	FUZZ_CHECK(tx->target_cur < EVR_RS_SGL_SIZE);
 	FUZZ_CHECK(tx->target_next < EVR_RS_SGL_SIZE);
-	FUZZ_CHECK(tx->sqe_avail + s->nflight == SQES);
+	FUZZ_CHECK(tx->sqe_avail + s->nflight * tx->sqe_per == SQES);
 }
 
 static void rx_check(const struct sim *s)
@@ -127,22 +134,47 @@ static void rx_check(const struct sim *s)
 	}
 }
 
-/* One immediate from the peer, as recv_wc() handles it. */
-static void peer_msg(struct sim *s, uint32_t w, const uint8_t *sge)
+/* The SGL message of the iWARP dialect: the entry says whether the
+ * peer wrote one. */
+static void peer_sgl_msg(struct sim *s, uint32_t data)
 {
-	uint32_t msg = evr__rs_imm_decode(w), data = evr__rs_msg_data(msg);
+	struct evr_rs_sge e;
+	uint32_t len;
+	int r;
+
+	memcpy(&len, s->entry + 12, 4);
+	r = evr__rs_sgl_take(s->entry, &e);
+	FUZZ_CHECK(r == (!len ? 0 : len > EVR_RS_RBUF_HALF_MAX ? -EPROTO : 1));
+	if (r == 1) {
+		memcpy(&len, s->entry + 12, 4);
+		FUZZ_CHECK(!len);  /* taken once */
+		FUZZ_CHECK(evr__rs_sgl_take(s->entry, &e) == 0);
+	}
+	if (r >= 0)
+		evr__rs_tx_sgl(&s->tx, data, r ? &e : NULL);
+	s->refused = r < 0;
+}
+
+/* One message from the peer, as recv_wc() handles it. */
+static void peer_msg(struct sim *s, uint32_t msg, const uint8_t *sge)
+{
+	uint32_t data = evr__rs_msg_data(msg);
 	unsigned count = s->rx.msg_count;
 	struct evr_rs_sge e;
 
 	switch (evr__rs_msg_op(msg)) {
 	case EVR_RS_OP_SGL:
-		if (sge) {
+		if (s->msg) {
+			peer_sgl_msg(s, data);
+		} else if (sge) {
 			evr__rs_sge_decode(sge, &e);
 			evr__rs_tx_sgl(&s->tx, data, &e);
 		} else {
 			evr__rs_tx_sgl(&s->tx, data, NULL);
 		}
-		FUZZ_CHECK(s->tx.sseq_comp == (uint16_t)data);
+		/* a refused entry (iWARP) ends the connection: no credits */
+		FUZZ_CHECK(s->tx.sseq_comp == (uint16_t)data || s->refused);
+		FUZZ_CHECK(s->rx.msg_count == count);
 		break;
 	case EVR_RS_OP_CTRL:
 		if (data == EVR_RS_CTRL_DISCONNECT)
@@ -177,6 +209,29 @@ static void peer_msg(struct sim *s, uint32_t w, const uint8_t *sge)
 	}
 }
 
+/* A step's message: its immediate, or in the iWARP dialect its 4 bytes
+ * as a receive got them (and an SGE the peer wrote into our entry). */
+static void peer_step(struct sim *s, uint32_t w, const uint8_t *raw,
+		      const uint8_t *sge)
+{
+	uint32_t msg, m;
+	unsigned len;
+
+	if (!s->msg) {
+		peer_msg(s, evr__rs_imm_decode(w), sge);
+		return;
+	}
+	for (len = 0; len <= 8; len++)
+		FUZZ_CHECK((evr__rs_msg_recv(raw, len, s->swap, &m) == 0) ==
+			   (len == EVR_RS_MSG_LEN));
+	FUZZ_CHECK(evr__rs_msg_recv(raw, EVR_RS_MSG_LEN, s->swap, &msg) == 0);
+	FUZZ_CHECK(evr__rs_msg_recv(raw, EVR_RS_MSG_LEN, !s->swap, &m) == 0);
+	FUZZ_CHECK(m == __builtin_bswap32(msg));
+	if (sge)
+		memcpy(s->entry, sge, EVR_RS_SGE_LEN);
+	peer_msg(s, msg, NULL);
+}
+
 static void local_send(struct sim *s, uint32_t left)
 {
 	struct evr_rs_tx *tx = &s->tx;
@@ -191,7 +246,7 @@ static void local_send(struct sim *s, uint32_t left)
 		xfer = evr__rs_tx_chunk(tx, left);
 		if (!xfer)
 			break;
-		FUZZ_CHECK(s->nflight < SQES);
+		FUZZ_CHECK(s->nflight * tx->sqe_per < SQES);
 		FUZZ_CHECK(xfer <= left && xfer <= avail && xfer <= tlen &&
 			   xfer <= EVR_RS_MAX_TRANSFER);
 		evr__rs_tx_commit(tx, xfer, &raddr, &rkey);
@@ -276,6 +331,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&s, 0, sizeof(s));
 	evr__rs_tx_init(&s.tx, SQES, sizes[data[1] & 3], &cd);
+	s.msg = !!(data[1] & 0x80);
+	s.swap = !!(data[1] & 0x40);
+	if (s.msg)
+		evr__rs_tx_msg_send(&s.tx);
 	evr__rs_rx_init(&s.rx, sizes[data[2] & 3], RQ_SIZE,
 			cd.target_sgl.length, s.rmsg, MSG_CAP);
 	tx_check(&s);
@@ -296,7 +355,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pos += EVR_RS_SGE_LEN;
 		}
 		if (act & 0x01)
-			peer_msg(&s, w, sge);
+			peer_step(&s, w, data + pos - EVR_RS_MSG_LEN -
+				  (sge ? EVR_RS_SGE_LEN : 0), sge);
 		if (act & 0x04)
 			local_send(&s, evr__rs_msg_data(evr__rs_imm_decode(w))
 				       & 0x3ffff);

@@ -218,6 +218,19 @@ static void rs_seeds(void)
 		}
 	}
 	put("rsproto", "traffic", b, n);
+	/* the same in the iWARP dialect (the flags byte's top bit): each
+	 * message as its 4 bytes in the sender's order */
+	b[1] |= 0x80;
+	for (n = EVR_RS_CONN_DATA_LEN; n + 5 <= sizeof(b) && b[n]; ) {
+		uint32_t w;
+
+		memcpy(&w, b + n + 1, 4);
+		w = evr__rs_imm_decode(w);
+		memcpy(b + n + 1, &w, 4);
+		n += 5 + ((b[n] & 0x02) ? EVR_RS_SGE_LEN : 0);
+	}
+	put("rsproto", "traffic-iwarp", b, n);
+	b[1] &= 0x7f;
 	/* more DATA messages than credits (rq_size + 1 queued) */
 	n = EVR_RS_CONN_DATA_LEN;
 	for (i = 0; i < 12; i++) {

@@ -83,13 +83,11 @@ static int create_ep(struct rconn *rc, const char **what)
 	int ret;
 
 	name_device(rc);
-	/* iWARP has no write with immediate: rsockets then speaks another
-	 * dialect (RS_OPT_MSG_SEND), which we do not yet */
-	*what = "iWARP device";
-	if (id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
-		rc->base.notsup = EVR_NOTSUP_IWARP;
-		return -EVR_E_NOTSUP;
-	}
+	/* iWARP has no write with immediate: rsockets speak their message
+	 * dialect there (RS_OPT_MSG_SEND), picked from the device as they
+	 * do, on both sides */
+	rc->msg_send = id->verbs->device->transport_type ==
+		       IBV_TRANSPORT_IWARP;
 	if (!ibv_query_device(id->verbs, &da) && da.max_qp_wr > 0)
 		maxwr = (uint32_t)da.max_qp_wr;
 	/* a client knows how many it opens; a server counts what it holds */
@@ -109,17 +107,26 @@ static int create_ep(struct rconn *rc, const char **what)
 	qa.send_cq = rc->rcq->cq;
 	qa.recv_cq = rc->rcq->cq;
 	qa.qp_type = IBV_QPT_RC;
-	qa.sq_sig_all = 1;
+	/* iWARP: a message's write goes unsignaled, its send completes
+	 * for both */
+	qa.sq_sig_all = !rc->msg_send;
 	qa.cap.max_send_wr = rc->sq_size;
 	qa.cap.max_recv_wr = rc->rq_post;
 	qa.cap.max_send_sge = 2;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = (uint32_t)rc->inline_req;
+	/* the iWARP dialect's messages go inline (-I 0 too: rdma-core
+	 * v51's fc82b150b; v44 fails there) */
+	if (rc->msg_send && qa.cap.max_inline_data < EVR_RS_MSG_LEN)
+		qa.cap.max_inline_data = EVR_RS_MSG_LEN;
 	*what = "rdma_create_qp";
 	if (rdma_create_qp(id, NULL, &qa))
 		return -errno ? -errno : -EINVAL;
 	/* the provider may give more than asked */
 	rc->max_inline = qa.cap.max_inline_data;
+	*what = "inline data (iWARP's messages need 4 bytes)";
+	if (rc->msg_send && rc->max_inline < EVR_RS_MSG_LEN)
+		return -EOPNOTSUPP;
 
 	ret = evr__rdma_mem_setup(rc, id->pd, what);
 	if (ret)
@@ -217,6 +224,10 @@ static int do_connect(struct rconn *rc)
 	p.flow_control = 1;
 	p.retry_count = 7;
 	p.rnr_retry_count = 7;   /* RNR: retry for ever, as upstream */
+	/* as rsockets on iWARP, whose connection setup may issue an RDMA
+	 * read (the server echoes it) */
+	if (rc->msg_send)
+		p.initiator_depth = 1;
 	if (rdma_connect(rc->id, &p))
 		return -errno;
 	evr__rdma_set_state(rc, EVR_RC_CONNECTING);
@@ -279,15 +290,11 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 fail:
 	evr__rdma_trace_err(rc, what, ret);
 	rdma_reject(rc->id, NULL, 0);
-	/* A device we do not serve (iWARP): said for each request.  Out of
-	 * fds (the completion channel) or memory: the request is gone
-	 * (rejected), so nothing spins; said once per episode. */
-	if (ret == -EVR_E_NOTSUP && x->base.cbs->refused) {
-		x->base.cbs->refused(x->base.ud, ret, rc->base.notsup,
-				     rdma_get_peer_addr(rc->id));
-	} else if (!x->starved && x->base.cbs->refused) {
+	/* Out of fds (the completion channel) or memory: the request is
+	 * gone (rejected), so nothing spins; say so once per episode. */
+	if (!x->starved && x->base.cbs->refused) {
 		x->starved = 1;
-		x->base.cbs->refused(x->base.ud, ret, 0,
+		x->base.cbs->refused(x->base.ud, ret,
 				     rdma_get_peer_addr(rc->id));
 	}
 	evr__rdma_close_step(rc, EVR_RC_E_ABORT, 0);

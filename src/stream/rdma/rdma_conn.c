@@ -52,6 +52,7 @@ static void set_disc(struct rconn *rc, enum evr_rc_disc d)
 int evr__rdma_post_recvs(struct rconn *rc, unsigned n)
 {
 	struct ibv_recv_wr wr[CQ_BATCH], *bad;
+	struct ibv_sge sg[CQ_BATCH];
 	unsigned i, k;
 
 	while (n) {
@@ -62,6 +63,20 @@ int evr__rdma_post_recvs(struct rconn *rc, unsigned n)
 			 * immediate, whose bytes land in our ring */
 			wr[i].wr_id = WR_RECV | evr__rdma_wr_id(rc, 0, 0);
 			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+			if (!rc->msg_send)
+				continue;
+			/* iWARP: the message itself, in its slot.  The
+			 * receives complete in the order posted and at
+			 * most rq_post are posted, so a slot comes round
+			 * again only once its message has been read. */
+			sg[i].addr = (uintptr_t)(rc->mbuf + EVR_RS_MSG_LEN *
+						 rc->recv_next);
+			sg[i].length = EVR_RS_MSG_LEN;
+			sg[i].lkey = rc->smr->lkey;
+			wr[i].sg_list = &sg[i];
+			wr[i].num_sge = 1;
+			wr[i].wr_id |= rc->recv_next;
+			rc->recv_next = (rc->recv_next + 1) % rc->rq_post;
 		}
 		if (ibv_post_recv(rc->id->qp, wr, &bad))
 			return -EIO;
@@ -114,37 +129,77 @@ void evr__rdma_take_peer(struct rconn *rc, const struct evr_rs_conn_data *cd)
 		       !evr__rs_host_big_endian();
 	evr__rs_tx_init(&rc->tx, rc->sq_size - EVR_RS_CTRL_SIZE,
 			rc->sbuf_size, cd);
+	if (rc->msg_send)
+		evr__rs_tx_msg_send(&rc->tx);
 	evr__rs_rx_init(&rc->rx, rc->rbuf_size, (uint16_t)rc->rq_size,
 			cd->target_sgl.length, rc->rmsg, rc->rq_post + 1);
+}
+
+/* The message of a receive: in its immediate, or (iWARP) in its slot
+ * of mbuf.  0, or -EPROTO (the connection's error set). */
+static int recv_msg(struct rconn *rc, const struct ibv_wc *wc, uint32_t *msg)
+{
+	uint32_t slot = WR_LEN(wc->wr_id);
+
+	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+		*msg = evr__rs_imm_decode(wc->imm_data);
+		return 0;
+	}
+	if (!rc->msg_send || slot >= rc->rq_post)
+		return 1; /* a plain send: not rsocket's, ignored */
+	if (!evr__rs_msg_recv(rc->mbuf + EVR_RS_MSG_LEN * slot, wc->byte_len,
+			      rc->swap_sge, msg))
+		return 0;
+	evr__rdma_set_err(rc, -EPROTO, "peer's message is not 4 bytes");
+	return -EPROTO;
+}
+
+/* An SGL message: its credit limit, and our target SGL's next entry
+ * when the peer wrote one before it.  That write is complete once its
+ * message is: trust the entry only now, and keep our own copy. */
+static void recv_sgl(struct rconn *rc, const struct ibv_wc *wc,
+		     uint32_t data)
+{
+	uint8_t *e = rc->tsgl + EVR_RS_SGE_LEN * rc->tx.target_next;
+	struct evr_rs_sge sge;
+	int ret;
+
+	if (!rc->msg_send) {
+		/* the write with immediate carried 16 bytes, or none */
+		ret = wc->byte_len >= EVR_RS_SGE_LEN;
+		evr__rs_sge_decode(e, &sge);
+		if (ret && sge.length > EVR_RS_RBUF_HALF_MAX)
+			ret = -EPROTO;
+	} else {
+		/* a send of 4 bytes either way: the entry says */
+		ret = evr__rs_sgl_take(e, &sge);
+	}
+	if (ret < 0) {
+		evr__rdma_set_err(rc, -EPROTO, "peer's ring half is larger "
+				  "than any ring");
+		return;
+	}
+	evr__rs_tx_sgl(&rc->tx, data, ret ? &sge : NULL);
 }
 
 /* One receive completion; returns 1 when its receive is to be re-posted. */
 static int recv_one(struct rconn *rc, const struct ibv_wc *wc)
 {
-	struct evr_rs_sge sge;
 	uint32_t msg, data;
+	int ret;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR && evr__rdma_live(rc))
 			wc_failed(rc, wc);
 		return 0;
 	}
-	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
-		return 1; /* a plain send: not rsocket's, ignored */
-	msg = evr__rs_imm_decode(wc->imm_data);
+	ret = recv_msg(rc, wc, &msg);
+	if (ret)
+		return ret > 0;
 	data = evr__rs_msg_data(msg);
 	switch (evr__rs_msg_op(msg)) {
 	case EVR_RS_OP_SGL:
-		/* With 16 bytes the peer has written its next ring half
-		 * into our target SGL; trust it only now that the write is
-		 * complete, and keep our own copy of the entries. */
-		if (wc->byte_len >= EVR_RS_SGE_LEN) {
-			evr__rs_sge_decode(rc->tsgl + EVR_RS_SGE_LEN *
-					   rc->tx.target_next, &sge);
-			evr__rs_tx_sgl(&rc->tx, data, &sge);
-		} else {
-			evr__rs_tx_sgl(&rc->tx, data, NULL);
-		}
+		recv_sgl(rc, wc, data);
 		break;
 	case EVR_RS_OP_CTRL:
 		/* facts only: the close decides at its next step */
@@ -207,6 +262,14 @@ void evr__rdma_send_wc(struct rconn *rc, const struct ibv_wc *wc)
 		/* whatever its status; only moves rc->disc */
 		evr__rdma_close_step(rc, EVR_RC_E_DISC_DONE, 0);
 		return;
+	case WK_PART:
+		break; /* failed: its message's send gives back what it took */
+	case WK_SGL:
+		/* an SGE update of the iWARP dialect took two slots */
+		if (WR_LEN(wc->wr_id) > 1)
+			evr__rs_tx_ctrl_done(&rc->tx);
+		evr__rs_tx_ctrl_done(&rc->tx);
+		break;
 	default:
 		evr__rs_tx_ctrl_done(&rc->tx);
 		break;
@@ -231,16 +294,77 @@ void evr__rdma_repost(struct rconn *rc)
 		evr__rdma_set_err(rc, -EIO, "ibv_post_recv");
 }
 
+/* ---- messages ---- */
+
+/*
+ * One rsocket message as work requests.  In the write-with-immediate
+ * dialect (InfiniBand, RoCE) it is one RDMA write with immediate: the
+ * message in the immediate, its bytes (if any) to raddr/rkey.  In the
+ * iWARP dialect (rc->msg_send) it is a plain RDMA write of its bytes
+ * (none: no write), unsignaled, then an inline send of the message in
+ * our byte order, which completes for both.  msg_init() makes the
+ * write; the caller gives it its bytes (sg_list, num_sge, inline) and
+ * its flags; msg_wrs() returns the first work request to post.
+ */
+struct rmsg {
+	struct ibv_send_wr w, s;
+	struct ibv_sge ssg;
+	uint32_t msg;
+};
+
+static void msg_init(struct rmsg *m, uint64_t id, uint32_t msg,
+		     uint64_t raddr, uint32_t rkey)
+{
+	memset(&m->w, 0, sizeof(m->w));
+	m->w.wr_id = id;
+	m->w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	m->w.imm_data = evr__rs_imm_encode(msg);
+	m->w.wr.rdma.remote_addr = raddr;
+	m->w.wr.rdma.rkey = rkey;
+	m->msg = msg;
+}
+
+static struct ibv_send_wr *msg_wrs(struct rconn *rc, struct rmsg *m)
+{
+	if (!rc->msg_send)
+		return &m->w;
+	memset(&m->s, 0, sizeof(m->s));
+	m->s.wr_id = m->w.wr_id;
+	m->s.opcode = IBV_WR_SEND;
+	m->s.send_flags = IBV_SEND_INLINE |
+			  (m->w.send_flags & IBV_SEND_SIGNALED);
+	m->ssg.addr = (uintptr_t)&m->msg;
+	m->ssg.length = EVR_RS_MSG_LEN;
+	m->s.sg_list = &m->ssg;
+	m->s.num_sge = 1;
+	if (!m->w.num_sge)
+		return &m->s;
+	m->w.opcode = IBV_WR_RDMA_WRITE;
+	m->w.imm_data = 0;
+	m->w.wr_id = evr__rdma_wr_id(rc, WK_PART, 0);
+	m->w.send_flags &= ~(unsigned)IBV_SEND_SIGNALED;
+	m->w.next = &m->s;
+	return &m->w;
+}
+
 /* ---- control messages ---- */
 
-static int post_ctrl(struct rconn *rc, struct ibv_send_wr *wr)
+/* Post a control message (or the keepalive's write) that takes slots
+ * control slots. */
+static int post_ctrl(struct rconn *rc, struct ibv_send_wr *first,
+		     unsigned slots)
 {
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *bad, *last = first;
+	unsigned i;
 
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	evr__rs_tx_ctrl_post(&rc->tx);
-	if (ibv_post_send(rc->id->qp, wr, &bad)) {
-		evr__rs_tx_ctrl_done(&rc->tx);
+	while (last->next)
+		last = last->next;
+	last->send_flags |= IBV_SEND_SIGNALED;
+	for (i = 0; i < slots; i++)
+		evr__rs_tx_ctrl_post(&rc->tx);
+	if (ibv_post_send(rc->id->qp, first, &bad)) {
+		for (i = 0; i < slots; i++)
+			evr__rs_tx_ctrl_done(&rc->tx);
 		evr__rdma_set_err(rc, -EIO, "ibv_post_send");
 		return -EIO;
 	}
@@ -255,29 +379,19 @@ static int post_ctrl(struct rconn *rc, struct ibv_send_wr *wr)
  * (Linux 6.1), and rsockets' close, which deregisters its MRs before it
  * destroys the QP, then hangs in the kernel (__rxe_cleanup): 5 of 600
  * such clients against us, 0 of 600 against upstream's server, which
- * writes later, 0 of 600 with the gate. */
-/* Every rsocket message is an RDMA write with immediate data: the
- * message in the immediate, the bytes (if any) to raddr/rkey. */
-static void write_imm(struct ibv_send_wr *wr, uint64_t id, uint32_t msg,
-		      uint64_t raddr, uint32_t rkey)
-{
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr->imm_data = evr__rs_imm_encode(msg);
-	wr->wr.rdma.remote_addr = raddr;
-	wr->wr.rdma.rkey = rkey;
-}
-
+ * writes later, 0 of 600 with the gate.  The iWARP dialect sends an
+ * update only with two slots free, as rsockets do (rs_2ctrl_avail). */
 static void update_credits_(struct rconn *rc)
 {
+	unsigned need = rc->msg_send ? 2 : 1;
+
 	while (rc->state == EVR_RC_OPEN && evr__rdma_live(rc) &&
-	       !evr__rdma_shut(rc) && evr__rs_tx_ctrl_avail(&rc->tx)) {
+	       !evr__rdma_shut(rc) && evr__rs_tx_ctrl_room(&rc->tx, need)) {
 		enum evr_rs_update k = evr__rs_rx_update_gated(&rc->rx);
-		struct ibv_send_wr wr;
+		struct rmsg m;
 		struct ibv_sge sg;
 		struct evr_rs_sge sge;
-		unsigned entry = 0;
+		unsigned entry = 0, slots = 1;
 		uint32_t limit;
 		uint8_t *slot;
 
@@ -285,11 +399,13 @@ static void update_credits_(struct rconn *rc)
 			return;
 		limit = evr__rs_rx_update(&rc->rx, k, (uintptr_t)rc->rbuf,
 					  rc->rmr->rkey, &sge, &entry);
+		if (k == EVR_RS_UPD_SGE && rc->msg_send)
+			slots = 2; /* the write and the send */
 		/* a credits-only write carries no bytes, but still gets a
 		 * valid target: the peer's SGL */
-		write_imm(&wr, evr__rdma_wr_id(rc, WK_SGL, 0),
-			  evr__rs_msg(EVR_RS_OP_SGL, limit),
-			  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
+		msg_init(&m, evr__rdma_wr_id(rc, WK_SGL, slots),
+			 evr__rs_msg(EVR_RS_OP_SGL, limit),
+			 rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 		if (k == EVR_RS_UPD_SGE) {
 			slot = rc->tsgl + CELL_SGL +
 			       EVR_RS_SGE_LEN * (rc->tx.ctrl_seqno %
@@ -298,13 +414,13 @@ static void update_credits_(struct rconn *rc)
 			sg.addr = (uintptr_t)slot;
 			sg.length = EVR_RS_SGE_LEN;
 			sg.lkey = rc->tmr->lkey;
-			wr.sg_list = &sg;
-			wr.num_sge = 1;
-			wr.wr.rdma.remote_addr += EVR_RS_SGE_LEN * entry;
+			m.w.sg_list = &sg;
+			m.w.num_sge = 1;
+			m.w.wr.rdma.remote_addr += EVR_RS_SGE_LEN * entry;
 			if (rc->max_inline >= EVR_RS_SGE_LEN)
-				wr.send_flags = IBV_SEND_INLINE;
+				m.w.send_flags = IBV_SEND_INLINE;
 		}
-		if (post_ctrl(rc, &wr))
+		if (post_ctrl(rc, msg_wrs(rc, &m), slots))
 			return;
 	}
 }
@@ -319,25 +435,26 @@ static inline void update_credits(struct rconn *rc)
 
 static void post_disconnect(struct rconn *rc)
 {
-	struct ibv_send_wr wr;
+	struct rmsg m;
 
 	if (rc->disc != EVR_RC_DISC_WANTED || !evr__rs_tx_ctrl_avail(&rc->tx))
 		return;
 	/* the cork's bytes first: they are the peer's before our end */
 	if (rc->tx.cork_len && evr__rdma_may_write(rc))
 		return;
-	write_imm(&wr, evr__rdma_wr_id(rc, WK_DISC, 0),
-		  evr__rs_msg(EVR_RS_OP_CTRL, EVR_RS_CTRL_DISCONNECT),
-		  rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
+	msg_init(&m, evr__rdma_wr_id(rc, WK_DISC, 0),
+		 evr__rs_msg(EVR_RS_OP_CTRL, EVR_RS_CTRL_DISCONNECT),
+		 rc->peer.target_sgl.addr, rc->peer.target_sgl.key);
 	/* the steps only move rc->disc */
 	evr__rdma_close_step(rc, EVR_RC_E_DISC_POSTED, 0);
-	if (post_ctrl(rc, &wr))
+	if (post_ctrl(rc, msg_wrs(rc, &m), 1))
 		/* nothing will complete */
 		evr__rdma_close_step(rc, EVR_RC_E_DISC_DONE, 0);
 }
 
 /* Keepalive (-k): a 0-byte RDMA WRITE without immediate, which the peer's
- * HCA acknowledges without a completion; a dead peer fails it. */
+ * HCA acknowledges without a completion; a dead peer fails it.  The same
+ * in both dialects, as rsockets send it. */
 void evr__rdma_ka_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
 	struct rconn *rc = evr__container_of(w, struct rconn, ka_w);
@@ -353,7 +470,7 @@ void evr__rdma_ka_cb(struct ev_loop *l, ev_timer *w, int revents)
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.wr.rdma.remote_addr = rc->peer.target_sgl.addr;
 	wr.wr.rdma.rkey = rc->peer.target_sgl.key;
-	post_ctrl(rc, &wr);
+	post_ctrl(rc, &wr, 1);
 }
 
 /* upstream's rs_process_cq: events, credits, completions, credits */
@@ -449,16 +566,17 @@ static int post_write(struct rconn *rc, uint32_t xfer, uint64_t raddr,
 		      uint32_t rkey, const uint8_t *buf, uint32_t off,
 		      uint32_t len1)
 {
-	struct ibv_send_wr wr, *bad;
+	struct ibv_send_wr *bad;
 	struct ibv_sge sg[2];
+	struct rmsg m;
 
-	write_imm(&wr, evr__rdma_wr_id(rc, WK_DATA, xfer),
-		  evr__rs_msg(EVR_RS_OP_DATA, xfer), raddr, rkey);
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = sg;
-	wr.num_sge = 1;
+	msg_init(&m, evr__rdma_wr_id(rc, WK_DATA, xfer),
+		 evr__rs_msg(EVR_RS_OP_DATA, xfer), raddr, rkey);
+	m.w.send_flags = IBV_SEND_SIGNALED;
+	m.w.sg_list = sg;
+	m.w.num_sge = 1;
 	if (xfer <= rc->max_inline)
-		wr.send_flags |= IBV_SEND_INLINE;
+		m.w.send_flags |= IBV_SEND_INLINE;
 	if (buf) {
 		sg[0].addr = (uintptr_t)buf;
 		sg[0].length = xfer;
@@ -471,10 +589,10 @@ static int post_write(struct rconn *rc, uint32_t xfer, uint64_t raddr,
 			sg[1].addr = (uintptr_t)rc->sbuf;
 			sg[1].length = xfer - len1;
 			sg[1].lkey = rc->smr->lkey;
-			wr.num_sge = 2;
+			m.w.num_sge = 2;
 		}
 	}
-	if (ibv_post_send(rc->id->qp, &wr, &bad)) {
+	if (ibv_post_send(rc->id->qp, msg_wrs(rc, &m), &bad)) {
 		evr__rdma_set_err(rc, -EIO, "ibv_post_send");
 		return -EIO;
 	}

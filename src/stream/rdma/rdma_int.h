@@ -96,11 +96,14 @@ _Static_assert(CELL_USED <= CELL_SIZE, "a cell holds the SGL and the slots");
 
 /* wr_id: whose and what.  Bit 63: a receive; 62..60: a send's kind;
  * 59..44: the connection's slot generation; 43..20: its slot; 19..0: a
- * DATA write's length (at most EVR_RS_MAX_TRANSFER).  A completion whose
- * generation is not its slot's belongs to a connection gone since (the
- * flushed work requests of a destroyed QP on a shared CQ): dropped. */
+ * DATA write's length (at most EVR_RS_MAX_TRANSFER), an SGL message's
+ * control slots (0: one), a receive's message slot (iWARP).  A
+ * completion whose generation is not its slot's belongs to a connection
+ * gone since (the flushed work requests of a destroyed QP on a shared
+ * CQ): dropped.  WK_PART: the unsignaled write ahead of an iWARP
+ * message's send, which completes only when it fails. */
 #define WR_RECV (1ull << 63)
-enum { WK_DATA = 1, WK_SGL, WK_DISC, WK_KEEPALIVE };
+enum { WK_DATA = 1, WK_SGL, WK_DISC, WK_KEEPALIVE, WK_PART };
 #define WR_KIND(id) ((unsigned)((id) >> 60) & 7u)
 #define WR_GEN(id) ((uint16_t)((id) >> 44))
 #define WR_SLOT(id) ((uint32_t)((id) >> 20) & 0xffffffu)
@@ -172,6 +175,7 @@ struct rconn {
 	unsigned retries;
 	int inline_req;
 	uint32_t max_inline;
+	int msg_send;                  /* iWARP: rsockets' message dialect */
 	ev_timer close_w;
 	ev_timer ka_w;
 	/* owner: rdma_conn.c (the data path and the close machine) */
@@ -183,6 +187,8 @@ struct rconn {
 	 * (r_ready) */
 	uint32_t wc_seen;
 	unsigned repost;               /* receives to post again */
+	uint32_t recv_next;            /* iWARP: the next receive's message
+					* slot in mbuf */
 	struct evr_rs_conn_data peer;
 	int swap_sge;
 	struct evr_rs_tx tx;
@@ -207,6 +213,9 @@ struct rconn {
 	int err;                       /* sticky: the connection is broken */
 	/* owner: rdma_mem.c (its memory and the sizes of its queues) */
 	uint8_t *sbuf, *rbuf;          /* one allocation, rbuf after sbuf */
+	uint8_t *mbuf;                 /* iWARP: after sbuf, under smr, the
+					* receives' messages (rq_post of
+					* EVR_RS_MSG_LEN bytes) */
 	uint8_t *tsgl;                 /* a cell (cell_get()): the target SGL
 					* the peer writes, then the control
 					* slots */

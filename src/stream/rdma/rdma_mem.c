@@ -111,7 +111,9 @@ uint64_t evr__rdma_memlock(const struct evr_stream_opts *o)
 	evr__rdma_conn_sizes(o, n, &buf, &sq, &rq0);
 	rq = rq0 + RQ_EXTRA;
 	/* the cell's page is charged to each registration on it */
-	one = pages(2 * (uint64_t)buf) + pages(CELL_USED) +
+	/* (with iWARP's receive messages, 4 bytes each) */
+	one = pages(2 * (uint64_t)buf + rq * EVR_RS_MSG_LEN) +
+	      pages(CELL_USED) +
 	      pages((sq + rq) * 64) + pages(sq * (64 + inl) + rq * 64);
 	return one * n;
 }
@@ -137,7 +139,10 @@ void evr__rdma_mem_sizes(struct rconn *rc, unsigned nconns, uint32_t maxwr)
 int evr__rdma_mem_setup(struct rconn *rc, struct ibv_pd *pd,
 			const char **what)
 {
-	size_t soff = ((size_t)rc->sbuf_size + 63) & ~(size_t)63;
+	/* the iWARP dialect's messages: ours alone (local access) */
+	size_t moff = ((size_t)rc->sbuf_size + 7) & ~(size_t)7;
+	size_t mlen = rc->msg_send ? (size_t)rc->rq_post * EVR_RS_MSG_LEN : 0;
+	size_t soff = (moff + mlen + 63) & ~(size_t)63;
 
 	*what = "memory";
 	rc->sbuf = evr__rdma_page_alloc(soff + rc->rbuf_size);
@@ -146,8 +151,9 @@ int evr__rdma_mem_setup(struct rconn *rc, struct ibv_pd *pd,
 	if (!rc->sbuf || !rc->tsgl || !rc->rmsg)
 		return -ENOMEM;
 	rc->rbuf = rc->sbuf + soff;
+	rc->mbuf = mlen ? rc->sbuf + moff : NULL;
 	*what = "ibv_reg_mr";
-	rc->smr = ibv_reg_mr(pd, rc->sbuf, rc->sbuf_size,
+	rc->smr = ibv_reg_mr(pd, rc->sbuf, mlen ? moff + mlen : rc->sbuf_size,
 			     IBV_ACCESS_LOCAL_WRITE);
 	rc->tmr = ibv_reg_mr(pd, rc->tsgl, CELL_USED,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -169,7 +175,7 @@ void evr__rdma_mem_free(struct rconn *rc)
 	free(rc->sbuf);         /* and rbuf */
 	evr__rdma_cell_put(rc->x, rc->tsgl);
 	free(rc->rmsg);
-	rc->sbuf = rc->rbuf = rc->tsgl = NULL;
+	rc->sbuf = rc->rbuf = rc->tsgl = rc->mbuf = NULL;
 	rc->rmsg = NULL;
 	rc->smr = rc->tmr = rc->rmr = NULL;
 }

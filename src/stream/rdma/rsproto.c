@@ -136,6 +136,38 @@ void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
 	tx->target[0] = peer->data_buf;
 	tx->target_next = 1;
 	tx->olen = EVR_RS_OLAP_START;
+	tx->sqe_per = 1;
+}
+
+void evr__rs_tx_msg_send(struct evr_rs_tx *tx)
+{
+	tx->sqe_per = 2;
+}
+
+int evr__rs_msg_recv(const uint8_t *in, uint32_t len, int swap,
+		     uint32_t *msg)
+{
+	uint32_t m;
+
+	*msg = 0;
+	if (!in || len != EVR_RS_MSG_LEN)
+		return -EPROTO;
+	memcpy(&m, in, sizeof(m));
+	*msg = swap ? __builtin_bswap32(m) : m;
+	return 0;
+}
+
+int evr__rs_sgl_take(uint8_t *in, struct evr_rs_sge *s)
+{
+	static const uint32_t none;
+
+	evr__rs_sge_decode(in, s);
+	if (!s->length)
+		return 0;
+	if (s->length > EVR_RS_RBUF_HALF_MAX)
+		return -EPROTO;
+	memcpy(in + 12, &none, sizeof(none));
+	return 1;
 }
 
 /* What holds a cork short of a full write back. */
@@ -189,7 +221,7 @@ void evr__rs_tx_cork_commit(struct evr_rs_tx *tx, uint32_t xfer,
 
 void evr__rs_tx_data_done(struct evr_rs_tx *tx, uint32_t len)
 {
-	tx->sqe_avail++;
+	tx->sqe_avail += tx->sqe_per;
 	tx->sbuf_avail += len;
 }
 

@@ -135,6 +135,8 @@ struct evr_rs_tx {
 	unsigned target_next;       /* where the peer's next SGE lands */
 	uint32_t olen;              /* chunk size within one send call */
 	uint32_t sqe_max;           /* sqe_avail with nothing in flight */
+	uint32_t sqe_per;           /* send queue entries a write takes: 1,
+				     * 2 in the iWARP dialect */
 	/* the cork: bytes staged at cork_off that wait to go as one write */
 	uint32_t cork_off, cork_len;
 	int more;                   /* the caller sends again at once */
@@ -146,13 +148,20 @@ void evr__rs_tx_init(struct evr_rs_tx *tx, uint32_t data_sqes,
  * write needs. */
 static inline int evr__rs_tx_can_write(const struct evr_rs_tx *tx)
 {
-	return tx->sqe_avail >= 1 && tx->sseq_no != tx->sseq_comp &&
+	return tx->sqe_avail >= tx->sqe_per && tx->sseq_no != tx->sseq_comp &&
 	       tx->target[tx->target_cur].length != 0;
 }
 
 static inline int evr__rs_tx_ctrl_avail(const struct evr_rs_tx *tx)
 {
 	return tx->ctrl_seqno != tx->ctrl_max;
+}
+
+/* n control slots free (an SGE update of the iWARP dialect takes 2). */
+static inline int evr__rs_tx_ctrl_room(const struct evr_rs_tx *tx,
+				       unsigned n)
+{
+	return (uint16_t)(tx->ctrl_max - tx->ctrl_seqno) >= n;
 }
 
 static inline int evr__rs_tx_can_send(const struct evr_rs_tx *tx)
@@ -206,7 +215,7 @@ static inline void evr__rs_tx_commit(struct evr_rs_tx *tx, uint32_t xfer,
 	if (!t->length)
 		tx->target_cur = (tx->target_cur + 1) % EVR_RS_SGL_SIZE;
 	tx->sseq_no++;
-	tx->sqe_avail--;
+	tx->sqe_avail -= tx->sqe_per;
 	tx->sbuf_avail -= xfer;
 }
 
@@ -247,7 +256,7 @@ static inline void evr__rs_tx_stage(struct evr_rs_tx *tx, uint32_t xfer,
 #define EVR_RS_CORK_SMALL EVR_RS_OLAP_START
 static inline uint32_t evr__rs_tx_in_flight(const struct evr_rs_tx *tx)
 {
-	return tx->sqe_max - tx->sqe_avail;
+	return (tx->sqe_max - tx->sqe_avail) / tx->sqe_per;
 }
 
 /* Worth a write of its own: a full one, what the peer's entry takes, or
@@ -285,7 +294,8 @@ uint32_t evr__rs_tx_cork_chunk(const struct evr_rs_tx *tx);
 void evr__rs_tx_cork_commit(struct evr_rs_tx *tx, uint32_t xfer,
 			    uint64_t *raddr, uint32_t *rkey, uint32_t *off,
 			    uint32_t *len1);
-/* A DATA send completed. */
+/* A DATA write completed (in the iWARP dialect: its send, which
+ * completes after the write and stands for both). */
 void evr__rs_tx_data_done(struct evr_rs_tx *tx, uint32_t len);
 void evr__rs_tx_ctrl_post(struct evr_rs_tx *tx);
 void evr__rs_tx_ctrl_done(struct evr_rs_tx *tx);
@@ -293,6 +303,32 @@ void evr__rs_tx_ctrl_done(struct evr_rs_tx *tx);
  * written) the new entry of our target SGL. */
 void evr__rs_tx_sgl(struct evr_rs_tx *tx, uint32_t data,
 		    const struct evr_rs_sge *sge);
+
+/* ---- the iWARP dialect (rsockets' RS_OPT_MSG_SEND, spec §6) ----
+ * iWARP has no write with immediate.  A message is then a send of its 4
+ * bytes, in the sender's byte order (rsockets send it unconverted), after
+ * a plain RDMA write of its bytes when it has any; the receiver's
+ * receives each hold one 4-byte message.  Each side picks the dialect
+ * from its own device (the two ends of an iWARP connection both are):
+ * nothing on the wire says which.  A transfer takes two send queue
+ * entries, an SGE update two control slots. */
+#define EVR_RS_MSG_LEN 4
+
+/* From now on tx speaks the iWARP dialect. */
+void evr__rs_tx_msg_send(struct evr_rs_tx *tx);
+/* A message as a receive got it: len bytes (the completion's byte_len)
+ * at in, in the sender's order (swap: not ours, as its private data's
+ * NET flag says).  0 and *msg, or -EPROTO when it is not 4 bytes. */
+int evr__rs_msg_recv(const uint8_t *in, uint32_t len, int swap,
+		     uint32_t *msg);
+/* An SGL message of the iWARP dialect cannot say whether the peer wrote
+ * a new entry into our target SGL before it: the entry at in (as the
+ * peer wrote it, in our order) says.  1 and *s when it holds one, whose
+ * length is then cleared in memory so that a later credits-only message
+ * does not take it again (the peer writes that entry again only after
+ * we have used this one up); 0 when it holds none; -EPROTO for a length
+ * beyond EVR_RS_RBUF_HALF_MAX, which no peer's half can be. */
+int evr__rs_sgl_take(uint8_t *in, struct evr_rs_sge *s);
 
 /* ---- the receiving side ----
  * Our ring is advertised in halves: the first in the private data, the

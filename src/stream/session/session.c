@@ -149,8 +149,6 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 			f->detail = s->conn->dev_detail;
 		else if (err == -EIO)
 			f->detail = s->conn->eio_detail;
-		else if (err == -EVR_E_NOTSUP && !detail)
-			f->detail = s->conn->notsup;
 	}
 	set_state(s, EVR_SS_FAILED);
 	return EVR_WANT_NONE;
