@@ -17,6 +17,11 @@
 #           in the same rounds, e.g. a worktree of the commit before a
 #           change: ratios against upstream and against this build
 #           (one boot's drift cancels, as in every paired ratio here)
+#   bench/rstream-rxe.sh --iwarp [-r rounds] [-c "cases"] [-o out.md]
+#       the same over soft-iWARP (tests/rxe/vm.sh --siw: siw1's address,
+#       rsockets' message dialect at both ends), the cases upstream 44
+#       runs there (its default run's bandwidth series fails on iWARP:
+#       rdma-core v51's fc82b150b); MIXED pairings as below
 #   bench/rstream-rxe.sh --instr [-n "SHORT LONG"] [-o out.md]
 #       user-space instructions per 64-byte round trip of the client,
 #       upstream's and ours, default mode and -T a (callgrind in the
@@ -46,8 +51,10 @@ cases=
 keep=
 counts=
 buildb=
+net=rxe
 while [ $# -gt 0 ]; do
 	case $1 in
+	--iwarp) net=iwarp; shift ;;
 	--conns) conns=1; shift ;;
 	--responder) resp=1; shift ;;
 	--instr) instr=1; shift ;;
@@ -137,12 +144,17 @@ if [ -n "$conns" ]; then
 	fi
 	exit 0
 fi
+if [ "$net" = iwarp ]; then
+	# siw in the guest; the cases upstream 44 runs over iWARP
+	export EVR_RXE_SIW=1
+	[ -n "$cases" ] || cases="64B-pingpong 4KiB-pingpong 64KiB-stream 1MB-stream 64B-stream 4KiB-stream 64B-pingpong-async"
+fi
 "$top/tests/rxe/vm.sh" --prepare >&2
-echo "bench: booting the guest; progress below" >&2
+echo "bench: booting the guest ($net); progress below" >&2
 "$top/tests/rxe/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-5400}" --log "$log" \
 	--add "$build/rstream=/opt/evr/rstream" "${addb[@]}" \
 	--add "$top/tests/rxe=/opt/evr/tests" \
-	"$top/bench/rxe-guest.sh" "$rounds" "$drounds" "$cases" 2>&1 |
+	"$top/bench/rxe-guest.sh" "$rounds" "$drounds" "$cases" "$net" 2>&1 |
 	grep --line-buffered -a '^bench:' >&2 || true
 
 # split the console log into CASE/WHO.ROUND files

@@ -5,8 +5,10 @@
 # options, in turns (who goes first alternates by round).  Prints each
 # client's table between markers for the host to collect:
 #   @@ begin CASE WHO ROUND  ...rows...  @@ end
-# usage: rxe-guest.sh ROUNDS DEFAULT_ROUNDS [CASES]
+# usage: rxe-guest.sh ROUNDS DEFAULT_ROUNDS [CASES] [rxe|iwarp]
 #   CASES: the names of the cases to run, space-separated (default all)
+#   iwarp: over siw1's address (tests/rxe/vm.sh --siw), which soft-iWARP
+#   pins against RLIMIT_MEMLOCK even for root: the limit is lifted
 set -u
 R=${EVR_BIN:-/opt/evr}/rstream
 # a second evrdma build, when bench/rstream-rxe.sh -B gave one: it runs
@@ -17,6 +19,11 @@ A2=$RXE_ADDR2
 rounds=${1:-3}
 drounds=${2:-1}
 only=${3:-}
+if [ "${4:-rxe}" = iwarp ]; then
+	[ -n "${SIW_ADDR2:-}" ] || { echo "bench: no siw in this guest"; exit 1; }
+	A2=$SIW_ADDR2
+	ulimit -l unlimited
+fi
 T=$(mktemp -d)
 . "${EVR_BIN:-/opt/evr}/tests/lib-guest.sh"
 

@@ -236,6 +236,25 @@ static int do_connect(struct rconn *rc)
 
 /* ---- the CM event channel ---- */
 
+/* --trace: the private data as it came (rsproto's fuzz seeds are made
+ * from such captures: tests/fuzz/trace2seed.sh) */
+static void trace_pdata(struct rdma_xport *x, const char *what,
+			const void *p, size_t len)
+{
+	struct evr_loop *l = x->base.loop;
+	char hex[2 * EVR_RS_CONN_DATA_LEN + 1];
+	size_t i;
+
+	if (!evr__tracing(l) || !p)
+		return;
+	if (len > EVR_RS_CONN_DATA_LEN)
+		len = EVR_RS_CONN_DATA_LEN;
+	for (i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)p)[i]);
+	hex[2 * len] = '\0';
+	evr__trace(l, "rdma: %s private data %s", what, hex);
+}
+
 static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 {
 	size_t off = x->listen_afib ? EVR_RS_AFIB_HDR_LEN : 0;
@@ -246,6 +265,10 @@ static void on_request(struct rdma_xport *x, struct rdma_cm_event *e)
 	const char *what = "private data";
 	int ret;
 
+	if (e->param.conn.private_data_len >= off)
+		trace_pdata(x, "request's",
+			    (const uint8_t *)e->param.conn.private_data + off,
+			    e->param.conn.private_data_len - off);
 	ret = e->param.conn.private_data_len < off ? -EMSGSIZE :
 	      evr__rs_conn_data_decode((const uint8_t *)
 				       e->param.conn.private_data + off,
@@ -312,6 +335,8 @@ static void on_established(struct rconn *rc, struct rdma_cm_event *e)
 	}
 	if (rc->state != EVR_RC_CONNECTING)
 		return;
+	trace_pdata(rc->x, "reply's", e->param.conn.private_data,
+		    e->param.conn.private_data_len);
 	ret = evr__rs_conn_data_decode(e->param.conn.private_data,
 				       e->param.conn.private_data_len, &cd);
 	if (ret) {

@@ -179,6 +179,10 @@ static void recv_sgl(struct rconn *rc, const struct ibv_wc *wc,
 				  "than any ring");
 		return;
 	}
+	if (ret && evr__tracing(rc->x->base.loop))
+		evr__trace(rc->x->base.loop, "rdma %u: <- sge %016" PRIx64
+			   " %08x %08x", rc->id_no, sge.addr, sge.key,
+			   sge.length);
 	evr__rs_tx_sgl(&rc->tx, data, ret ? &sge : NULL);
 }
 
@@ -196,6 +200,11 @@ static int recv_one(struct rconn *rc, const struct ibv_wc *wc)
 	ret = recv_msg(rc, wc, &msg);
 	if (ret)
 		return ret > 0;
+	/* --trace: each message (tests/fuzz/trace2seed.sh makes seeds of
+	 * them) */
+	if (evr__tracing(rc->x->base.loop))
+		evr__trace(rc->x->base.loop, "rdma %u: <- msg %08x",
+			   rc->id_no, msg);
 	data = evr__rs_msg_data(msg);
 	switch (evr__rs_msg_op(msg)) {
 	case EVR_RS_OP_SGL:
