@@ -232,7 +232,11 @@ f != "" { sub(/\r$/, ""); print > f }' "$log"
 				printf "\nthe -B build, %s: %.2f s (%s x upstream)\n", k, b, (u > 0 ? sprintf("%.2f", b / u) : "-") } }'
 		echo
 	fi
-	echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
+	if [ "$net" = iwarp ]; then
+		echo "soft-iWARP (siw, rsockets' message dialect at both ends) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
+	else
+		echo "Soft-RoCE (rdma_rxe) in a qemu TCG guest, 2 vCPUs on $(nproc) host CPUs;"
+	fi
 	echo "$rounds rounds ($drounds for the default run), medians and per-round paired ratios; $(date -u +%F)."
 } | tee "${out:-/dev/null}"
 if [ -n "$keep" ]; then

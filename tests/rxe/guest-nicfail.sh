@@ -268,20 +268,6 @@ resumed() {
 	res_s=$(since "$t0")
 	return 1
 }
-# The daemon's fds and RSS between its runs: the least of 20 samples
-# over 2 s (a probe run every 0.5 s holds a device context, its
-# channels and buffers while it lasts; one sample may land in a run).
-fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
-rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
-least() { # FN PID
-	local i v m=
-	for i in $(seq 20); do
-		v=$("$1" "$2")
-		[ -z "$m" ] || [ "${v:-0}" -lt "$m" ] && m=${v:-0}
-		sleep 0.1
-	done
-	echo "$m"
-}
 cat >"$T/p.json" <<JSON
 { "listen_address": "127.0.0.1", "listen_port": $HP,
   "responders": [ { "transport": "rdma", "port": 7479, "bind": "$A2" } ],
@@ -300,8 +286,8 @@ for _ in $(seq 100); do
 done
 if [ "$okruns" -ge 3 ]; then
 	ok "daemon: the RDMA probe runs ($okruns successes)"
-	fd0=$(least fds "$pp")
-	rss0=$(least rss_kb "$pp")
+	fd0=$(least_of fds "$pp")
+	rss0=$(least_of rss_kb "$pp")
 	worst_del=0
 	worst_res=0
 	bad=""
@@ -330,8 +316,8 @@ if [ "$okruns" -ge 3 ]; then
 	# fds as before, the memory within 1 MB (sanitizers: their shadow
 	# grows, as guest-faults.sh says)
 	sleep 1
-	fd1=$(least fds "$pp")
-	rss1=$(least rss_kb "$pp")
+	fd1=$(least_of fds "$pp")
+	rss1=$(least_of rss_kb "$pp")
 	say "daemon: fds $fd0 -> $fd1, RSS $rss0 -> $rss1 kB"
 	if [ "$fd1" -le "$fd0" ] && { [ "$SAN" = 1 ] || [ "$rss1" -le $((rss0 + 1024)) ]; }; then
 		ok "daemon: file descriptors and memory back where they started ($fd0 -> $fd1 fds, $rss0 -> $rss1 kB)"

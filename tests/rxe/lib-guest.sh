@@ -77,3 +77,19 @@ scrape_http() {
 	cat <&3 >"$3"
 	exec 3<&-
 }
+
+# A daemon's fds and RSS between its runs: least_of FN PID, the least
+# of 20 samples over 2 s (a probe run every 0.5 s holds a device
+# context, its channels and buffers while it lasts; one sample may land
+# in a run).
+fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
+least_of() { # FN PID
+	local i v m=
+	for i in $(seq 20); do
+		v=$("$1" "$2")
+		[ -z "$m" ] || [ "${v:-0}" -lt "$m" ] && m=${v:-0}
+		sleep 0.1
+	done
+	echo "$m"
+}
