@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <ifaddrs.h>
+#include <linux/if_packet.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,17 +157,42 @@ const struct evr__dev_ops evr__dev_verbs_ops = {
 	.netdev_up = v_netdev_up,
 };
 
-/* The netdev behind a device's first port, from its GID table (RoCE and
- * iWARP; "" for InfiniBand, which has none). */
+/* The interface whose hardware address is mac, into out ("" if none). */
+static void netdev_by_mac(const uint8_t *mac, char *out, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	const struct sockaddr_ll *ll;
+
+	if (getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		ll = (const struct sockaddr_ll *)(const void *)i->ifa_addr;
+		if (ll && ll->sll_family == AF_PACKET && ll->sll_halen == 6 &&
+		    !memcmp(ll->sll_addr, mac, 6)) {
+			snprintf(out, len, "%s", i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+}
+
+/* The netdev behind a device's first port, from its GID table: the
+ * entry's netdev (RoCE), or the interface whose MAC address the GID
+ * holds (iWARP: siw's entries name none); "" for InfiniBand. */
 static void netdev_of(struct ibv_context *ctx, char *out, size_t len)
 {
+	static const uint8_t zero[10];
 	struct ibv_gid_entry e;
 	char name[IF_NAMESIZE];
 
 	out[0] = '\0';
-	if (!ibv_query_gid_ex(ctx, 1, 0, &e, 0) && e.ndev_ifindex &&
-	    if_indextoname(e.ndev_ifindex, name))
+	if (ibv_query_gid_ex(ctx, 1, 0, &e, 0))
+		return;
+	if (e.ndev_ifindex && if_indextoname(e.ndev_ifindex, name))
 		snprintf(out, len, "%s", name);
+	else if (ctx->device->transport_type == IBV_TRANSPORT_IWARP &&
+		 !memcmp(e.gid.raw + 6, zero, sizeof(zero)))
+		netdev_by_mac(e.gid.raw, out, len);
 }
 
 /* ---- the registry ---- */

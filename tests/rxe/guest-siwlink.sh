@@ -125,6 +125,7 @@ if [ "$okruns" -ge 3 ]; then
 	ok "daemon on siw: the RDMA probe runs ($okruns successes)"
 	fd0=$(least_of fds "$pp")
 	rss0=$(least_of rss_kb "$pp")
+	ls -l "/proc/$pp/fd" 2>/dev/null | awk '{ print $NF }' | sort >"$T/fd0.txt"
 	worst_res=0
 	bad=""
 	for nd in veth2 veth3; do
@@ -153,7 +154,8 @@ if [ "$okruns" -ge 3 ]; then
 	if [ "$fd1" -le "$fd0" ] && { [ "$SAN" = 1 ] || [ "$rss1" -le $((rss0 + 1024)) ]; }; then
 		ok "daemon on siw: file descriptors and memory back where they started ($fd0 -> $fd1 fds, $rss0 -> $rss1 kB)"
 	else
-		ko "daemon on siw: file descriptors and memory back where they started" "$fd0 -> $fd1 fds, $rss0 -> $rss1 kB"
+		ls -l "/proc/$pp/fd" 2>/dev/null | awk '{ print $NF }' | sort >"$T/fd1.txt"
+		ko "daemon on siw: file descriptors and memory back where they started" "$fd0 -> $fd1 fds, $rss0 -> $rss1 kB; before: $(uniq -c "$T/fd0.txt" | tr -s ' \n' ' '); after: $(uniq -c "$T/fd1.txt" | tr -s ' \n' ' ')"
 	fi
 	scrape
 	pdown=$(metric evrdma_rdma_device_events_total 'device="siw0",kind="port_err"')

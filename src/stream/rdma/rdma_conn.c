@@ -664,6 +664,21 @@ static int owner_err(struct rconn *rc)
 	return rc->err;
 }
 
+/* The connection ended under the owner (the peer's DISCONNECT or the
+ * CM's, or our shutdown): -ECONNRESET, unless the CM's disconnect came
+ * because our own port went down.  siw moves its QPs to error as its
+ * link goes, and the connection manager's reset (over TCP) reaches us
+ * before the port's event; the registry is asked now, as for a failed
+ * work request. */
+static int reset_err(struct rconn *rc)
+{
+	if (!rc->err && evr__rdma_has(rc, EVR_RC_F_CM_DISC) && rc->rcq &&
+	    rc->id && evr__dev_refresh(&rc->rcq->dev->user,
+				       rc->id->port_num) != EVR__PORT_ACTIVE)
+		evr__rdma_set_err(rc, -EVR_E_PORTDOWN, "port down");
+	return rc->err ? rc->err : -ECONNRESET;
+}
+
 static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 		      int more)
 {
@@ -678,7 +693,7 @@ static ssize_t r_send(struct evr_conn *c, const void *buf, size_t len,
 			return owner_err(rc);
 		if (evr__rdma_shut(rc) ||
 		    evr__rdma_has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_CM_DISC))
-			return -ECONNRESET;
+			return reset_err(rc);
 		if (rc->state != EVR_RC_OPEN)
 			return -EAGAIN;
 		rc->tx.more = more;
@@ -750,10 +765,13 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 			update_credits(rc);
 			return (ssize_t)got;
 		}
-		/* queued data first, then the end or the error */
-		if (evr__rdma_has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_PEER_SHUT |
-			EVR_RC_F_CM_DISC))
+		/* queued data first, then the end or the error; the CM's
+		 * disconnect alone may be our port's going down */
+		if (evr__rdma_has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_PEER_SHUT))
 			return 0;
+		if (evr__rdma_has(rc, EVR_RC_F_CM_DISC))
+			return reset_err(rc) == -EVR_E_PORTDOWN ?
+			       -EVR_E_PORTDOWN : 0;
 		if (rc->err)
 			return owner_err(rc);
 		if (rc->state != EVR_RC_OPEN)
