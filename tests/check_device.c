@@ -506,15 +506,17 @@ START_TEST(test_async_fd_fails)
 }
 END_TEST
 
-/* The fake device list of the rescan. */
+/* The fake device list of the rescan, and how often it was read. */
 static const char *listed[4];
 static const char *listed_netdev = "veth0";
+static unsigned scans;
 
 static unsigned f_lister(char names[][EVR__DEV_NAME_MAX],
 			 char netdevs[][EVR__DEV_NAME_MAX], unsigned max)
 {
 	unsigned n = 0;
 
+	scans++;
 	for (; n < 4 && n < max && listed[n]; n++) {
 		snprintf(names[n], EVR__DEV_NAME_MAX, "%s", listed[n]);
 		snprintf(netdevs[n], EVR__DEV_NAME_MAX, "%s", listed_netdev);
@@ -615,6 +617,201 @@ START_TEST(test_idle_removal_and_loop_ends)
 	ck_assert_uint_eq(d->events[EVR__DEV_EK_REMOVAL], 1);
 	/* and stops looking once nothing is left to watch */
 	ev_run(l->ev, 0);
+	evr_loop_free(l);
+	fake_fini(&f);
+}
+END_TEST
+
+/* ---- librdmacm told to re-read its list (issue 37) ---- */
+
+/* The fake resync: how often librdmacm would have re-read its device
+ * list (rdma_get_devices(), which opens every device present). */
+static unsigned resyncs;
+
+static void f_resync(void)
+{
+	resyncs++;
+}
+
+/* Run the loop until the rescan has read the fake list k times more
+ * (it does once a second; 10 s at most). */
+static void scan_n(struct evr_loop *l, unsigned k)
+{
+	unsigned want = scans + k;
+	int i;
+
+	for (i = 0; i < 100 && scans < want; i++)
+		run_secs(l, 0.1);
+	ck_assert_uint_ge(scans, want);
+}
+
+static struct evr_loop *resync_loop(void)
+{
+	struct evr_loop *l = new_loop();
+
+	resyncs = 0;
+	evr__devreg_set_lister(l, f_lister);
+	evr__devreg_set_resync(l, f_resync);
+	evr__devreg_set_monitor(l, -1);
+	return l;
+}
+
+/* librdmacm's list is re-read when a device leaves the list, once, and
+ * never otherwise: a scan that finds the list as it was, or one more
+ * device in it, leaves librdmacm alone (a re-read opens a context of
+ * every device, which then holds up its removal).  A device the
+ * registry remembers leaving is the same single re-read. */
+START_TEST(test_resync_when_one_leaves)
+{
+	struct evr_loop *l = resync_loop();
+	struct fake f;
+	struct tuser t;
+
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	listed[0] = "rxe0";
+	listed[1] = "rxe1";
+	listed[2] = NULL;
+	ck_assert_int_eq(attach(l, &f, "rxe0", 1, &t), 0);
+	evr__dev_detach(&t.u); /* remembered, unused: the rescan runs */
+	scan_n(l, 2);
+	ck_assert_uint_eq(resyncs, 0);
+	listed[2] = "siw0"; /* one more */
+	scan_n(l, 1);
+	ck_assert_uint_eq(resyncs, 0);
+	listed[1] = "siw0"; /* rxe1 leaves, a device nobody here used */
+	listed[2] = NULL;
+	scan_n(l, 1);
+	ck_assert_uint_eq(resyncs, 1);
+	scan_n(l, 1);
+	ck_assert_uint_eq(resyncs, 1);
+	listed[0] = "siw0"; /* rxe0 leaves: in the list and remembered */
+	listed[1] = NULL;
+	scan_n(l, 1);
+	ck_assert_uint_eq(resyncs, 2);
+	ck_assert_int_eq(evr__devreg_first(l)->state, EVR__DEV_GONE);
+	scan_n(l, 1);
+	ck_assert_uint_eq(resyncs, 2);
+	evr_loop_free(l);
+	fake_fini(&f);
+	listed[0] = NULL;
+}
+END_TEST
+
+/* After a re-read, librdmacm holds every device that was present: the
+ * rescan goes on with nothing idle and nobody waiting, so that any of
+ * them leaving is a re-read within a second, and it never keeps the
+ * loop running.  Before it, nothing in use: no rescan. */
+START_TEST(test_rescan_goes_on_after_resync)
+{
+	struct evr_loop *l = resync_loop();
+	struct fake f;
+	struct tuser t;
+	unsigned s0;
+
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	listed[0] = "rxe0";
+	listed[1] = "rxe1";
+	listed[2] = NULL;
+	ck_assert_int_eq(attach(l, &f, "rxe0", 1, &t), 0);
+	s0 = scans;
+	run_secs(l, 1.3);
+	ck_assert_uint_eq(scans, s0);
+	/* an id on a device going away was destroyed: one re-read */
+	evr__devreg_kick(l);
+	run_secs(l, 0.1);
+	ck_assert_uint_eq(resyncs, 1);
+	scan_n(l, 2);
+	ck_assert_uint_eq(resyncs, 1);
+	listed[1] = NULL; /* rxe1, opened by that re-read, leaves */
+	scan_n(l, 1);
+	ck_assert_uint_eq(resyncs, 2);
+	ck_assert_int_eq(evr__dev_of(&t.u)->state, EVR__DEV_ACTIVE);
+	ck_assert_uint_eq(t.gones, 0);
+	/* nothing else on the loop: ev_run returns at once */
+	evr__dev_detach(&t.u);
+	ev_run(l->ev, 0);
+	scan_n(l, 1);
+	evr_loop_free(l);
+	fake_fini(&f);
+	listed[0] = NULL;
+	listed[1] = NULL;
+}
+END_TEST
+
+/* The default lister (libibverbs' list) never calls rdma_get_devices():
+ * three scans while someone waits for a device leave librdmacm alone.  A
+ * device the registry remembers, which this host has not, is found gone
+ * by the next scan: librdmacm re-reads its list that once (the default
+ * resync), and the scans after it leave it alone again. */
+static unsigned cm_gets, cm_frees, verbs_lists;
+
+struct ibv_context **__wrap_rdma_get_devices(int *num);
+struct ibv_context **__wrap_rdma_get_devices(int *num)
+{
+	cm_gets++;
+	if (num)
+		*num = 0;
+	return calloc(1, sizeof(struct ibv_context *));
+}
+
+void __wrap_rdma_free_devices(struct ibv_context **list);
+void __wrap_rdma_free_devices(struct ibv_context **list)
+{
+	cm_frees++;
+	free(list);
+}
+
+struct ibv_device **__real_ibv_get_device_list(int *num);
+struct ibv_device **__wrap_ibv_get_device_list(int *num);
+struct ibv_device **__wrap_ibv_get_device_list(int *num)
+{
+	verbs_lists++;
+	return __real_ibv_get_device_list(num);
+}
+
+/* Run the loop until the rescan has read the list k times more, whoever
+ * reads it (libibverbs or, were it that, librdmacm). */
+#define READS (verbs_lists > cm_gets ? verbs_lists : cm_gets)
+static void default_scans(struct evr_loop *l, unsigned k)
+{
+	unsigned want = READS + k;
+	int i;
+
+	for (i = 0; i < 100 && READS < want; i++)
+		run_secs(l, 0.1);
+}
+
+START_TEST(test_default_lister_opens_nothing)
+{
+	struct evr_loop *l = new_loop();
+	struct evr__dev *d;
+	struct twatch w;
+	struct fake f;
+	struct tuser t;
+
+	fake_init(&f, 1);
+	tuser_init(&t, &f);
+	memset(&w, 0, sizeof(w));
+	w.w.back = t_back;
+	evr__devreg_set_monitor(l, -1);
+	cm_gets = cm_frees = verbs_lists = 0;
+	evr__devreg_watch(l, &w.w);
+	evr__devreg_wait(l, &w.w, 1);
+	default_scans(l, 3);
+	ck_assert_uint_eq(cm_gets, 0);
+	ck_assert_uint_ge(verbs_lists, 3);
+	/* a remembered device leaves: one re-read, then none */
+	ck_assert_int_eq(attach(l, &f, "evrfake9", 1, &t), 0);
+	d = evr__dev_of(&t.u);
+	evr__dev_detach(&t.u);
+	default_scans(l, 3);
+	ck_assert_int_eq(d->state, EVR__DEV_GONE);
+	ck_assert_uint_eq(cm_gets, 1);
+	ck_assert_uint_eq(cm_frees, 1);
+	ck_assert_uint_ge(verbs_lists, 6);
+	evr__devreg_unwatch(l, &w.w);
 	evr_loop_free(l);
 	fake_fini(&f);
 }
@@ -858,6 +1055,9 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_async_fd_fails);
 	tcase_add_test(tc, test_return_noticed);
 	tcase_add_test(tc, test_idle_removal_and_loop_ends);
+	tcase_add_test(tc, test_resync_when_one_leaves);
+	tcase_add_test(tc, test_rescan_goes_on_after_resync);
+	tcase_add_test(tc, test_default_lister_opens_nothing);
 	tcase_add_test(tc, test_nlmon_parse);
 	tcase_add_test(tc, test_monitor_hears_return);
 	suite_add_tcase(s, tc);

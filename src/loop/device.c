@@ -3,6 +3,7 @@
  * per loop. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <net/if.h>
 #include <ifaddrs.h>
@@ -22,8 +23,7 @@
 
 /* A port that is not active is asked again this often (a lost
  * PORT_ACTIVE must not leave it down for good), and so is the device
- * list while anyone waits for a device to come back or while a device
- * nobody uses is remembered. */
+ * list while the rescan runs (rescan_update() says when). */
 #define QUERY_S 1.0
 #define RESCAN_S 1.0
 /* The device list's size the rescan looks at (names beyond it are not
@@ -46,6 +46,14 @@ struct evr__devreg {
 	int rescan_on;
 	ev_timer kick_w;           /* a rescan now, from the loop */
 	evr__dev_list_fn lister;
+	evr__dev_resync_fn resync; /* NULL: rdmacm_resync(), or none */
+	/* the names the last scan listed, while the rescan runs (NULL
+	 * before its first scan and whenever it stops): a name that leaves
+	 * it is a device librdmacm may hold */
+	char (*prev)[EVR__DEV_NAME_MAX];
+	unsigned nprev;
+	int resync_due;            /* a gone device's last id went */
+	int resynced;              /* librdmacm opened every device */
 	/* the kernel's RDMA netlink monitor (nlmon.h), -1 where it has
 	 * none: a device's return is heard, not polled for */
 	int nl_fd;
@@ -234,6 +242,24 @@ void evr__devreg_set_lister(struct evr_loop *l, evr__dev_list_fn fn)
 		r->lister = fn;
 }
 
+void evr__devreg_set_resync(struct evr_loop *l, evr__dev_resync_fn fn)
+{
+	struct evr__devreg *r = reg_get(l);
+
+	if (r)
+		r->resync = fn;
+}
+
+/* The last scan's names are only worth comparing with the next one
+ * while scans follow each other: one taken long ago would make every
+ * device that left meanwhile look like one that just left. */
+static void prev_drop(struct evr__devreg *r)
+{
+	free(r->prev);
+	r->prev = NULL;
+	r->nprev = 0;
+}
+
 /* A device nobody uses now, not gone: librdmacm may hold a context of
  * it, which only a re-read of its list lets go of once it is gone. */
 static int idle(const struct evr__dev *d)
@@ -241,16 +267,22 @@ static int idle(const struct evr__dev *d)
 	return !d->nusers && d->state != EVR__DEV_GONE;
 }
 
-/* The rescan runs while someone waits for a device to come back (where
- * the kernel has no netlink monitor to say so) or a device nobody uses
- * is remembered (its removal waits for librdmacm's context of it, and no
- * event says that it began); it never keeps the loop running by itself
- * (ev_unref). */
+/* The rescan (the device list read once a second) runs while
+ * - someone waits for a device to come back, where the kernel has no
+ *   netlink monitor to say so;
+ * - a device nobody uses is remembered: librdmacm may hold a context of
+ *   it, and its removal waits for that context (no event says that the
+ *   removal began);
+ * - librdmacm's own list was ever re-read (rdmacm_resync()): that opened
+ *   a context of every device then present, used or not, which librdmacm
+ *   keeps until a later re-read finds the device gone; so every device
+ *   that leaves the list from then on is a re-read, within a second.
+ * It never keeps the loop running by itself (ev_unref). */
 static void rescan_update(struct evr__devreg *r)
 {
 	struct ev_loop *ev = r->loop->ev;
 	const struct evr__dev *d;
-	int want = r->waiting > 0 && r->nl_fd < 0;
+	int want = (r->waiting > 0 && r->nl_fd < 0) || r->resynced;
 
 	for (d = r->devs; d && !want; d = d->next)
 		want = idle(d);
@@ -263,6 +295,7 @@ static void rescan_update(struct evr__devreg *r)
 	} else {
 		ev_ref(ev);
 		ev_timer_stop(ev, &r->rescan_w);
+		prev_drop(r);
 	}
 }
 
@@ -628,7 +661,11 @@ int evr__dev_attach(struct evr_loop *l, struct ibv_context *verbs,
 
 /* librdmacm keeps a context of every device it has used until a re-read
  * of its device list finds the device gone and nothing refers to it:
- * this re-read is what lets a removal finish. */
+ * this re-read is what lets a removal finish.  It is no mere read:
+ * rdma_get_devices() (rdma-core 44's) also opens a context of every
+ * device present, and keeps those that stay, so the registry calls it
+ * only when a device has left (resync_maybe()) and, once it has, looks
+ * for every later leaving (rescan_update()). */
 static void rdmacm_resync(void)
 {
 	struct ibv_context **l = rdma_get_devices(NULL);
@@ -658,7 +695,7 @@ void evr__dev_detach(struct evr__dev_user *u)
 	/* the last user of a gone device: from the loop, librdmacm is told
 	 * to let go of its context too */
 	if (d->state == EVR__DEV_GONE)
-		ev_timer_start(d->reg->loop->ev, &d->reg->kick_w);
+		evr__devreg_kick(d->reg->loop);
 	rescan_update(d->reg);
 }
 
@@ -742,33 +779,152 @@ unsigned evr_loop_devices(struct evr_loop *l, struct evr_dev_info *out,
 
 /* ---- devices coming back, and idle ones going ---- */
 
+/* s without the white space around it, in place. */
+static void trim(char *s)
+{
+	char *p;
+
+	for (p = s; *p && isspace((unsigned char)*p); p++)
+		;
+	memmove(s, p, strlen(p) + 1);
+	for (p = s + strlen(s); p > s && isspace((unsigned char)p[-1]);)
+		*--p = '\0';
+}
+
+/* The netdev of a device's port 1 as sysfs has it (its GID 0's, the
+ * file's first line), "" where there is none (InfiniBand; iWARP's GIDs
+ * name none): the device list's view, without opening the device. */
+static void sysfs_netdev(const char *dev, char *out, size_t len)
+{
+	char path[96 + EVR__DEV_NAME_MAX];
+	FILE *f;
+
+	out[0] = '\0';
+	if (!dev[0] || strchr(dev, '/') || dev[0] == '.')
+		return;
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/0", dev);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(out, (int)len, f))
+		out[0] = '\0';
+	fclose(f);
+	trim(out);
+}
+
+/* libibverbs' list, which opens nothing: a device whose removal has
+ * begun leaves it at once (its uverbs entry goes before the kernel waits
+ * for the device's users).  Never librdmacm's rdma_get_devices(): that
+ * opens every device (rdmacm_resync()). */
 static unsigned verbs_lister(char names[][EVR__DEV_NAME_MAX],
 			     char netdevs[][EVR__DEV_NAME_MAX], unsigned max)
 {
-	struct ibv_context **l;
-	unsigned n = 0;
-	int i;
+	struct ibv_device **l;
+	const char *name;
+	unsigned k = 0;
+	int n = 0, i;
 
-	/* librdmacm's own list, re-read: contexts of devices gone are
-	 * closed by this very call */
-	l = rdma_get_devices(NULL);
-	for (i = 0; l && l[i] && n < max; i++) {
-		snprintf(names[n], EVR__DEV_NAME_MAX, "%s",
-			 ibv_get_device_name(l[i]->device));
-		netdev_of(l[i], netdevs[n], EVR__DEV_NAME_MAX);
-		n++;
+	l = ibv_get_device_list(&n);
+	for (i = 0; l && i < n && k < max; i++) {
+		name = ibv_get_device_name(l[i]);
+		if (!name)
+			continue;
+		snprintf(names[k], EVR__DEV_NAME_MAX, "%s", name);
+		sysfs_netdev(names[k], netdevs[k], EVR__DEV_NAME_MAX);
+		k++;
 	}
 	if (l)
-		rdma_free_devices(l);
-	return n;
+		ibv_free_device_list(l);
+	return k;
 }
 
+static int listed_in(char names[][EVR__DEV_NAME_MAX], unsigned n,
+		     const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return 1;
+	return 0;
+}
+
+/* A name the last scan listed that this one does not: a device that
+ * left, of which librdmacm may hold a context. */
+static const char *left_list(const struct evr__devreg *r,
+			     char names[][EVR__DEV_NAME_MAX], unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; r->prev && i < r->nprev; i++)
+		if (!listed_in(names, n, r->prev[i]))
+			return r->prev[i];
+	return NULL;
+}
+
+/* librdmacm re-reads its list when a device has left (WHY names it), or
+ * when a gone device's last id went: once.  With a lister of its own (a
+ * test) and no resync of its own, there is no librdmacm behind the list:
+ * nothing to tell. */
+static void resync_maybe(struct evr__devreg *r, const char *why)
+{
+	evr__dev_resync_fn fn = r->resync ? r->resync :
+				r->lister ? NULL : rdmacm_resync;
+
+	if (!why && r->resync_due)
+		why = "a gone device's last id went";
+	r->resync_due = 0;
+	if (!why || !fn)
+		return;
+	if (evr__tracing(r->loop))
+		evr__trace(r->loop, "devices: %s: librdmacm's device list "
+			   "read again", why);
+	fn();
+	r->resynced = 1;
+}
+
+/* d came back to the list: a user that attaches again watches it, and
+ * the watchers hear of it. */
+static void dev_back(struct evr__devreg *r, struct evr__dev *d)
+{
+	struct evr__dev_watch *w, *wnext;
+
+	d->events[EVR__DEV_EK_RETURN]++;
+	trace_dev(d, "GONE -> PORT_DOWN (back in the device list)");
+	d->state = EVR__DEV_PORT_DOWN;
+	d->fatal = 0;
+	for (w = r->watches; w; w = wnext) {
+		wnext = w->next;
+		w->back(w, d->name);
+	}
+}
+
+/* Whether the list has d: its name, and its netdev where both say one. */
+static int dev_listed(const struct evr__dev *d,
+		      char names[][EVR__DEV_NAME_MAX],
+		      char netdevs[][EVR__DEV_NAME_MAX], unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], d->name) &&
+		    (!d->netdev[0] || !netdevs[i][0] ||
+		     !strcmp(netdevs[i], d->netdev)))
+			return 1;
+	return 0;
+}
+
+/* One read of the device list: the remembered devices gone or back,
+ * librdmacm told when one left (resync_maybe()), and the names kept for
+ * the next read while reads go on. */
 static void rescan(struct evr__devreg *r)
 {
 	char (*names)[EVR__DEV_NAME_MAX], (*netdevs)[EVR__DEV_NAME_MAX];
-	struct evr__dev_watch *w, *wnext;
+	char why[EVR__DEV_NAME_MAX + 40];
+	const char *left;
 	struct evr__dev *d;
-	unsigned n, i;
+	unsigned n;
 	int seen;
 
 	names = calloc(LIST_MAX, sizeof(*names));
@@ -779,31 +935,36 @@ static void rescan(struct evr__devreg *r)
 		return; /* the next turn tries again */
 	}
 	n = (r->lister ? r->lister : verbs_lister)(names, netdevs, LIST_MAX);
+	/* (copied now: a user told GONE below may stop the rescan, and the
+	 * last read's names with it) */
+	left = left_list(r, names, n);
+	why[0] = '\0';
+	if (left)
+		snprintf(why, sizeof(why), "%s left the device list", left);
 	for (d = r->devs; d; d = d->next) {
-		for (i = 0, seen = 0; i < n && !seen; i++)
-			seen = !strcmp(names[i], d->name) &&
-			       (!d->netdev[0] || !netdevs[i][0] ||
-				!strcmp(netdevs[i], d->netdev));
+		seen = dev_listed(d, names, netdevs, n);
 		if (!seen && d->state != EVR__DEV_GONE) {
 			d->events[EVR__DEV_EK_REMOVAL]++;
+			if (!why[0])
+				snprintf(why, sizeof(why),
+					 "%s left the device list", d->name);
 			dev_gone(d, "not in the device list");
 		} else if (seen && d->state == EVR__DEV_GONE && !d->ctx &&
 			   !d->nusers) {
-			/* back: a user that attaches again watches it */
-			d->events[EVR__DEV_EK_RETURN]++;
-			trace_dev(d, "GONE -> PORT_DOWN (back in the device "
-				  "list)");
-			d->state = EVR__DEV_PORT_DOWN;
-			d->fatal = 0;
-			for (w = r->watches; w; w = wnext) {
-				wnext = w->next;
-				w->back(w, d->name);
-			}
+			dev_back(r, d);
 		}
 	}
-	free(names);
 	free(netdevs);
+	resync_maybe(r, why[0] ? why : NULL);
 	rescan_update(r);
+	/* this read's names, for the next one while reads go on */
+	prev_drop(r);
+	if (r->rescan_on) {
+		r->prev = names;
+		r->nprev = n;
+	} else {
+		free(names);
+	}
 }
 
 static void rescan_cb(struct ev_loop *l, ev_timer *w, int revents)
@@ -813,12 +974,13 @@ static void rescan_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 static void kick_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
-	struct evr__devreg *r = evr__container_of(w, struct evr__devreg,
-						  kick_w);
+	rescan(evr__container_of(w, struct evr__devreg, kick_w));
+}
 
-	if (!r->lister)
-		rdmacm_resync();
-	rescan(r);
+/* A rescan now, from the loop (what the netlink monitor heard). */
+static void kick(struct evr__devreg *r)
+{
+	ev_timer_start(r->loop->ev, &r->kick_w);
 }
 
 /* ---- the kernel's netlink monitor ---- */
@@ -866,7 +1028,7 @@ static void nl_cb(struct ev_loop *l, ev_io *w, int revents)
 
 	buf = malloc(NL_BUF);
 	if (!buf) {
-		evr__devreg_kick(r->loop); /* what it said: look instead */
+		kick(r); /* what it said: look instead */
 		return;
 	}
 	for (b = 0; b < NL_BURST; b++) {
@@ -886,7 +1048,7 @@ static void nl_cb(struct ev_loop *l, ev_io *w, int revents)
 				   "failed (%s)", strerror(errno));
 			free(buf);
 			nl_set(r, -1);
-			evr__devreg_kick(r->loop);
+			kick(r);
 			return;
 		}
 		if (!n)
@@ -909,9 +1071,10 @@ static void nl_cb(struct ev_loop *l, ev_io *w, int revents)
 		}
 	}
 	free(buf);
-	/* whatever came or went, the device list says which */
+	/* whatever came or went, the device list says which (and a device
+	 * that left is a re-read of librdmacm's: rescan()) */
 	if (heard)
-		evr__devreg_kick(r->loop);
+		kick(r);
 }
 
 void evr__devreg_set_monitor(struct evr_loop *l, int fd)
@@ -933,8 +1096,10 @@ void evr__devreg_kick(struct evr_loop *l)
 {
 	struct evr__devreg *r = reg_get(l);
 
-	if (r)
-		ev_timer_start(l->ev, &r->kick_w);
+	if (!r)
+		return;
+	r->resync_due = 1;
+	kick(r);
 }
 
 void evr__devreg_watch(struct evr_loop *l, struct evr__dev_watch *w)
@@ -991,7 +1156,9 @@ void evr__devreg_free(struct evr_loop *l)
 		free(d);
 	}
 	nl_stop(r);
+	r->resynced = 0;
 	rescan_update(r);
+	prev_drop(r);
 	ev_timer_stop(l->ev, &r->kick_w);
 	free(r);
 	l->devreg = NULL;

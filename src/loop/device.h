@@ -25,7 +25,14 @@
  * When the last user of a gone device detaches, the registry forgets the
  * context and asks librdmacm to re-read its device list, which closes
  * librdmacm's own context of the device (it keeps one per device it has
- * used until such a re-read finds the device gone).
+ * used until such a re-read finds the device gone).  That re-read
+ * (rdma_get_devices()) also opens a context of every device present,
+ * so it is made only when a device has left, and once made, the device
+ * list (libibverbs', which opens nothing) is read once a second for good
+ * (without keeping the loop running): any of those devices leaving is
+ * another re-read, and its removal is not held up.  The list is read
+ * once a second too while a device nobody uses is remembered (librdmacm
+ * may hold it).
  *
  * A device that went is looked for again (the kernel's RDMA netlink
  * monitor says when one registers, on Linux 6.12 and later; else a
@@ -219,15 +226,16 @@ const char *evr__dev_event_name(enum evr__dev_event_kind k);
 
 /* Devices coming back: w->back is called from the loop with the name of
  * a device that returned (matched by name and netdev).  While any watch
- * waits (evr__devreg_wait), the registry rescans once a second. */
+ * waits (evr__devreg_wait), the registry rescans once a second (where
+ * the kernel has no netlink monitor). */
 void evr__devreg_watch(struct evr_loop *l, struct evr__dev_watch *w);
 void evr__devreg_unwatch(struct evr_loop *l, struct evr__dev_watch *w);
 void evr__devreg_wait(struct evr_loop *l, struct evr__dev_watch *w, int on);
 
 /* An id the loop's engines held on a device that is going away has been
  * destroyed (a listener's, a connection's before it had a CQ): from the
- * loop, librdmacm is told to let go of its context of the device, and the
- * device list read again. */
+ * loop, the device list is read again and librdmacm told to let go of
+ * its context of the device (the resync below). */
 void evr__devreg_kick(struct evr_loop *l);
 
 /* The loop's registry goes with the loop (evr_loop_free). */
@@ -246,6 +254,15 @@ typedef unsigned (*evr__dev_list_fn)(char names[][EVR__DEV_NAME_MAX],
 				     char netdevs[][EVR__DEV_NAME_MAX],
 				     unsigned max);
 void evr__devreg_set_lister(struct evr_loop *l, evr__dev_list_fn fn);
+
+/* librdmacm told to re-read its device list (rdma_get_devices() and
+ * rdma_free_devices(): that closes its context of a device that left,
+ * once no id refers to it, and opens one of every device present), when
+ * a device left the list or a gone device's last id went; replaceable
+ * for tests.  Without one set, a registry with a lister of its own
+ * (evr__devreg_set_lister) tells nobody. */
+typedef void (*evr__dev_resync_fn)(void);
+void evr__devreg_set_resync(struct evr_loop *l, evr__dev_resync_fn fn);
 
 /* The kernel's RDMA netlink monitor (nlmon.h): opened with the registry
  * where the kernel has one.  evr__devreg_set_monitor() makes FD the
