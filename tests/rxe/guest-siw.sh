@@ -8,7 +8,9 @@
 # it); evrdma's
 # host check knows an iWARP device serves its interface; mckey says
 # iWARP has no multicast.  rstream's iWARP dialect: guest-siwdialect.sh.
-# Without siw in the guest it says so and counts nothing.
+# Last, issue 37: an agent that went through a device cycle lets siw0
+# and siw1, which it never used, be deleted at once.  Without siw in the
+# guest it says so and counts nothing.
 set -u
 R=${EVR_BIN:-/opt/evr}/rstream
 M=${EVR_BIN:-/opt/evr}/mckey
@@ -77,6 +79,161 @@ if [ "$mrc" = 255 ] && has "$T/m.out" 'siw0 is an iWARP device, which has no mul
 else
 	ko "mckey on siw0" "exit $mrc"
 fi
+
+# Last: the agent lets go of devices it never used (issue 37).
+# evrdma-probed with an RDMA responder on rxe1 and a probe from rxe0 to
+# it; one deletion and return of rxe1: its last id gone, the registry
+# makes librdmacm re-read its device list (rdma_get_devices()), which
+# opens a context of every device present, siw0 and siw1 among them,
+# and keeps those that stay.  From then on the registry reads libibverbs'
+# list once a second, and a device leaving it is another re-read, which
+# closes librdmacm's context of it: `rdma link delete siw0`, and siw1's,
+# must each return within 2 s while the agent runs (siw, like rxe,
+# cannot unregister a device that a process holds; before the fix the
+# deletion did not return in minutes), and the agent holds no siw device
+# afterwards.  Both are added back.
+P=${EVR_BIN:-/opt/evr}/evrdma-probed
+HP=9481
+DEL_S=$(tsc 2)
+say() { echo "# $*"; }
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+# port_up DEV: until DEV's port 1 is ACTIVE (10 s at most)
+port_up() {
+	local i
+	for i in $(seq 100); do
+		rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# the probe's successes so far: its runs less its failures
+successes() {
+	scrape_http 127.0.0.1 "$HP" "$T/m.txt" 2>/dev/null || { echo -1; return; }
+	awk '$1 == "evrdma_probe_runs_total{probe=\"rdma-lat\"}" { r = $2 }
+	     $1 ~ /^evrdma_probe_failures_total\{probe="rdma-lat",/ { f += $2 }
+	     END { print r - f }' "$T/m.txt"
+}
+# resumed SECONDS: one success more within SECONDS; $res_s says when
+resumed() {
+	local t0=$EPOCHREALTIME base i
+	base=$(successes)
+	for i in $(seq $(($1 * 10))); do
+		sleep 0.1
+		[ "$(successes)" -ge $((base + 1)) ] && { res_s=$(since "$t0"); return 0; }
+	done
+	res_s=$(since "$t0")
+	return 1
+}
+# held PID: the uverbs nodes the process holds, each with its device
+# ("deleted": a node whose device is gone)
+held() {
+	local f t u d
+	for f in /proc/"$1"/fd/*; do
+		t=$(readlink "$f" 2>/dev/null) || continue
+		case $t in /dev/infiniband/uverbs*) ;; *) continue ;; esac
+		u=${t#/dev/infiniband/}
+		u=${u%% *}
+		d=$(cat "/sys/class/infiniband_verbs/$u/ibdev" 2>/dev/null)
+		case $t in *'(deleted)') d= ;; esac
+		echo "$u=${d:-deleted}"
+	done | sort -u | tr '\n' ' '
+}
+# timed_delete DEV PID: `timeout 5 rdma link delete DEV`, timed into
+# $del_s; one still blocked after 5.5 s is waiting for a process (it
+# cannot be killed there): PID (the agent) is stopped to let it end, and
+# $del_s says "> 5.5"
+timed_delete() {
+	local t0=$EPOCHREALTIME dp i
+	timeout 5 rdma link delete "$1" &
+	dp=$!
+	for i in $(seq 110); do
+		kill -0 "$dp" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$dp" 2>/dev/null; then
+		del_s="> 5.5"
+		del_held=$(held "$2")
+		kill "$2" 2>/dev/null
+		reap "$2" 10
+		wait "$dp"
+		del_rc=$?
+		return 1
+	fi
+	wait "$dp"
+	del_rc=$?
+	del_s=$(since "$t0")
+	[ "$del_rc" = 0 ] && lt "$del_s" "$DEL_S"
+}
+
+nd=$(cat /sys/class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0 2>/dev/null)
+if [ "$nd" = veth1 ]; then
+	ok "the registry's view of a device's netdev (sysfs ports/1/gid_attrs/ndevs/0): rxe1 on veth1 (siw0: '$(cat /sys/class/infiniband/siw0/ports/1/gid_attrs/ndevs/0 2>/dev/null)')"
+else
+	ko "the registry's view of a device's netdev" "rxe1's ndevs/0 says '$nd', not veth1"
+fi
+cat >"$T/p.json" <<JSON
+{ "listen_address": "127.0.0.1", "listen_port": $HP,
+  "responders": [ { "transport": "rdma", "port": 7481, "bind": "$RXE_ADDR2" } ],
+  "probes": [
+    { "name": "rdma-lat", "type": "rstream", "host": "$RXE_ADDR2", "port": 7481,
+      "bind": "$RXE_ADDR1", "transport": "rdma", "size": 64, "count": 1,
+      "iters": 10, "interval_s": 0.5, "timeout_s": 5 } ] }
+JSON
+"$P" -c "$T/p.json" >"$T/p.out" 2>&1 &
+pp=$!
+okruns=0
+for _ in $(seq 100); do
+	sleep 0.2
+	okruns=$(successes)
+	[ "$okruns" -ge 3 ] && break
+done
+if [ "$okruns" -ge 3 ]; then
+	say "agent: before any device cycle it holds $(held "$pp")"
+	t0=$EPOCHREALTIME
+	timeout 30 rdma link delete rxe1
+	drc=$?
+	d1=$(since "$t0")
+	sleep 1
+	rdma link add rxe1 type rxe netdev veth1
+	port_up rxe1 || ko "rxe1 comes back" "not active in 10 s"
+	if resumed "$(tsc 10)"; then
+		say "agent: rxe1 deleted in $d1 s (rc $drc) and added back, the probe succeeded again $res_s s later; it holds $(held "$pp")"
+		bad=
+		times=
+		for dev in siw0 siw1; do
+			del_held=
+			if ! timed_delete "$dev" "$pp"; then
+				bad="$dev: rc $del_rc after $del_s s${del_held:+, the agent holding $del_held}"
+				break
+			fi
+			say "rdma link delete $dev, the agent running: $del_s s"
+			times="${times:+$times, }$dev $del_s s"
+		done
+		if [ -n "$bad" ]; then
+			ko "agent: after a device cycle, rdma link delete siw0 and siw1 return within ${DEL_S} s while it runs" "$bad"
+		elif ! kill -0 "$pp" 2>/dev/null; then
+			ko "agent: alive through the siw deletions" "it exited: $(tail -3 "$T/p.out")"
+		else
+			ok "agent: after a device cycle, rdma link delete siw0 and siw1 (never used; opened by librdmacm's re-read) return within ${DEL_S} s while it runs ($times)"
+			h=$(held "$pp")
+			case $h in
+			*=siw*|*=deleted*) ko "agent: holds no siw device after their deletion" "it holds $h" ;;
+			*) ok "agent: holds no siw device after their deletion ($h)" ;;
+			esac
+		fi
+	else
+		ko "agent: the probe succeeds again after rxe1's return" "no success in $res_s s (rxe1 deleted in $d1 s, rc $drc)"
+	fi
+else
+	ko "agent: the RDMA probe runs" "$okruns successes: $(tail -5 "$T/p.out")"
+fi
+kill "$pp" 2>/dev/null
+reap "$pp" 10 >/dev/null 2>&1
+for dev in siw0 siw1; do
+	rdma link show "$dev/1" >/dev/null 2>&1 ||
+		rdma link add "$dev" type siw netdev "$([ "$dev" = siw0 ] && echo veth2 || echo veth3)"
+	port_up "$dev" || ko "$dev comes back" "not active in 10 s"
+done
 
 echo "siw: $pass passed, $fail failed"
 [ "$fail" = 0 ]
