@@ -123,8 +123,10 @@ rxe "normal build" "$top/build"
 # soft-iWARP, in a guest of its own (tests/rxe/vm.sh --siw: siw built from
 # Debian's linux-source, half a minute, cached): guest-siw.sh.  Not with
 # the others: with siw0 and siw1 there, guest-nicfail.sh's agent ends its
-# device cycles holding their contexts (librdmacm's, opened by the
-# registry's rdma_get_devices() resync; issue 37), 4 descriptors more
+# device cycles holding their contexts, 4 descriptors more than it
+# started with (librdmacm's re-read after a device left opens every
+# device present, and keeps each until it leaves: issue 37, guest-siw.sh's
+# last check)
 EVR_RXE_SIW=1 rxe "normal build, soft-iWARP" "$top/build" "siw*"
 # the fabric (hosts in namespaces, racks, spines): Soft-RoCE per network
 # namespace needs Linux 7.1+, Debian's trixie-backports kernel; the NIC
