@@ -3,11 +3,12 @@
  * per loop. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <net/if.h>
 #include <ifaddrs.h>
 #include <linux/if_packet.h>
+#include <net/if.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -791,6 +792,40 @@ static void trim(char *s)
 		*--p = '\0';
 }
 
+/* An iWARP device's netdev, as netdev_of() finds it: the interface
+ * whose MAC address its port 1 GID 0 holds (then zeros); siw's GID
+ * entries name no netdev. */
+static void sysfs_mac_netdev(const char *dev, char *out, size_t len)
+{
+	char path[96 + EVR__DEV_NAME_MAX], line[64];
+	struct in6_addr g;
+	FILE *f;
+	int k, zero = 1;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/node_type", dev);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	k = fgets(line, sizeof(line), f) && strstr(line, "RNIC");
+	fclose(f);
+	if (!k)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/0",
+		 dev);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	k = fgets(line, sizeof(line), f) != NULL;
+	fclose(f);
+	trim(line);
+	if (!k || inet_pton(AF_INET6, line, &g) != 1)
+		return;
+	for (k = 6; k < 16; k++)
+		zero &= !g.s6_addr[k];
+	if (zero)
+		netdev_by_mac(g.s6_addr, out, len);
+}
+
 /* The netdev of a device's port 1 as sysfs has it (its GID 0's, the
  * file's first line), "" where there is none (InfiniBand; iWARP's GIDs
  * name none): the device list's view, without opening the device. */
@@ -805,12 +840,14 @@ static void sysfs_netdev(const char *dev, char *out, size_t len)
 	snprintf(path, sizeof(path),
 		 "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/0", dev);
 	f = fopen(path, "re");
-	if (!f)
+	if (f) {
+		if (!fgets(out, (int)len, f))
+			out[0] = '\0';
+		fclose(f);
+		trim(out);
 		return;
-	if (!fgets(out, (int)len, f))
-		out[0] = '\0';
-	fclose(f);
-	trim(out);
+	}
+	sysfs_mac_netdev(dev, out, len);
 }
 
 /* libibverbs' list, which opens nothing: a device whose removal has
