@@ -50,6 +50,31 @@ up() {
 	return 1
 }
 
+# 0. upstream's rstream client in the same case, for the record (not a
+# check: bench/nicfail.sh and doc/reliability.md set it beside ours)
+server /usr/bin/rstream -b "$A2" -S 64 -C 100000000 -T a || say "upstream server: no listener"
+/usr/bin/rstream -s "$A2" -b "$A1" -S 64 -C 100000000 -T a >"$T/u.out" 2>&1 &
+up_cp=$!
+if wait_conn "$up_cp" "$(tsc 20)"; then
+	sleep 0.5
+	t0=$EPOCHREALTIME
+	ip link set veth2 down
+	for _ in $(seq 200); do kill -0 "$up_cp" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$up_cp" 2>/dev/null; then
+		say "upstream rstream client, its link down mid-run: still running after $(since "$t0") s (killed)"
+		kill -9 "$up_cp"
+	fi
+	wait "$up_cp"
+	urc=$?
+	say "upstream rstream client, its link down mid-run: ended after $(since "$t0") s, rc $urc: $(grep -v '^name' "$T/u.out" | head -1 | cut -c1-120)"
+	ip link set veth2 up
+else
+	say "upstream rstream client: never connected"
+	kill -9 "$up_cp" 2>/dev/null
+fi
+kill -9 "$sp" 2>/dev/null; reap "$sp" 5 >/dev/null
+up siw0 || ko "siw0's port comes back" "not active in 10 s"
+
 # 1. rstream: the client's link goes down mid-run
 server "$R" -b "$A2" -T a --stall-timeout 30 || ko "server starts" "no listener"
 "$R" -s "$A2" -b "$A1" -S 64 -C 100000000 -T a >"$T/c.out" 2>"$T/c.err" &
