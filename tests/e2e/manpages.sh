@@ -36,6 +36,16 @@ for f in "$MAN"/*.[138]; do
 	else
 		ok "$name: mandoc -Tlint -W warning is clean"
 	fi
+	# words an alternating macro ran together (".BR _total ).  Per
+	# probe" renders "_total).Perprobe"): a sentence's end glued to the
+	# next one's first word
+	mandoc -Tascii "$f" 2>/dev/null | col -b |
+		grep -nE '[a-z0-9_][).,;:]+[A-Z][a-z]' | grep -v 'e\.g\.\|i\.e\.' >"$T/glued.out"
+	if [ -s "$T/glued.out" ]; then
+		not_ok "$name: no words run together" "$(head -3 "$T/glued.out" | tr '\n' '|')"
+	else
+		ok "$name: no words run together"
+	fi
 	# every .TP entry: a head line, then text before the next entry
 	awk '
 		/^\.TP/ { if (tp && !body) print "empty entry: " head; tp = 1; head = ""; body = 0; next }
@@ -50,6 +60,20 @@ for f in "$MAN"/*.[138]; do
 		ok "$name: every tagged entry has text"
 	fi
 done
+
+# rstream(1)'s start record names every option key the option table
+# gives it (include/evrdma/stream.h's JSON(...) entries)
+keys=$(grep -o 'JSON("[a-z_]*"' "$E2E_SRCDIR/include/evrdma/stream.h" | sed 's/JSON("//; s/"$//')
+entry=$(awk '/^\.B start$/ { on = 1; next } on && /^\.TP/ { exit } on' "$MAN/rstream.1")
+missing=""
+for k in $keys; do
+	printf '%s\n' "$entry" | grep -qw -- "$k" || missing="$missing $k"
+done
+if [ -n "$keys" ] && [ -z "$missing" ]; then
+	ok "rstream.1: the start record's entry names all $(echo $keys | wc -w) option keys"
+else
+	not_ok "rstream.1: the start record's entry names every option key" "missing:${missing:- (no keys found)}"
+fi
 
 # The .TP heads of a page, with man's escapes undone: "\-\-json" -> "--json".
 heads() { # PAGE
