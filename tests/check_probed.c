@@ -55,6 +55,18 @@ static void bad(const char *text, const char *want)
 	unlink(path);
 }
 
+/* Parse text; expect success. */
+static void good_load(const char *text)
+{
+	struct pconf *c = NULL;
+	char err[512];
+
+	put(text);
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	pconf_free(c);
+	unlink(path);
+}
+
 /* ---- the keys of the option table's rows (EVR_STREAM_OPTIONS) ---- */
 
 /* A row with a daemon key as this test sees it: the key, whose it is,
@@ -310,8 +322,29 @@ START_TEST(test_errors)
 	bad("{ \"probes\": [ { \"type\": \"rstream\" } ] }",
 	    "probes[0]: \"name\" is required");
 	bad("{ \"probes\": [ { \"name\": \"a\\nb\", \"type\": \"rstream\" } ] }",
-	    "probes[0]: \"name\" must be a string of 1 to 64 printable "
-	    "characters");
+	    "probes[0]: \"name\" must be a string of 1 to 64 bytes with "
+	    "no control character");
+	/* a C1 control (U+0085, NEL) is one too */
+	bad("{ \"probes\": [ { \"name\": \"a\\u0085b\", \"type\": \"rstream\" } ] }",
+	    "probes[0]: \"name\" must be a string of 1 to 64 bytes with "
+	    "no control character");
+	/* 64 bytes of UTF-8 pass (32 two-byte characters), 66 do not */
+	{
+		char text[512], nm[200] = "";
+		int i;
+
+		for (i = 0; i < 32; i++)
+			strcat(nm, "\xc3\xa9");
+		snprintf(text, sizeof(text), "{ \"probes\": [ { \"name\": "
+			 "\"%s\", \"type\": \"rstream\", \"host\": \"h\" } ] }",
+			 nm);
+		good_load(text);
+		strcat(nm, "\xc3\xa9");
+		snprintf(text, sizeof(text), "{ \"probes\": [ { \"name\": "
+			 "\"%s\", \"type\": \"rstream\" } ] }", nm);
+		bad(text, "probes[0]: \"name\" must be a string of 1 to 64 "
+		    "bytes with no control character");
+	}
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"ping\" } ] }",
 	    "probes[0] (\"a\"): \"type\" is \"ping\", must be one of "
 	    "rstream, mckey");
@@ -556,15 +589,15 @@ START_TEST(test_probe_peer)
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"peer\": \"\" } ] }",
 	    "probes[0] (\"a\"): \"peer\" must be a string of 1 to 64 "
-	    "printable characters");
+	    "bytes with no control character");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"peer\": 3 } ] }",
 	    "probes[0] (\"a\"): \"peer\" must be a string of 1 to 64 "
-	    "printable characters");
+	    "bytes with no control character");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"rstream\","
 	    " \"host\": \"h\", \"peer\": \"x\\ty\" } ] }",
 	    "probes[0] (\"a\"): \"peer\" must be a string of 1 to 64 "
-	    "printable characters");
+	    "bytes with no control character");
 	bad("{ \"probes\": [ { \"name\": \"a\", \"type\": \"mckey\","
 	    " \"group\": \"239.1.1.1\", \"peer\": \"b\" } ] }",
 	    "probes[0] (\"a\"): unknown key \"peer\"");

@@ -348,10 +348,15 @@ static int get_port(struct ctx *c, json_t *obj, const char *key,
 	return 0;
 }
 
+/* No control character: C0, DEL, nor C1 (U+0080 to U+009F, 0xc2 0x80
+ * to 0xc2 0x9f in UTF-8, which Jansson's strings are). */
 static int name_ok(const char *s)
 {
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (; *u; u++)
+		if (*u < 0x20 || *u == 0x7f ||
+		    (*u == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f))
 			return 0;
 	return 1;
 }
@@ -512,7 +517,7 @@ static int get_peer_label(struct ctx *c, json_t *o, struct probe_cfg *p)
 	v = json_is_string(peer) ? json_string_value(peer) : NULL;
 	if (!v || !v[0] || strlen(v) > PCONF_NAME_MAX || !name_ok(v))
 		return fail(c, "\"peer\" must be a string of 1 to %d "
-			    "printable characters", PCONF_NAME_MAX);
+			    "bytes with no control character", PCONF_NAME_MAX);
 	if (!(p->labels = peer_label(v)))
 		return fail(c, "out of memory");
 	return 0;
@@ -608,8 +613,8 @@ static int parse_mckey(struct ctx *c, json_t *o, struct probe_cfg *p)
 	return 0;
 }
 
-/* A probe's "name" (required): a string of 1 to PCONF_NAME_MAX
- * printable characters. */
+/* A probe's "name" (required): a string of 1 to PCONF_NAME_MAX bytes
+ * (UTF-8: a character may take several) with no control character. */
 static int check_probe_name(struct ctx *c, json_t *name)
 {
 	if (!name)
@@ -618,7 +623,7 @@ static int check_probe_name(struct ctx *c, json_t *name)
 	    strlen(json_string_value(name)) > PCONF_NAME_MAX ||
 	    !name_ok(json_string_value(name)))
 		return fail(c, "\"name\" must be a string of 1 to %d "
-			    "printable characters", PCONF_NAME_MAX);
+			    "bytes with no control character", PCONF_NAME_MAX);
 	return 0;
 }
 
