@@ -18,6 +18,7 @@
 #include "cli/parse.h"
 #include "cli/report.h"
 #include "cli/rstream_opts.h"
+#include "cli/threshold.h"
 #include "evrdma/stream.h"
 
 #define MAX_ARGS 32
@@ -1729,7 +1730,7 @@ static const struct cli_opt *option_named(const char *name)
 /* Every row with an option is in the parser once, with --help's line;
  * a row without has neither; the parser has nothing else but rstream's
  * own (--trace, --json, --per-conn, --check, --no-host-check, -T,
- * --help, --version). */
+ * --help, --version, --fail-if). */
 START_TEST(test_table_rows_are_options)
 {
 	const struct cli_opt *t;
@@ -1757,7 +1758,7 @@ START_TEST(test_table_rows_are_options)
 		ck_assert_msg(!r->ranged || (o->what && o->what[0]),
 			      "%s: no bad-value text", r->name);
 	}
-	ck_assert_uint_eq(n, rows + 8);
+	ck_assert_uint_eq(n, rows + 9);
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++) {
 			ck_assert_msg(t[i].val != t[j].val, "%s and %s: one value",
@@ -1835,6 +1836,90 @@ START_TEST(test_table_ranges_are_the_parsers)
 }
 END_TEST
 
+/* --fail-if: what parses and into what; the worst kept; a threshold no
+ * row had fails; the lines. */
+START_TEST(test_fail_if)
+{
+	struct thr_set set;
+	double v[THR__COUNT] = { 0 };
+	char err[200], line[256];
+
+	memset(&set, 0, sizeof(set));
+	ck_assert_int_eq(thr_add(&set, "p99>50us", THR_RSTREAM, err,
+				 sizeof(err)), 0);
+	ck_assert_int_eq(thr_add(&set, " max < 1.5 ms ", THR_RSTREAM, err,
+				 sizeof(err)), 0);
+	ck_assert_int_eq(thr_add(&set, "P99.9>2S", THR_RSTREAM, err,
+				 sizeof(err)), 0);
+	ck_assert_int_eq(thr_add(&set, "gbps<10", THR_RSTREAM, err,
+				 sizeof(err)), 0);
+	ck_assert_int_eq(thr_add(&set, "usec>5us", THR_RSTREAM, err,
+				 sizeof(err)), 0);
+	ck_assert_uint_eq(set.n, 5);
+	ck_assert(set.t[0].m == THR_P99 && !set.t[0].below);
+	ck_assert(set.t[0].limit == 50000.0);
+	ck_assert(set.t[1].m == THR_MAX && set.t[1].below);
+	ck_assert(set.t[1].limit == 1.5e6);
+	ck_assert(set.t[2].m == THR_P999 && set.t[2].limit == 2e9);
+	ck_assert(set.t[3].m == THR_GBPS && set.t[3].limit == 10.0);
+	ck_assert(set.t[4].m == THR_USEC && set.t[4].limit == 5.0);
+	ck_assert(thr_need_lat(&set));
+	/* refused: each with its reason, nothing added */
+	ck_assert_int_eq(thr_add(&set, "p99>50", THR_RSTREAM, err,
+				 sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "with its unit"));
+	ck_assert_int_eq(thr_add(&set, "loss>1", THR_RSTREAM, err,
+				 sizeof(err)), -1);
+	ck_assert_int_eq(thr_add(&set, "p99>nan us", THR_RSTREAM, err,
+				 sizeof(err)), -1);
+	ck_assert_int_eq(thr_add(&set, "p99>inf us", THR_RSTREAM, err,
+				 sizeof(err)), -1);
+	ck_assert_int_eq(thr_add(&set, "", THR_RSTREAM, err,
+				 sizeof(err)), -1);
+	ck_assert_int_eq(thr_add(&set, "loss>0.5%", THR_MCKEY, err,
+				 sizeof(err)), 0);
+	ck_assert_int_eq(thr_add(&set, "loss>101", THR_MCKEY, err,
+				 sizeof(err)), -1);
+	ck_assert_int_eq(thr_add(&set, "p99>5us", THR_MCKEY, err,
+				 sizeof(err)), -1);
+	ck_assert_uint_eq(set.n, 6);
+	set.n = 5;
+	/* two rows: the worst of each kept, with its test */
+	v[THR_P99] = 40000;
+	v[THR_MAX] = 2e6;
+	v[THR_P999] = 1e5;
+	v[THR_GBPS] = 12;
+	v[THR_USEC] = 3;
+	thr_observe(&set, v, ~0u, "64_lat");
+	ck_assert_uint_eq(thr_failed(&set), 0);
+	v[THR_P99] = 73200;
+	v[THR_MAX] = 1e6;
+	v[THR_GBPS] = 20;
+	thr_observe(&set, v, (1u << THR_P99) | (1u << THR_MAX) |
+		    (1u << THR_GBPS), "4k_lat");
+	ck_assert_uint_eq(thr_failed(&set), 2);
+	ck_assert(set.t[0].failed && set.t[0].worst == 73200);
+	ck_assert_str_eq(set.t[0].where, "4k_lat");
+	ck_assert(set.t[1].failed && set.t[1].worst == 1e6);
+	ck_assert(!set.t[3].failed && set.t[3].worst == 12);
+	ck_assert_str_eq(set.t[3].where, "64_lat");
+	thr_line(&set.t[0], line, sizeof(line));
+	ck_assert_str_eq(line, "--fail-if 'p99>50us': failed: 4k_lat p99 "
+			 "73.20 us, 1.46 x the limit");
+	thr_line(&set.t[3], line, sizeof(line));
+	ck_assert_str_eq(line, "--fail-if 'gbps<10': passed (worst: 64_lat "
+			 "gbps 12.00 Gb/s)");
+	/* a threshold no row had fails */
+	memset(&set, 0, sizeof(set));
+	thr_add(&set, "p50>1ms", THR_RSTREAM, err, sizeof(err));
+	thr_observe(&set, v, 1u << THR_GBPS, "64_bw");
+	ck_assert_uint_eq(thr_failed(&set), 1);
+	thr_line(&set.t[0], line, sizeof(line));
+	ck_assert_str_eq(line, "--fail-if 'p50>1ms': failed: no result had "
+			 "p50");
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1874,6 +1959,7 @@ static Suite *cli_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("toolkit");
+	tcase_add_test(tc, test_fail_if);
 	tcase_add_test(tc, test_cli_num);
 	tcase_add_test(tc, test_cli_secs_ms);
 	tcase_add_test(tc, test_cli_bad);

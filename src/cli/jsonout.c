@@ -539,6 +539,24 @@ json_t *jo_error(const char *message, int exit_status)
 	return o;
 }
 
+json_t *jo_threshold(const struct threshold *t, const char *message)
+{
+	json_t *o = jo_record("threshold");
+
+	set_str(o, "expr", t->expr);
+	set_str(o, "measure", thr_measure_name(t->m));
+	set_str(o, "op", t->below ? "<" : ">");
+	set_real(o, "limit", t->limit);
+	set_str(o, "unit", thr_unit(t->m));
+	set_bool(o, "passed", t->checked && !t->failed);
+	if (t->checked) {
+		set_real(o, "worst", t->worst);
+		set_str(o, "test", t->where);
+	}
+	set_str(o, "message", message);
+	return o;
+}
+
 json_t *jo_rstream_summary(const struct jo_totals *t, int exit_status)
 {
 	json_t *o = jo_record("summary");

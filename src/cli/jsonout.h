@@ -59,6 +59,10 @@ json_t *jo_failure(const char *type, const struct evr_failure *f,
 		   const char *message, int exit_status);
 /* {"type":"error", message, exit_status} */
 json_t *jo_error(const char *message, int exit_status);
+/* {"type":"threshold", expr, measure, op, limit, unit, passed, message,
+ * and with a row that had the measure: worst, test} (--fail-if) */
+struct threshold;
+json_t *jo_threshold(const struct threshold *t, const char *message);
 
 struct jo_totals {
 	unsigned results;           /* result records written */

@@ -174,7 +174,8 @@ static int apply(const struct cli_opt *r, const char *arg, void *obj,
 		return r->ret;
 	}
 	if (bad) {
-		cli_bad(err, prog, r->name, arg, r->what);
+		cli_bad(err, prog, r->name, arg,
+			r->why_bad ? r->why_bad(obj) : r->what);
 		return r->flags & CLI_BAD_USAGE ? CLI_PARSE_USAGE :
 						  CLI_PARSE_BAD;
 	}

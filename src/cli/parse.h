@@ -78,6 +78,8 @@ struct cli_opt {
 	enum cli_side side;
 	const char *why;            /* with side: why the other side has no
 				     * use for it, or NULL */
+	/* CLI_CALL: what set() found wrong, in place of what (NULL: what) */
+	const char *(*why_bad)(void *obj);
 };
 
 /* What a CLI_CALL row's set() returns for an argument that is a number

@@ -19,16 +19,24 @@ const char *rstream_header(void)
 	return hdr;
 }
 
+void rstream_row_figures(const struct evr_result *r, double *gbps,
+			 double *xfer_usec)
+{
+	double usec = r->elapsed_ns / 1000.0;
+
+	*gbps = (r->bytes * 8) / (1000.0 * usec);
+	/* usec/xfer is one connection's: with -c N the mean of each one's
+	 * own (rstream(1), MANY CONNECTIONS) */
+	*xfer_usec = r->nconns ? r->iter_mean_ns / 1000.0 / (r->count * 2.0) :
+		     (usec / r->iters) / (r->count * 2.0);
+}
+
 void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 {
 	char sz[32], cnt[32], it[32], tot[32], name[32];
-	double usec = r->elapsed_ns / 1000.0;
-	/* usec/xfer is one connection's: with -c N the mean of each one's
-	 * own (rstream(1), MANY CONNECTIONS) */
-	double xfer_usec = r->nconns ?
-			   r->iter_mean_ns / 1000.0 / (r->count * 2.0) :
-			   (usec / r->iters) / (r->count * 2.0);
+	double usec = r->elapsed_ns / 1000.0, gbps, xfer_usec;
 
+	rstream_row_figures(r, &gbps, &xfer_usec);
 	evr_size_str(sz, sizeof(sz), r->size);
 	evr_count_str(cnt, sizeof(cnt), r->count);
 	evr_count_str(it, sizeof(it), r->iters);
@@ -47,9 +55,7 @@ void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 	/* Upstream's columns, including the header's 2-column skew over
 	 * usec/xfer, so that scripts reading either tool's table agree. */
 	snprintf(buf, len, "%-10s%-8s%-8s%-8s%-8s%8.2fs%10.2f%11.2f\n", name,
-		 sz, cnt, it, tot, usec / 1000000.0,
-		 (r->bytes * 8) / (1000.0 * usec),
-		 xfer_usec);
+		 sz, cnt, it, tot, usec / 1000000.0, gbps, xfer_usec);
 }
 
 /* Append to buf[*n ..) as snprintf does: what fits, always terminated;

@@ -29,11 +29,16 @@ enum {
 	RSTREAM_EXIT_NOTSUP = 6,
 	RSTREAM_EXIT_DEVICE = 7,  /* the RDMA device went away or its port
 				   * went down */
+	RSTREAM_EXIT_THRESHOLD = 8, /* a --fail-if threshold failed */
 	RSTREAM_EXIT_INTERRUPTED = 130,
 	RSTREAM_EXIT_NODEV = 255,
 };
 
 int rstream_exit_status(const struct evr_failure *f);
+/* A result row's figures as its table row shows them: Gb/sec and
+ * usec/xfer. */
+void rstream_row_figures(const struct evr_result *r, double *gbps,
+			 double *xfer_usec);
 /* evr_failure_str(), with rstream's option names where the engine speaks
  * of its settings or limits (o: the engine's options, for the limits'
  * values; NULL: the defaults). */

@@ -126,13 +126,13 @@ static void print_lat(struct app *a)
 
 	if (!a->nlat || a->cli.json)
 		return;
-	if (a->cli.o.percentiles) {
+	if (a->cli.o.percentiles && !a->cli.lat_hidden) {
 		fputc('\n', stdout);
 		fputs(lat_header(), stdout);
 	}
 	for (i = 0; i < a->nlat; i++) {
 		any |= a->lat[i].have_split;
-		if (!a->lat[i].have_lat)
+		if (!a->lat[i].have_lat || a->cli.lat_hidden)
 			continue;
 		lat_format_row(row, sizeof(row), a->lat[i].name, &a->lat[i].l);
 		fputs(row, stdout);
@@ -164,6 +164,58 @@ static void emit_json_result(struct app *a, const struct evr_result *r)
 	out_check(a);
 }
 
+static void json_error(struct app *a, const struct evr_failure *f,
+		       const char *msg, int status);
+
+/* --fail-if: a row's measures against the thresholds (the rows the
+ * table shows: with -c N the aggregate, not each connection's). */
+static void judge(struct app *a, const struct evr_result *r)
+{
+	double v[THR__COUNT] = { 0 };
+	unsigned have = 1u << THR_USEC | 1u << THR_GBPS;
+
+	if (!a->cli.fail_if.n || r->conn_index || !r->iters || !r->count ||
+	    !r->elapsed_ns)
+		return;
+	rstream_row_figures(r, &v[THR_GBPS], &v[THR_USEC]);
+	if (r->lat && r->lat->samples) {
+		v[THR_MIN] = (double)r->lat->min_ns;
+		v[THR_P50] = (double)r->lat->p50_ns;
+		v[THR_P90] = (double)r->lat->p90_ns;
+		v[THR_P99] = (double)r->lat->p99_ns;
+		v[THR_P999] = (double)r->lat->p999_ns;
+		v[THR_MAX] = (double)r->lat->max_ns;
+		v[THR_MEAN] = r->lat->mean_ns;
+		have |= (1u << THR_USEC) - 1;
+	}
+	thr_observe(&a->cli.fail_if, v, have, r->name);
+}
+
+/* --fail-if's verdict, once the run is over and passed otherwise: a line
+ * on stderr for each threshold that failed, a threshold record each with
+ * --json, and exit status 8. */
+static void verdict(struct app *a)
+{
+	const struct threshold *t;
+	char line[256];
+	unsigned i;
+
+	if (!a->cli.fail_if.n || a->in_child)
+		return;
+	for (i = 0; i < a->cli.fail_if.n; i++) {
+		t = &a->cli.fail_if.t[i];
+		thr_line(t, line, sizeof(line));
+		if (a->cli.json)
+			jo_emit(stdout, jo_threshold(t, line));
+		else if (a->status == 0 && (t->failed || !t->checked))
+			fprintf(stderr, "rstream: %s\n", line);
+	}
+	if (a->status == 0 && thr_failed(&a->cli.fail_if)) {
+		a->status = RSTREAM_EXIT_THRESHOLD;
+		json_error(a, NULL, "a --fail-if threshold failed", a->status);
+	}
+}
+
 static void on_result(void *ud, const struct evr_result *r)
 {
 	struct app *a = ud;
@@ -173,6 +225,7 @@ static void on_result(void *ud, const struct evr_result *r)
 	if (!a->cli.json)
 		progress_conn_done(&a->prog, r);
 	progress_clear(&a->prog);
+	judge(a, r);
 	/* -c N: the aggregate rows; one connection's only with --per-conn */
 	if (r->conn_index && !a->cli.per_conn)
 		return;
@@ -535,6 +588,7 @@ static int wind_up(struct app *a)
 	evr_stream_free(a->st);
 	if (!a->in_child)
 		print_lat(a);
+	verdict(a);
 	free(a->lat);
 	progress_free(&a->prog);
 	cli_loop_close(&a->cl);
@@ -557,6 +611,12 @@ static int run(int argc, char **argv, struct cli_out *out)
 	switch (parse(&a, argc, argv)) {
 	case RSTREAM_PARSE_OK:
 		a.prog.per_conn = a.cli.per_conn;
+		/* a latency threshold needs the distribution; its table
+		 * only when asked for */
+		if (thr_need_lat(&a.cli.fail_if) && !a.cli.o.percentiles) {
+			a.cli.o.percentiles = 1;
+			a.cli.lat_hidden = 1;
+		}
 		break;
 	case RSTREAM_PARSE_HELP:
 		rstream_help(stdout, argv[0]);

@@ -133,6 +133,20 @@ static int set_test(void *obj, const char *arg)
 	return rstream_test_opt(obj, arg);
 }
 
+/* --fail-if EXPR, repeatable; its own message (CLI_OWN_MSG) */
+static int set_fail_if(void *obj, const char *arg)
+{
+	struct rstream_cli *cli = obj;
+
+	return thr_add(&cli->fail_if, arg, THR_RSTREAM, cli->fail_if_err,
+		       sizeof(cli->fail_if_err)) ? -1 : 0;
+}
+
+static const char *fail_if_why(void *obj)
+{
+	return ((struct rstream_cli *)obj)->fail_if_err;
+}
+
 /* ---- the options: EVR_STREAM_OPTIONS (evrdma/stream.h), then ours ---- */
 
 enum row_id {
@@ -141,7 +155,7 @@ enum row_id {
 #undef ROW_ID
 	/* rstream's own: no option of the engine's */
 	R_TEST, R_TRACE, R_HELP, R_VERSION, R_JSON, R_PER_CONN, R_CHECK,
-	R_NO_HOST_CHECK,
+	R_NO_HOST_CHECK, R_FAIL_IF,
 	R_N
 };
 
@@ -222,6 +236,16 @@ static const struct row rows[R_N] = {
 			      .syn = "--no-host-check",
 			      .text = "do not check the host before an RDMA run "
 				      "(a failure\nis still explained)" },
+	[R_FAIL_IF] = { { 0, "fail-if", "--fail-if", CLI_CALL,
+			  .set = set_fail_if, .why_bad = fail_if_why,
+			  .side = CLI_CLIENT,
+			  .what = "a measure, > or <, and a limit" },
+			.syn = "--fail-if EXPR",
+			.text = "fail the run (exit status 8) when a test's "
+				"measure passes\nthe limit, e.g. 'p99>50us', "
+				"'max>1ms', 'gbps<10', 'usec>5';\nmeasures: "
+				"min p50 p90 p99 p99.9 max mean (round trip),\n"
+				"usec (usec/xfer), gbps; repeatable" },
 };
 
 #undef KIND_NUM
@@ -266,6 +290,7 @@ static const enum row_id getopt_order[] = {
 	R_poll_us, R_conns, R_duration_ms, R_percentiles, R_lat_split,
 	R_PER_CONN, R_all_at_once, R_no_negotiate, R_force_negotiate, R_once,
 	R_max_conns, R_max_memory, R_chunk_size, R_CHECK, R_NO_HOST_CHECK,
+	R_FAIL_IF,
 };
 
 /* --help's order for evrdma's options, for people; a row not listed
@@ -276,6 +301,7 @@ static const enum row_id help_order[] = {
 	R_duration_ms, R_percentiles, R_lat_split, R_interval_ms, R_JSON,
 	R_report_settings, R_poll_us, R_conns, R_PER_CONN, R_all_at_once,
 	R_max_conns, R_max_memory, R_chunk_size, R_CHECK, R_NO_HOST_CHECK,
+	R_FAIL_IF,
 };
 
 /* The option table getopt reads, in its order, and the row of each. */

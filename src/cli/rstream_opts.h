@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "evrdma/stream.h"
+#include "threshold.h"
 
 struct rstream_cli {
 	struct evr_stream_opts o;
@@ -17,6 +18,10 @@ struct rstream_cli {
 	int per_conn;           /* --per-conn: a row per connection too */
 	int check;              /* --check: diagnose the host, run nothing */
 	int no_host_check;      /* --no-host-check: no checks before a run */
+	struct thr_set fail_if; /* --fail-if, repeatable */
+	char fail_if_err[160];  /* what the last bad one lacked */
+	int lat_hidden;         /* the distribution is --fail-if's alone:
+				 * no latency table */
 };
 
 enum {

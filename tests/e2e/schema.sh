@@ -70,8 +70,9 @@ P=$(e2e_port)
 if start_server srv "$P" "$R" -T s -T a -b $H -p "$P" -k 5 --settings --json \
 	--interval 0.1; then
 	run_cmd c1 30 "$R" -T s -T a -s $H -p "$P" -S 1000 -C 10 -D 0.4 \
-		--interval 0.1 --percentiles --settings -k 5 --json
-	assert_exit "client: -D --percentiles --settings --interval -k" 0 "$RC" "$T/c1.err"
+		--interval 0.1 --percentiles --settings -k 5 --json \
+		--fail-if 'p99>10s' --fail-if 'gbps<0.000001'
+	assert_exit "client: -D --percentiles --settings --interval -k --fail-if" 0 "$RC" "$T/c1.err"
 	run_cmd c2 30 "$R" -T s -T a -s $H -p "$P" -S 1000 -C 10 -I 20 -c 3 \
 		--per-conn --percentiles --split --interval 0.1 --json
 	assert_exit "client: -c 3 --per-conn --percentiles" 0 "$RC" "$T/c2.err"
@@ -98,7 +99,7 @@ fi
 for f in srv c1 c2 c3 c4 c5 fk dies; do : >>"$T/$f.out"; done
 validate rstream "$RSCHEMA" "$T"/{srv,c1,c2,c3,c4,c5,fk,dies}.out
 covers rstream "$TYPES" start listening keepalive accepted settings progress \
-	result conn_done conn_failed error summary
+	result conn_done conn_failed error threshold summary
 "$PY" - "$T/c2.out" <<'PYEOF' >"$T/agg.check" 2>&1
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
