@@ -236,12 +236,61 @@ static void report(struct app *a, unsigned n,
 	fflush(stdout);
 }
 
+/* --fail-if: each QP's loss (of the datagrams its senders announced,
+ * those that never came) against the thresholds; a run that passed
+ * otherwise and failed one ends with status 8 and a line each. */
+static int verdict(struct app *a, int status, unsigned n,
+		   const struct evr_mc_qp_report *q)
+{
+	double v[THR__COUNT] = { 0 };
+	const struct threshold *t;
+	uint64_t due, got;
+	char where[32], line[256];
+	unsigned i, j;
+
+	if (!a->cli.fail_if.n)
+		return status;
+	for (i = 0; i < n; i++) {
+		for (j = 0, due = 0, got = 0; j < q[i].nsenders; j++) {
+			due += q[i].senders[j].count;
+			got += q[i].senders[j].unique < q[i].senders[j].count ?
+			       q[i].senders[j].unique :
+			       q[i].senders[j].count;
+		}
+		/* nothing heard: all it expected is lost */
+		if (!q[i].nsenders) {
+			due = q[i].expected;
+			got = 0;
+		}
+		if (!due)
+			continue;
+		v[THR_LOSS] = 100.0 * (double)(due - got) / (double)due;
+		snprintf(where, sizeof(where), "qp %u", q[i].qp);
+		thr_observe(&a->cli.fail_if, v, 1u << THR_LOSS, where);
+	}
+	for (i = 0; i < a->cli.fail_if.n; i++) {
+		t = &a->cli.fail_if.t[i];
+		thr_line(t, line, sizeof(line));
+		if (a->cli.json)
+			jo_emit(stdout, jo_threshold(t, line));
+		else if (!status && (t->failed || !t->checked))
+			fprintf(stderr, "mckey: %s\n", line);
+	}
+	if (status || !thr_failed(&a->cli.fail_if))
+		return status;
+	if (a->cli.json)
+		jo_emit(stdout, jo_error("a --fail-if threshold failed",
+					 MCKEY_EXIT_THRESHOLD));
+	return MCKEY_EXIT_THRESHOLD;
+}
+
 static void on_done(void *ud, int status, unsigned n,
 		    const struct evr_mc_qp_report *q)
 {
 	struct app *a = ud;
 
 	a->done = 1;
+	status = verdict(a, status, n, q);
 	a->status = status;
 	if (a->out->failed && status == -EINTR) {
 		/* cancelled for it (no failure came first): the write's

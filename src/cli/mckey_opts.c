@@ -59,6 +59,10 @@ void mckey_help(FILE *out, const char *prog)
 	fprintf(out, "\t--no-host-check     do not check the host before an "
 		     "RDMA run (a failure\n"
 		     "\t                    is still explained)\n");
+	fprintf(out, "\t--fail-if EXPR      receiver: fail the run (exit "
+		     "status 8) when a QP's\n"
+		     "\t                    loss passes the limit, e.g. "
+		     "'loss>0.1%%'\n");
 	fprintf(out, "\t--help, --version\n");
 }
 
@@ -92,6 +96,19 @@ static int set_rate(void *obj, const char *arg)
 	       o->rate > 1e7 ? -1 : 0;
 }
 
+static int set_fail_if(void *obj, const char *arg)
+{
+	struct mckey_cli *cli = obj;
+
+	return thr_add(&cli->fail_if, arg, THR_MCKEY, cli->fail_if_err,
+		       sizeof(cli->fail_if_err)) ? -1 : 0;
+}
+
+static const char *fail_if_why(void *obj)
+{
+	return ((struct mckey_cli *)obj)->fail_if_err;
+}
+
 /* a whole number of 64-bit words of the receive bitmap */
 static void round_window(void *obj)
 {
@@ -102,7 +119,7 @@ static void round_window(void *obj)
 
 enum { OPT_UDP = 256, OPT_UDP_PORT, OPT_SETTLE, OPT_DEADLINE, OPT_RATE,
        OPT_STATS, OPT_TRACE, OPT_HELP, OPT_VERSION, OPT_JSON, OPT_WINDOW,
-       OPT_MAX_SENDERS, OPT_CHECK, OPT_NO_HOST_CHECK };
+       OPT_MAX_SENDERS, OPT_CHECK, OPT_NO_HOST_CHECK, OPT_FAIL_IF };
 
 #define O(m) .off = CLI_FIELD(struct mckey_cli, o.m)
 #define C(m) .off = CLI_FIELD(struct mckey_cli, m)
@@ -150,6 +167,8 @@ static const struct cli_opt options[] = {
 	{ OPT_CHECK, "check", "--check", CLI_FLAG, C(check) },
 	{ OPT_NO_HOST_CHECK, "no-host-check", "--no-host-check", CLI_FLAG,
 	  C(no_host_check) },
+	{ OPT_FAIL_IF, "fail-if", "--fail-if", CLI_CALL, .set = set_fail_if,
+	  .why_bad = fail_if_why, .what = "loss, > or <, and a percentage" },
 };
 
 const struct cli_opt *mckey_options(size_t *n)
@@ -192,6 +211,11 @@ int mckey_parse(int argc, char **argv, struct mckey_cli *cli, FILE *err)
 	}
 	if (o->unmapped && !o->bind_addr)
 		return MCKEY_PARSE_UNMAPPED;
+	if (o->sender && cli->fail_if.n) {
+		fprintf(err, "mckey: --fail-if is a receiver's option (a "
+			"sender counts no loss)\n");
+		return MCKEY_PARSE_BAD;
+	}
 	if (!o->group && !cli->check) {
 		fprintf(err, "mckey: a multicast address is required (-m or -M)\n");
 		return MCKEY_PARSE_BAD;

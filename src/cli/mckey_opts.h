@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "evrdma/mcast.h"
+#include "threshold.h"
 
 struct mckey_cli {
 	struct evr_mcast_opts o;
@@ -14,7 +15,12 @@ struct mckey_cli {
 	int json;       /* --json: JSON Lines instead of upstream's lines */
 	int check;      /* --check: diagnose the host, run nothing */
 	int no_host_check; /* --no-host-check: no checks before a run */
+	struct thr_set fail_if; /* --fail-if (receiver: loss) */
+	char fail_if_err[160];
 };
+
+/* A --fail-if threshold failed (mckey.1, EXIT STATUS). */
+#define MCKEY_EXIT_THRESHOLD 8
 
 enum {
 	MCKEY_PARSE_OK = 0,

@@ -201,6 +201,33 @@ assert_lines "stats: join latency line" 1 "$E2E_TMP/r2.out" \
 assert_lines "stats: receiver still ends with return status 0" 1 "$E2E_TMP/r2.out" \
 	'^return status 0$'
 
+# 2b. --fail-if 'loss>...': all 25 came, the threshold holds (exit 0,
+# nothing on stderr); a receiver that stops after 10 of a sender's 25
+# lost 60 %: exit 8, one line naming the QP and the loss
+G=239.77.1.3
+mckey_start r2b "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --udp-port 17002 \
+	-C 25 --fail-if 'loss>0.1%' --deadline "$(tscale 10)"
+if await_joined r2b; then
+	mckey_run s2b "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" --udp-port 17002 -C 25
+fi
+bg_wait r2b 20
+assert_exit "--fail-if 'loss>0.1%': nothing lost" 0 "$RC" "$E2E_TMP/r2b".{out,err}
+assert_empty "--fail-if, nothing lost: stderr" "$E2E_TMP/r2b.err"
+mckey_start r2c "$NSA" 20 -m $G -b "$A4" "${COMMON[@]}" --udp-port 17002 \
+	-C 10 --fail-if 'loss>0.1%' --deadline "$(tscale 10)"
+if await_joined r2c; then
+	mckey_run s2c "$NSB" 20 -m $G -b "$B4" -s "${COMMON[@]}" --udp-port 17002 \
+		-C 25 --rate 200
+fi
+bg_wait r2c 20
+assert_exit "--fail-if 'loss>0.1%': 15 of 25 never received" 8 "$RC" "$E2E_TMP/r2c".{out,err}
+assert_lines "--fail-if: the line names the QP and the loss" 1 "$E2E_TMP/r2c.err" \
+	"^mckey: --fail-if 'loss>0.1%': failed: qp 0 loss 60.00 %, 600 x the limit$"
+mckey_run s2d "$NSB" 10 -m $G -b "$B4" -s "${COMMON[@]}" --fail-if 'loss>1%'
+assert_exit "--fail-if on a sender: refused" 1 "$RC" "$E2E_TMP/s2d".{out,err}
+assert_lines "--fail-if on a sender: one line" 1 "$E2E_TMP/s2d.err" \
+	"^mckey: --fail-if is a receiver's option"
+
 # 3. -c 4 on both sides: each receiving QP gets the datagrams of all four
 # sending QPs (40), needs 10, and must still finish
 G=239.77.1.3

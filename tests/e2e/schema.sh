@@ -138,7 +138,7 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 		ip -n "$NS" route add 224.0.0.0/4 dev lo
 	NX=(ip netns exec "$NS")
 	bg_start mrx 30 "${NX[@]}" "$MCKEY" -m 239.1.7.9 -b $H --udp -C 5 \
-		--settle 0.2 --json --stats
+		--settle 0.2 --json --stats --fail-if 'loss>50%'
 	wait_match "$T/mrx.out" '"phase":"transfer"' 5
 	run_cmd mtx 20 "${NX[@]}" "$MCKEY" -m 239.1.7.9 -b $H --udp -C 5 -s \
 		--settle 0.2 --json
@@ -149,7 +149,7 @@ if [ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null; then
 	run_cmd mopt 10 "$MCKEY" -m 239.1.7.9 -c 0 --json
 	validate mckey "$DOC/mckey.schema.json" "$T"/{mrx,mtx,mbad,mopt}.out
 	covers mckey "$TYPES" start phase join error send_stats recv_stats \
-		sender_stats summary
+		sender_stats threshold summary
 	say "cm_event records come from RDMA CM only: the Soft-RoCE suite's --json runs"
 	ip netns del "$NS" 2>/dev/null
 	trap e2e_cleanup EXIT
