@@ -779,6 +779,16 @@ START_TEST(test_plan_warning)
 			ck_assert_ptr_nonnull(strstr(w, "--negotiate"));
 			ck_assert_ptr_nonnull(strstr(w, "-S/-C/-I"));
 		}
+		/* -S all with -C or -I: one custom test, said */
+		w = rstream_size_warning(&c);
+		ck_assert_msg(!w == (i != 5), "case %zu", i);
+		if (i == 5)
+			ck_assert_str_eq(w, "-S all with -C or -I runs one "
+					 "custom test of 1000 bytes, as "
+					 "upstream's does; leave out -C and "
+					 "-I for the 33 sizes");
+		if (i == 4 || i == 11)
+			ck_assert_ptr_null(w);
 	}
 }
 END_TEST

@@ -549,6 +549,9 @@ static void before_start(struct app *a)
 	if (rstream_plan_warning(&a->cli))
 		fprintf(stderr, "rstream: warning: %s\n",
 			rstream_plan_warning(&a->cli));
+	if (rstream_size_warning(&a->cli))
+		fprintf(stderr, "rstream: warning: %s\n",
+			rstream_size_warning(&a->cli));
 	if (!a->cli.o.server)
 		print_header(a);
 }

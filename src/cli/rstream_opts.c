@@ -531,8 +531,10 @@ static int finish(struct rstream_cli *cli, uint64_t seen, FILE *err)
 	 * async mode.  -T b alone makes blocking calls. */
 	o->io = cli->async ? EVR_IO_ASYNC :
 		cli->blocking ? EVR_IO_BLOCK : EVR_IO_NONBLOCK;
-	if (o->custom && o->size_all)
+	if (o->custom && o->size_all) {
 		o->size_all = 0; /* upstream: -S all with -C/-I is custom */
+		cli->all_dropped = 1;
+	}
 	if (excluded(o, 1, err) || wrong_side(o, seen, err) ||
 	    excluded(o, 0, err))
 		return RSTREAM_PARSE_BAD;
@@ -601,6 +603,16 @@ const char *rstream_plan_warning(const struct rstream_cli *cli)
 	return "-T v sends no test plan (upstream's wire): the server must "
 	       "run the same test (started with the same -S/-C/-I), or, for "
 	       "an evrdma server, add --negotiate";
+}
+
+const char *rstream_size_warning(const struct rstream_cli *cli)
+{
+	const struct evr_stream_opts *o = &cli->o;
+
+	if (o->server || !cli->all_dropped)
+		return NULL;
+	return "-S all with -C or -I runs one custom test of 1000 bytes, as "
+	       "upstream's does; leave out -C and -I for the 33 sizes";
 }
 
 void rstream_help(FILE *out, const char *prog)

@@ -22,6 +22,7 @@ struct rstream_cli {
 	char fail_if_err[160];  /* what the last bad one lacked */
 	int lat_hidden;         /* the distribution is --fail-if's alone:
 				 * no latency table */
+	int all_dropped;        /* -S all gave way to -C or -I */
 };
 
 enum {
@@ -41,6 +42,10 @@ void rstream_help(FILE *out, const char *prog);
  * it runs a test the server may not know of, or NULL.  After a
  * successful parse. */
 const char *rstream_plan_warning(const struct rstream_cli *cli);
+/* The one line (without "rstream: warning: ") for -S all given with -C
+ * or -I, which then runs one custom test of 1000 bytes as upstream's
+ * does, or NULL.  After a successful parse. */
+const char *rstream_size_warning(const struct rstream_cli *cli);
 /* -T letters and words, as upstream: returns 0 or -1. */
 int rstream_test_opt(struct rstream_cli *cli, const char *arg);
 

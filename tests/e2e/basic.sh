@@ -257,6 +257,17 @@ if start_server v6 "$P" "$R" -T s -f ipv6 -b ::1 -p "$P"; then
 	assert_empty "IPv6: server stderr empty" "$T/v6.err"
 fi
 
+# ---- -S all with -C: upstream's one custom test of 1000 bytes, said
+P=$(e2e_port)
+if start_server allc "$P" "$R" -T s -p "$P" --once; then
+	run_cmd allcc 30 "$R" -T s -s $H -p "$P" -S all -C 10
+	assert_exit "-S all -C 10: client" 0 "$RC" "$T/allcc.err"
+	assert_eq "-S all -C 10: one custom test" "custom" "$(row_names "$T/allcc.out")"
+	assert_lines "-S all -C 10: a warning says so" 1 "$T/allcc.err" \
+		'^rstream: warning: -S all with -C or -I runs one custom test of 1000 bytes'
+	bg_wait allc 10
+fi
+
 # ---- -S all: 66 tests; about 45 s alone on a 2-core host, so only on request
 if [ -n "${E2E_SLOW:-}" ]; then
 	P=$(e2e_port)
