@@ -429,8 +429,10 @@ struct evr_failure {
 	char addr[96];              /* the address that failed to resolve */
 	unsigned conn_id;           /* the connection's evr_result.conn_id
 				     * (0 before one exists) */
-	/* client with opts.conns > 1: which connection failed (1..N) */
-	unsigned conn_index, conn_total;
+	/* client with opts.conns > 1: which connection failed (1..N); when
+	 * several failed the same way at set-up or connect, conn_same says
+	 * how many (conn_index the lowest of them), else 1 */
+	unsigned conn_index, conn_total, conn_same;
 	/* RDMA: the device and port the connection ran on ("" and 0 when
 	 * it had none yet); for -EVR_E_DEVGONE, detail is 1 when the device
 	 * reported a fatal error rather than its removal; for -EIO, detail

@@ -112,17 +112,39 @@ static void client_sess_progress(struct evr_sess *s,
 	cl->st.cbs.progress(cl->st.ud, &q);
 }
 
-/* Connection k (0-based) failed with f: the first failure is the run's. */
+/* A failure before the connection was made: the connections still
+ * connecting then are let finish, and each that fails the same way is
+ * counted (conn_same) instead of one named at random by the order of
+ * their events. */
+static int at_connect(const struct evr_failure *f)
+{
+	return f->phase == EVR_PH_SETUP || f->phase == EVR_PH_CONNECT;
+}
+
+/* Connection k (0-based) failed with f: the first failure is the run's;
+ * later ones the same at connect count with it. */
 static void client_fail(struct stream_client *cl, unsigned k,
 			const struct evr_failure *f)
 {
+	struct evr_failure *ff = &cl->first_fail;
+
+	if (cl->st.state == EVR_STREAM_FAILING) {
+		if (cl->nconn > 1 && at_connect(ff) && f->err == ff->err &&
+		    f->phase == ff->phase) {
+			ff->conn_same++;
+			if (k + 1 < ff->conn_index)
+				ff->conn_index = k + 1;
+		}
+		return;
+	}
 	if (cl->st.state != EVR_STREAM_RUNNING &&
 	    cl->st.state != EVR_STREAM_CANCELLING)
 		return;
-	cl->first_fail = *f;
+	*ff = *f;
+	ff->conn_same = 1;
 	if (cl->nconn > 1) {
-		cl->first_fail.conn_index = k + 1;
-		cl->first_fail.conn_total = cl->nconn;
+		ff->conn_index = k + 1;
+		ff->conn_total = cl->nconn;
 	}
 	evr__stream_set_state(&cl->st, EVR_STREAM_FAILING);
 }
@@ -317,10 +339,13 @@ fail:
 
 static void client_cancel_live(struct stream_client *cl)
 {
+	int keep = at_connect(&cl->first_fail);
 	unsigned k;
 
+	/* a connect that failed: the others still connecting finish (each
+	 * bounded by its own connect timeout) and are counted */
 	for (k = 0; k < cl->cs_started && cl->cs_live; k++)
-		if (cl->cs[k])
+		if (cl->cs[k] && !(keep && cl->cs[k]->connecting))
 			evr__sess_drive(&cl->cs[k]->s, EVR_SE_CANCEL, 0);
 }
 

@@ -174,7 +174,10 @@ void evr_failure_format(const struct evr_failure *f, const char *why,
 	}
 	if (f->err == -EVR_E_EXTRA && !f->negotiated)
 		hint = 1;
-	if (f->conn_total > 1)
+	if (f->conn_total > 1 && f->conn_same > 1)
+		snprintf(conn, sizeof(conn), "%u of %u connections: ",
+			 f->conn_same, f->conn_total);
+	else if (f->conn_total > 1)
 		snprintf(conn, sizeof(conn), "connection %u of %u: ",
 			 f->conn_index, f->conn_total);
 	snprintf(buf, len, "%s%s%s%s%s%s", conn, f->peer[0] ? f->peer : "",

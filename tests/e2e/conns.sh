@@ -287,6 +287,14 @@ for v in 0 100001 x; do
 		"^rstream: invalid value '$v' for -c: connections must be 1 to 100000$" "$T/bad$v.err"
 done
 
+# every connection refused: the line counts them, never one named by
+# the order of the events (before: always "connection 3 of 3")
+CLOSED=$(e2e_port)
+run_cmd refused3 30 "$R" -T s -s 127.0.0.1 -p "$CLOSED" -S 64 -C 10 -c 3
+assert_exit "-c 3, nothing listening" 3 "$RC" "$T/refused3.err"
+assert_match "-c 3, nothing listening: one line counting the 3" \
+	"^rstream: 3 of 3 connections: 127\.0\.0\.1:$CLOSED: connect: Connection refused$" "$T/refused3.err"
+
 # the server is still listening and stops cleanly
 if listening "$P"; then
 	ok "server: still listening"
