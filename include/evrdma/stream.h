@@ -567,6 +567,9 @@ struct evr_info {
 	const char *peer;
 	int keepalive_on, keepalive_idle;
 	int negotiated;             /* the client sent its plan */
+	/* EVR_INFO_LISTENING: the address listened on, "addr:port" ("" if
+	 * the transport cannot say) */
+	const char *local;
 	/* EVR_INFO_SETTINGS: valid during the callback only */
 	const struct evr_conn_settings *settings;
 };

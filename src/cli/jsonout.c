@@ -468,7 +468,10 @@ json_t *jo_info(const struct evr_info *i)
 
 	switch (i->kind) {
 	case EVR_INFO_LISTENING:
-		return jo_record("listening");
+		o = jo_record("listening");
+		if (i->local && i->local[0])
+			set_str(o, "address", i->local);
+		return o;
 	case EVR_INFO_KEEPALIVE:
 		/* conn 0 on a server: the listener */
 		o = jo_record("keepalive");

@@ -520,6 +520,7 @@ static int server_start(struct evr_stream *st, struct evr_failure *f)
 {
 	struct stream_server *sv = server_of(st);
 	struct evr_info i;
+	char local[128] = "";
 	int ka_on = 0, ka_idle = 0;
 
 	if (st->o.fork && !ev_is_default_loop(st->loop->ev)) {
@@ -541,7 +542,10 @@ static int server_start(struct evr_stream *st, struct evr_failure *f)
 		};
 		EVR__STREAM_EMIT(st, info, &i);
 	}
-	i = (struct evr_info){ .kind = EVR_INFO_LISTENING, .peer = "" };
+	if (st->xp->ops->listen_addr)
+		st->xp->ops->listen_addr(st->xp, local, sizeof(local));
+	i = (struct evr_info){ .kind = EVR_INFO_LISTENING, .peer = "",
+			       .local = local };
 	EVR__STREAM_EMIT(st, info, &i);
 	return 0;
 }

@@ -592,6 +592,17 @@ static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 	return 0;
 }
 
+static void x_listen_addr(struct evr_xport *xp, char *buf, size_t len)
+{
+	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	buf[0] = '\0';
+	if (x->lfd >= 0 && !getsockname(x->lfd, (struct sockaddr *)&ss, &sl))
+		evr__sockaddr_str((struct sockaddr *)&ss, buf, len);
+}
+
 static void x_stop_listen(struct evr_xport *xp)
 {
 	struct tcp_xport *x = evr__container_of(xp, struct tcp_xport, base);
@@ -623,6 +634,7 @@ static void x_free(struct evr_xport *xp)
 
 static const struct evr_xport_ops tcp_xport_ops = {
 	.listen = x_listen,
+	.listen_addr = x_listen_addr,
 	.stop_listen = x_stop_listen,
 	.open = x_open,
 	.connect = x_connect,

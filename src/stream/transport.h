@@ -124,6 +124,9 @@ struct evr_xport_ops {
 	int (*listen)(struct evr_xport *x, struct evr_failure *f,
 		      int *ka_on, int *ka_idle);
 	void (*stop_listen)(struct evr_xport *x);
+	/* Once listening: the address listened on, "addr:port" (optional:
+	 * NULL, and the engine says none) */
+	void (*listen_addr)(struct evr_xport *x, char *buf, size_t len);
 	/* A new connection towards dst, not yet connecting (c->ka_* tell
 	 * the keepalive setting).  inline_size < 0: the transport's
 	 * default.  0 or a negative errno (f). */

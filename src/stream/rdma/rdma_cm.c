@@ -724,6 +724,15 @@ static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 	return 0;
 }
 
+static void x_listen_addr(struct evr_xport *xp, char *buf, size_t len)
+{
+	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
+
+	buf[0] = '\0';
+	if (x->lid)
+		evr__sockaddr_str(rdma_get_local_addr(x->lid), buf, len);
+}
+
 static void x_stop_listen(struct evr_xport *xp)
 {
 	struct rdma_xport *x = evr__container_of(xp, struct rdma_xport, base);
@@ -828,6 +837,7 @@ static void x_free(struct evr_xport *xp)
 
 static const struct evr_xport_ops rdma_xport_ops = {
 	.listen = x_listen,
+	.listen_addr = x_listen_addr,
 	.stop_listen = x_stop_listen,
 	.open = x_open,
 	.connect = x_connect,
