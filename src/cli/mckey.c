@@ -16,6 +16,7 @@
 #include "evrdma/stream.h"
 #include "common.h"
 #include "diag.h"
+#include "fdlimit.h"
 #include "jsonout.h"
 #include "mckey_opts.h"
 
@@ -327,6 +328,25 @@ static void on_signal(void *ud)
 		evr_mcast_cancel(a->mc);
 }
 
+/* Room for every QP's descriptor (--udp: a socket each): the soft
+ * RLIMIT_NOFILE raised as far as it needs (as rstream does for -c);
+ * -1, said in one line, when it cannot be. */
+static int raise_fds(struct app *a)
+{
+	unsigned long lim;
+	char line[256];
+
+	if (!fdlimit_raise(a->need.fds, &lim))
+		return 0;
+	snprintf(line, sizeof(line), "-c %u needs ~%lu file descriptors, the "
+		 "limit is %lu and cannot be raised", a->cli.o.nqps,
+		 a->need.fds, lim);
+	fprintf(stderr, "mckey: %s\n", line);
+	if (a->cli.json)
+		jo_emit(stdout, jo_error(line, DIAG_EXIT));
+	return -1;
+}
+
 static int run(int argc, char **argv, struct cli_out *out)
 {
 	static const struct evr_mcast_cbs cbs = {
@@ -386,6 +406,7 @@ static int run(int argc, char **argv, struct cli_out *out)
 		return 1;
 	}
 	evr_mcast_need(&a.cli.o, &a.need);
+	a.need.fds_raise = 1; /* raise_fds() below */
 	if (a.need.rdma)
 		diag_memlock_raise(); /* anyone may, up to the hard limit */
 	if (a.cli.check)
@@ -405,6 +426,8 @@ static int run(int argc, char **argv, struct cli_out *out)
 			return DIAG_EXIT;
 		}
 	}
+	if (raise_fds(&a))
+		return DIAG_EXIT;
 	if (a.cli.json)
 		jo_emit(stdout, jo_mckey_start(&a.cli, PACKAGE_VERSION));
 	if (cli_out_check(a.out))

@@ -646,12 +646,16 @@ static const struct mc_xport_type {
 	uint64_t (*memlock)(const struct evr_mcast_opts *o); /* NULL: none */
 	evr__mc_settings_fn *settings; /* its own settings of the options */
 	const struct evr_mc_xport *ops;
+	/* descriptors a run holds (evr_mcast_need()): the loop's, stdio,
+	 * the channels and device contexts, and each QP's own (a UDP
+	 * socket; RDMA's QPs share the CM and completion channels) */
+	unsigned fds_base, fds_qp;
 } xports[] = {
 	{ .kind = EVR_MC_RDMA, .name = "rdma", .rdma_device = 1,
 	  .memlock = evr__mc_rdma_memlock, .settings = evr__mc_rdma_settings,
-	  .ops = &evr__mc_rdma_xport },
+	  .ops = &evr__mc_rdma_xport, .fds_base = 32, .fds_qp = 0 },
 	{ .kind = EVR_MC_UDP, .name = "udp", .settings = evr__mc_udp_settings,
-	  .ops = &evr__mc_udp_xport },
+	  .ops = &evr__mc_udp_xport, .fds_base = 16, .fds_qp = 1 },
 };
 
 static const struct mc_xport_type *xport_find(enum evr_mc_transport kind)
@@ -711,6 +715,8 @@ int evr_mcast_need(const struct evr_mcast_opts *o, struct evr_hc_need *need)
 	/* a message's payload, if any is sent (a zero size sends none) */
 	need->msg_size = o->count ? o->size : 0;
 	need->addr = o->bind_addr;
+	need->fds = x->fds_base + (unsigned long)x->fds_qp *
+		    (o->nqps ? o->nqps : 1);
 	return 0;
 }
 
