@@ -3054,7 +3054,12 @@ START_TEST(test_mcast_need)
 	ck_assert_int_eq(evr_mcast_need(&o, &n), 0);
 	ck_assert_int_eq(n.rdma, 0);
 	ck_assert_uint_eq(n.memlock, 0);
-	ck_assert_uint_eq(n.fds, 0);
+	/* a socket a QP, and the loop's own (nqps 0: one QP) */
+	ck_assert_uint_eq(n.fds, 17);
+	o.nqps = 1024;
+	ck_assert_int_eq(evr_mcast_need(&o, &n), 0);
+	ck_assert_uint_eq(n.fds, 1040);
+	o.nqps = 0;
 	ck_assert_uint_eq(n.fds_raise, 0);
 	ck_assert_uint_eq(n.msg_size, 100);
 	ck_assert_str_eq(n.addr, "127.0.0.1");
@@ -3064,7 +3069,12 @@ START_TEST(test_mcast_need)
 	ck_assert_int_eq(n.rdma, 1);
 	ck_assert_uint_gt(n.memlock, 0);
 	ck_assert_uint_eq(n.memlock, evr_mcast_memlock(&o));
-	ck_assert_uint_eq(n.fds, 0);
+	/* RDMA's QPs share the channels: the same whatever -c */
+	ck_assert_uint_eq(n.fds, 32);
+	o.nqps = 1024;
+	ck_assert_int_eq(evr_mcast_need(&o, &n), 0);
+	ck_assert_uint_eq(n.fds, 32);
+	o.nqps = 0;
 	ck_assert_uint_eq(n.msg_size, 100);
 	/* no messages: no size to fit the MTU */
 	o.count = 0;
