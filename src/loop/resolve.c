@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -523,4 +524,12 @@ void evr__lookups_fini(struct evr_loop *l)
 		entry_unlink_free(t->entries);
 	free(t);
 	l->lookups = NULL;
+}
+
+int evr__addr_scope_missing(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+
+	return sa && sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) && !s6->sin6_scope_id;
 }

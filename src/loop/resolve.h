@@ -26,5 +26,9 @@ void evr__lookups_fini(struct evr_loop *l);
 /* The numeric text of sa's address (no port), for the calls that take a
  * host string. */
 int evr__addr_numeric(const struct sockaddr *sa, char *out, size_t len);
+/* Is sa an IPv6 link-local unicast address (fe80::/10) without its
+ * interface (scope id 0)?  The kernel refuses it (EINVAL) in bind and
+ * connect: both engines say so instead, naming the address. */
+int evr__addr_scope_missing(const struct sockaddr *sa);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "evrdma/hostcheck.h"
 #include "../loop/device.h"
+#include "../loop/resolve.h"
 #include "mc.h"
 
 static const char *const state_names[] = EVR__STATE_NAMES(EVR_MC_STATES);
@@ -89,6 +90,16 @@ static int mc_get_addr(struct evr_mcast *m, const char *host,
 	if (len)
 		*len = res->ai_addrlen;
 	freeaddrinfo(res);
+	if (evr__addr_scope_missing((const struct sockaddr *)out)) {
+		char d[160];
+
+		/* bind would refuse it with a bare EINVAL */
+		snprintf(d, sizeof(d), "%.46s is a link-local address: give "
+			 "its interface, as %.46s%%eth0", host, host);
+		EVR__MC_FAIL(m, .status = -EINVAL, .code = -EVR_E_RESOLVE,
+			     .msg = "mckey", .detail = d);
+		return -1;
+	}
 	return 0;
 }
 

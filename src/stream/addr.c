@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <infiniband/ib.h>
 #include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "addr.h"
 #include "../loop/loop.h"
+#include "../loop/resolve.h"
 
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 {
@@ -25,9 +27,22 @@ void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 		snprintf(out, len, "%s:%u", host, ntohs(in->sin_port));
 	} else if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const void *)sa;
+		char scope[IF_NAMESIZE + 2] = "";
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		snprintf(out, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+		/* a scoped address (link-local) keeps its interface, as
+		 * the user wrote it: fe80::1%eth0 */
+		if (in6->sin6_scope_id) {
+			char ifn[IF_NAMESIZE];
+
+			if (if_indextoname(in6->sin6_scope_id, ifn))
+				snprintf(scope, sizeof(scope), "%%%s", ifn);
+			else
+				snprintf(scope, sizeof(scope), "%%%u",
+					 (unsigned)in6->sin6_scope_id);
+		}
+		snprintf(out, len, "[%s%s]:%u", host, scope,
+			 ntohs(in6->sin6_port));
 	} else if (sa->sa_family == AF_IB) {
 		const struct sockaddr_ib *ib = (const void *)sa;
 
@@ -108,6 +123,19 @@ int evr__resolve_failed(struct evr_failure *f,
 			    code, 0);
 }
 
+/* A link-local IPv6 address without its interface, which bind and
+ * connect refuse with a bare EINVAL: said as such (failure.c). */
+static int scope_check(const struct evr_addr *a, const char *host,
+		       const char *port, struct evr_failure *f)
+{
+	if (!evr__addr_scope_missing((const struct sockaddr *)&a->ss))
+		return 0;
+	resolve_fail(f, "scope", host, port, 0, 0);
+	f->detail = EVR__RESOLVE_NO_SCOPE;
+	snprintf(f->addr, sizeof(f->addr), "%s", host ? host : "");
+	return f->err;
+}
+
 static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
 			const char *port, int passive, struct evr_addr *out,
 			struct evr_failure *f)
@@ -147,7 +175,7 @@ static int resolve_rdma(const struct evr_stream_opts *o, const char *host,
 	if (ret)
 		return resolve_fail(f, "rdma_getaddrinfo", host, port,
 				    EAI_NONAME, 0);
-	return 0;
+	return scope_check(out, host, port, f);
 }
 
 int evr__resolve(const struct evr_stream_opts *o, const char *host,
@@ -172,5 +200,5 @@ int evr__resolve(const struct evr_stream_opts *o, const char *host,
 		return resolve_fail(f, "getaddrinfo", host, port, ret, errno);
 	take(out, res->ai_addr, res->ai_addrlen);
 	freeaddrinfo(res);
-	return 0;
+	return scope_check(out, host, port, f);
 }

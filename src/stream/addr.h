@@ -32,6 +32,9 @@ int evr__resolve_failed(struct evr_failure *f,
 			const struct evr_stream_opts *o, const char *host,
 			const char *port, int code);
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
+/* -EVR_E_RESOLVE's detail (a getaddrinfo code, all negative) for a
+ * link-local IPv6 address given without its interface */
+#define EVR__RESOLVE_NO_SCOPE 1
 /* A bind of a that failed with err (-errno): f names the address ("addr:
  * port", or the address alone for a client's source, port 0) and, when
  * dst is of another family, both families. */

@@ -9,6 +9,7 @@
 
 #include "evrdma/stream.h"
 #include "../loop/loop.h"
+#include "addr.h"
 #include "wire.h"
 
 #define ERR_ROW(code, name, text) [EVR_E_##code - EVR_E_BASE] = { name, text },
@@ -85,6 +86,12 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 			 evr__plan_status_str(f->detail));
 		return;
 	case EVR_E_RESOLVE:
+		if (f->detail == EVR__RESOLVE_NO_SCOPE) {
+			snprintf(b, n, "%.46s is a link-local address: give "
+				 "its interface, as %.46s%%eth0", f->addr,
+				 f->addr);
+			return;
+		}
 		snprintf(b, n, "cannot resolve %s: %s: %s", f->addr,
 			 f->where ? f->where : "getaddrinfo",
 			 f->sys_err ? strerror(f->sys_err) :

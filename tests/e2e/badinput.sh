@@ -323,4 +323,26 @@ else
 	fi
 fi
 
+# A link-local IPv6 address without its interface: one line that says
+# so (exit 2), not the kernel's bare "Invalid argument"; with one, the
+# address keeps its %scope in what is printed
+P=$(e2e_port)
+run_cmd ll1 10 "$R" -T s -s fe80::1 -p "$P"
+assert_exit "-s fe80::1 (no interface)" 2 "$RC" "$T/ll1.err"
+assert_match "-s fe80::1: the line says what is missing" \
+	'^rstream: fe80::1 is a link-local address: give its interface, as fe80::1%eth0$' "$T/ll1.err"
+run_cmd ll2 10 "$R" -T s -b fe80::1 -p "$P"
+assert_exit "-b fe80::1 (a server, no interface)" 2 "$RC" "$T/ll2.err"
+assert_match "-b fe80::1: the line says what is missing" \
+	'^rstream: fe80::1 is a link-local address: give its interface' "$T/ll2.err"
+run_cmd ll3 10 "$R" -T s -s fe80::1%lo -p "$P"
+assert_match "-s fe80::1%lo: the peer keeps its scope" \
+	"\\[fe80::1%lo\\]:$P" "$T/ll3.err"
+if [ -n "${MCKEY:-}" ]; then
+	run_cmd ll4 10 "$MCKEY" --udp -m ff02::1 -b fe80::1 -C 1
+	assert_exit "mckey -b fe80::1 (no interface)" 234 "$RC" "$T/ll4.err"
+	assert_match "mckey -b fe80::1: the line says what is missing" \
+		'^mckey: fe80::1 is a link-local address: give its interface, as fe80::1%eth0$' "$T/ll4.err"
+fi
+
 e2e_done
