@@ -645,6 +645,14 @@ static int run(int argc, char **argv, struct cli_out *out)
 	if (evr_stream_transport_check(a.cli.o.transport) == -EVR_E_NODEV)
 		return fail_early(&a, "", "No RDMA devices were detected",
 				  RSTREAM_EXIT_NODEV);
+	/* -T r over TCP: the addresses still go through the RDMA CM (-f
+	 * gid over TCP is refused as such, later) */
+	if (a.cli.o.resolve_rdma && a.cli.o.addr_fmt != EVR_ADDR_GID &&
+	    evr_stream_transport_check(EVR_TRANSPORT_RDMA) == -EVR_E_NODEV)
+		return fail_early(&a, "rstream: ", "-T r resolves addresses "
+				  "through the RDMA CM, which needs an RDMA "
+				  "device: No RDMA devices were detected",
+				  RSTREAM_EXIT_NODEV);
 
 	/* Room for every connection, checked before any is made. */
 	ret = raise_fds(&a);

@@ -316,6 +316,11 @@ else
 		assert_le "'rstream $args' without RDMA: at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
 	done
 	assert_empty "no RDMA: the server printed no header" "$T/nodev2.out"
+	# -T r over TCP resolves through the RDMA CM all the same
+	run_cmd nodevr 10 "$R" -T r -T s -s 127.0.0.1 -p "$P"
+	assert_exit "-T r -T s without RDMA: upstream's no-device status" 255 "$RC" "$T/nodevr.err"
+	assert_lines "-T r -T s without RDMA: one line naming -T r" 1 "$T/nodevr.err" \
+		'^rstream: -T r resolves addresses through the RDMA CM, which needs an RDMA device: No RDMA devices were detected$'
 	if listening "$P"; then
 		not_ok "no RDMA: nothing listens"
 	else
