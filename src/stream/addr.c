@@ -29,6 +29,14 @@ void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len)
 		const struct sockaddr_in6 *in6 = (const void *)sa;
 		char scope[IF_NAMESIZE + 2] = "";
 
+		/* an IPv4 peer of a dual-stack listener, as IPv4 */
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host,
+				  sizeof(host));
+			snprintf(out, len, "%s:%u", host,
+				 ntohs(in6->sin6_port));
+			return;
+		}
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
 		/* a scoped address (link-local) keeps its interface, as
 		 * the user wrote it: fe80::1%eth0 */
@@ -121,6 +129,29 @@ int evr__resolve_failed(struct evr_failure *f,
 	return resolve_fail(f, o->resolve_rdma || o->addr_fmt == EVR_ADDR_GID ?
 			    "rdma_getaddrinfo" : "getaddrinfo", host, port,
 			    code, 0);
+}
+
+int evr__addr_is_wildcard4(const struct evr_stream_opts *o,
+			   const struct evr_addr *a)
+{
+	const struct sockaddr_in *in = (const void *)&a->ss;
+
+	return !o->bind_addr && a->family == AF_INET &&
+	       in->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+void evr__addr_wildcard6(struct evr_addr *a)
+{
+	struct sockaddr_in6 s6;
+
+	memset(&s6, 0, sizeof(s6));
+	s6.sin6_family = AF_INET6;
+	s6.sin6_port = ((const struct sockaddr_in *)&a->ss)->sin_port;
+	s6.sin6_addr = in6addr_any;
+	memset(&a->ss, 0, sizeof(a->ss));
+	memcpy(&a->ss, &s6, sizeof(s6));
+	a->len = sizeof(s6);
+	a->family = AF_INET6;
 }
 
 /* A link-local IPv6 address without its interface, which bind and

@@ -32,6 +32,12 @@ int evr__resolve_failed(struct evr_failure *f,
 			const struct evr_stream_opts *o, const char *host,
 			const char *port, int code);
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
+/* A server's address with no -b, resolved to IPv4's wildcard (0.0.0.0),
+ * which a dual-stack listener serves as IPv6's ([::], its port kept:
+ * evr__addr_wildcard6()) */
+int evr__addr_is_wildcard4(const struct evr_stream_opts *o,
+			   const struct evr_addr *a);
+void evr__addr_wildcard6(struct evr_addr *a);
 /* -EVR_E_RESOLVE's detail (a getaddrinfo code, all negative) for a
  * link-local IPv6 address given without its interface */
 #define EVR__RESOLVE_NO_SCOPE 1

@@ -98,15 +98,33 @@ static int tcp_socket(int family, struct evr_failure *f)
 
 /* The listening socket for o's address and port: its fd, or a negative
  * errno with f filled. */
+/* No -b: every address, IPv6's too (rstream(1): "default: all"), on one
+ * dual-stack socket where the host has IPv6; IPv4's alone where it has
+ * not.  1 when a became [::]:port. */
+static int wildcard_dual(const struct evr_stream_opts *o, struct evr_addr *a)
+{
+	int fd;
+
+	if (!evr__addr_is_wildcard4(o, a))
+		return 0;
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	evr__addr_wildcard6(a);
+	return 1;
+}
+
 static int tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 		      int *ka_on, int *ka_idle)
 {
 	struct evr_addr a;
-	int fd, ret;
+	int fd, ret, dual;
 
 	ret = evr__resolve(o, o->bind_addr, o->port, 1, &a, f);
 	if (ret)
 		return ret;
+	dual = wildcard_dual(o, &a);
 	if (a.family != AF_INET && a.family != AF_INET6) {
 		f->err = -EVR_E_NOTSUP;
 		f->detail = EVR_NOTSUP_TCP_FAMILY;
@@ -116,6 +134,12 @@ static int tcp_listen(const struct evr_stream_opts *o, struct evr_failure *f,
 	fd = tcp_socket(a.family, f);
 	if (fd < 0)
 		return fd;
+	/* IPv4 clients too, whatever net.ipv6.bindv6only says */
+	if (dual && evr__setsockopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0)) {
+		ret = -errno;
+		f->where = "setsockopt IPV6_V6ONLY";
+		goto fail;
+	}
 	ret = evr__setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 	if (ret) {
 		f->where = "setsockopt SO_REUSEADDR";

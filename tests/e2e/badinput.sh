@@ -184,7 +184,7 @@ if start_server holder "$P" "$R" -T s -p "$P"; then
 	assert_le "port in use: at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
 	assert_lines "port in use: one line on stderr" 1 "$T/inuse.err"
 	assert_match "port in use: names bind, the address and port, the reason" \
-		"^rstream: bind 0\\.0\\.0\\.0:$P: Address already in use$" "$T/inuse.err"
+		"^rstream: bind \\[::\\]:$P: Address already in use$" "$T/inuse.err"
 	assert_empty "port in use: no header (never listened)" "$T/inuse.out"
 	run_cmd inuse_c 20 "$R" -T s -s $H -p "$P" -S 100 -C 10
 	assert_exit "port in use: the first server still serves" 0 "$RC" "$T/inuse_c.err"

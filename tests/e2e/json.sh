@@ -158,7 +158,7 @@ if json_lines "server" "$E2E_TMP/srv.out"; then
 	jq_true "server: start and listening" "$E2E_TMP/srv.out" \
 		'.[0].type == "start" and .[0].mode == "server" and
 		 .[0].options.settings == true and .[1].type == "listening" and
-		 .[1].address == "0.0.0.0:'"$PORT"'"'
+		 .[1].address == "[::]:'"$PORT"'"'
 	# default run: 2 connections (latency, bandwidth); custom: 1; human: 1
 	jq_true "server: 4 accepted, each with settings and conn_done" \
 		"$E2E_TMP/srv.out" \

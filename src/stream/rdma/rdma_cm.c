@@ -620,9 +620,9 @@ static int check_family(int family, struct evr_failure *f)
 /* A listener on ss: 0, or a negative errno with the call that failed in
  * *where (the id is gone then). */
 static int listen_on(struct rdma_xport *x, const struct sockaddr_storage *ss,
-		     const char **where)
+		     int dual, const char **where)
 {
-	int one = 1, ret;
+	int one = 1, zero = 0, ret;
 
 	*where = "rdma_create_id";
 	if (rdma_create_id(x->ch, &x->lid, x, RDMA_PS_TCP))
@@ -631,6 +631,12 @@ static int listen_on(struct rdma_xport *x, const struct sockaddr_storage *ss,
 	*where = "rdma_set_option REUSEADDR";
 	if (rdma_set_option(x->lid, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
 			    &one, sizeof(one)))
+		goto fail;
+	/* IPv6's wildcard for IPv4's clients too */
+	*where = "rdma_set_option AFONLY";
+	if (dual && rdma_set_option(x->lid, RDMA_OPTION_ID,
+				    RDMA_OPTION_ID_AFONLY, &zero,
+				    sizeof(zero)))
 		goto fail;
 	*where = "rdma_bind_addr";
 	if (rdma_bind_addr(x->lid, (struct sockaddr *)ss))
@@ -655,7 +661,7 @@ static void relisten(struct rdma_xport *x)
 
 	if (!x->listen_lost || x->lid)
 		return;
-	ret = listen_on(x, &x->listen_ss, &where);
+	ret = listen_on(x, &x->listen_ss, x->listen_dual, &where);
 	if (ret) {
 		evr__trace(l, "rdma: listening again: %s: %s", where,
 			   strerror(-ret));
@@ -705,7 +711,20 @@ static int x_listen(struct evr_xport *xp, struct evr_failure *f, int *ka_on,
 		return ret;
 	if (check_family(a.family, f))
 		return f->err;
-	ret = listen_on(x, &a.ss, &f->where);
+	/* no -b: every address, IPv6's too, where the CM takes [::] */
+	ret = -EAFNOSUPPORT;
+	if (evr__addr_is_wildcard4(xp->o, &a)) {
+		struct evr_addr a6 = a;
+
+		evr__addr_wildcard6(&a6);
+		ret = listen_on(x, &a6.ss, 1, &f->where);
+		if (!ret) {
+			a = a6;
+			x->listen_dual = 1;
+		}
+	}
+	if (ret)
+		ret = listen_on(x, &a.ss, 0, &f->where);
 	if (ret) {
 		f->err = ret;
 		if (!strcmp(f->where, "rdma_bind_addr")) {

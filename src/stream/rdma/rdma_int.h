@@ -252,6 +252,7 @@ struct rdma_xport {
 	/* a listener bound to an address whose device went away: listening
 	 * again once the device is back (relisten_w retries meanwhile) */
 	struct sockaddr_storage listen_ss;
+	int listen_dual;               /* [::] for IPv4's clients too */
 	int listen_lost;
 	struct evr__dev_watch relisten;
 	ev_timer relisten_w;
