@@ -642,9 +642,14 @@ static int run(int argc, char **argv, struct cli_out *out)
 		return RSTREAM_EXIT_LOCAL; /* nobody would see the results */
 	share_totals(&a);
 
-	if (evr_stream_transport_check(a.cli.o.transport) == -EVR_E_NODEV)
+	/* no device: a client's stdout is upstream's, its header then
+	 * nothing (the line goes to stderr) */
+	if (evr_stream_transport_check(a.cli.o.transport) == -EVR_E_NODEV) {
+		if (!a.cli.o.server)
+			print_header(&a);
 		return fail_early(&a, "", "No RDMA devices were detected",
 				  RSTREAM_EXIT_NODEV);
+	}
 	/* -T r over TCP: the addresses still go through the RDMA CM (-f
 	 * gid over TCP is refused as such, later) */
 	if (a.cli.o.resolve_rdma && a.cli.o.addr_fmt != EVR_ADDR_GID &&

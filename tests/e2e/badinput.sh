@@ -305,17 +305,28 @@ if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
 	skip "no RDMA device cases: this host has RDMA devices"
 else
 	P=$(e2e_port)
-	for args in "-s $H -p $P" "-p $P" "-s $H -p $P -S 100 -T v" "-T a -p $P"; do
-		n=$((n + 1))
+	for case_ in "c:-s $H -p $P" "s:-p $P" "cv:-s $H -p $P -S 100 -T v" "sa:-T a -p $P"; do
+		name=nodev_${case_%%:*} args=${case_#*:}
 		# shellcheck disable=SC2086
-		run_cmd "nodev$n" 10 "$R" $args
+		run_cmd "$name" 10 "$R" $args
 		assert_exit "'rstream $args' without RDMA: exit 255" 255 "$RC" \
-			"$T/nodev$n.out" "$T/nodev$n.err"
+			"$T/$name.out" "$T/$name.err"
 		assert_eq "'rstream $args' without RDMA: the message" \
-			"No RDMA devices were detected" "$(cat "$T/nodev$n.err")"
+			"No RDMA devices were detected" "$(cat "$T/$name.err")"
 		assert_le "'rstream $args' without RDMA: at once (ms)" "$ELAPSED_MS" "$(tscale 3000)"
 	done
-	assert_empty "no RDMA: the server printed no header" "$T/nodev2.out"
+	assert_empty "no RDMA: the server printed no header" "$T/nodev_s.out"
+	# a client's stdout is upstream's: its header, nothing else
+	assert_lines "no RDMA: the client printed the header alone" 1 "$T/nodev_c.out"
+	check_header "$T/nodev_c.out" 1 "no RDMA: the client's header"
+	if [ -x "$UPSTREAM" ]; then
+		run_cmd upnodev 10 "$UPSTREAM" -s $H -p "$P"
+		if cmp -s "$T/upnodev.out" "$T/nodev_c.out"; then
+			ok "no RDMA: the client's stdout is upstream's, byte for byte"
+		else
+			not_ok "no RDMA: the client's stdout is upstream's" "$(od -c "$T/upnodev.out" | head -3)"
+		fi
+	fi
 	# -T r over TCP resolves through the RDMA CM all the same
 	run_cmd nodevr 10 "$R" -T r -T s -s 127.0.0.1 -p "$P"
 	assert_exit "-T r -T s without RDMA: upstream's no-device status" 255 "$RC" "$T/nodevr.err"
