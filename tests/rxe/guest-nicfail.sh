@@ -250,24 +250,8 @@ CYCLES=${NICFAIL_CYCLES:-3}
 HP=9479
 scrape() { scrape_http 127.0.0.1 "$HP" "$T/m.txt"; }
 metric() { awk -v k="$1{$2}" '$1 == k { print $2 }' "$T/m.txt"; }
-# successes of the probe so far: its runs less its failures
-successes() {
-	scrape 2>/dev/null || { echo -1; return; }
-	awk '$1 == "evrdma_probe_runs_total{probe=\"rdma-lat\"}" { r = $2 }
-	     $1 ~ /^evrdma_probe_failures_total\{probe="rdma-lat",/ { f += $2 }
-	     END { print r - f }' "$T/m.txt"
-}
-# resumed SECONDS: the probe succeeds twice within SECONDS; $res_s says when
-resumed() {
-	local t0=$EPOCHREALTIME base i
-	base=$(successes)
-	for i in $(seq $(($1 * 10))); do
-		sleep 0.1
-		[ "$(successes)" -ge $((base + 1)) ] && { res_s=$(since "$t0"); return 0; }
-	done
-	res_s=$(since "$t0")
-	return 1
-}
+successes() { probe_successes rdma-lat; }
+resumed() { probe_resumed rdma-lat "$1"; }
 cat >"$T/p.json" <<JSON
 { "listen_address": "127.0.0.1", "listen_port": $HP,
   "responders": [ { "transport": "rdma", "port": 7479, "bind": "$A2" } ],
@@ -278,13 +262,7 @@ cat >"$T/p.json" <<JSON
 JSON
 $P -c "$T/p.json" >"$T/p.out" 2>&1 &
 pp=$!
-okruns=0
-for _ in $(seq 100); do
-	sleep 0.2
-	okruns=$(successes)
-	[ "$okruns" -ge 3 ] && break
-done
-if [ "$okruns" -ge 3 ]; then
+if probe_up rdma-lat 3; then
 	ok "daemon: the RDMA probe runs ($okruns successes)"
 	fd0=$(least_of fds "$pp")
 	rss0=$(least_of rss_kb "$pp")

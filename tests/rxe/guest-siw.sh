@@ -106,24 +106,8 @@ port_up() {
 	done
 	return 1
 }
-# the probe's successes so far: its runs less its failures
-successes() {
-	scrape_http 127.0.0.1 "$HP" "$T/m.txt" 2>/dev/null || { echo -1; return; }
-	awk '$1 == "evrdma_probe_runs_total{probe=\"rdma-lat\"}" { r = $2 }
-	     $1 ~ /^evrdma_probe_failures_total\{probe="rdma-lat",/ { f += $2 }
-	     END { print r - f }' "$T/m.txt"
-}
-# resumed SECONDS: one success more within SECONDS; $res_s says when
-resumed() {
-	local t0=$EPOCHREALTIME base i
-	base=$(successes)
-	for i in $(seq $(($1 * 10))); do
-		sleep 0.1
-		[ "$(successes)" -ge $((base + 1)) ] && { res_s=$(since "$t0"); return 0; }
-	done
-	res_s=$(since "$t0")
-	return 1
-}
+successes() { probe_successes rdma-lat; }
+resumed() { probe_resumed rdma-lat "$1"; }
 # held PID: the uverbs nodes the process holds, each with its device
 # ("deleted": a node whose device is gone)
 held() {
@@ -181,13 +165,7 @@ cat >"$T/p.json" <<JSON
 JSON
 "$P" -c "$T/p.json" >"$T/p.out" 2>&1 &
 pp=$!
-okruns=0
-for _ in $(seq 100); do
-	sleep 0.2
-	okruns=$(successes)
-	[ "$okruns" -ge 3 ] && break
-done
-if [ "$okruns" -ge 3 ]; then
+if probe_up rdma-lat 3; then
 	say "agent: before any device cycle it holds $(held "$pp")"
 	t0=$EPOCHREALTIME
 	timeout 30 rdma link delete rxe1

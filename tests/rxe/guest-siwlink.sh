@@ -113,23 +113,6 @@ reap "$sp" 10 >/dev/null
 HP=9478
 scrape() { scrape_http 127.0.0.1 "$HP" "$T/m.txt"; }
 metric() { awk -v k="$1{$2}" '$1 == k { print $2 }' "$T/m.txt"; }
-successes() {
-	scrape 2>/dev/null || { echo -1; return; }
-	awk '$1 == "evrdma_probe_runs_total{probe=\"siw-lat\"}" { r = $2 }
-	     $1 ~ /^evrdma_probe_failures_total\{probe="siw-lat",/ { f += $2 }
-	     END { print r - f }' "$T/m.txt"
-}
-# resumed SECONDS: the probe succeeds again within SECONDS; $res_s says when
-resumed() {
-	local t0=$EPOCHREALTIME base i
-	base=$(successes)
-	for i in $(seq $(($1 * 10))); do
-		sleep 0.1
-		[ "$(successes)" -ge $((base + 1)) ] && { res_s=$(since "$t0"); return 0; }
-	done
-	res_s=$(since "$t0")
-	return 1
-}
 cat >"$T/p.json" <<JSON
 { "listen_address": "127.0.0.1", "listen_port": $HP,
   "responders": [ { "transport": "rdma", "port": 7479, "bind": "$A2" } ],
@@ -140,13 +123,7 @@ cat >"$T/p.json" <<JSON
 JSON
 "$P" -c "$T/p.json" >"$T/p.out" 2>&1 &
 pp=$!
-okruns=0
-for _ in $(seq 100); do
-	sleep 0.2
-	okruns=$(successes)
-	[ "$okruns" -ge 3 ] && break
-done
-if [ "$okruns" -ge 3 ]; then
+if probe_up siw-lat 3; then
 	ok "daemon on siw: the RDMA probe runs ($okruns successes)"
 	fd0=$(least_of fds "$pp")
 	rss0=$(least_of rss_kb "$pp")
@@ -160,7 +137,7 @@ if [ "$okruns" -ge 3 ]; then
 			kill -0 "$pp" 2>/dev/null || { bad="$bad; died in $nd cycle $c"; break 2; }
 			ip link set "$nd" up
 			up siw0 && up siw1 || bad="$bad; $nd cycle $c: ports not back"
-			resumed "$(tsc 5)" || bad="$bad; $nd cycle $c: no success in $res_s s"
+			probe_resumed siw-lat "$(tsc 5)" || bad="$bad; $nd cycle $c: no success in $res_s s"
 			lt "$worst_res" "$res_s" && worst_res=$res_s
 		done
 	done

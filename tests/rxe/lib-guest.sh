@@ -93,3 +93,35 @@ least_of() { # FN PID
 	done
 	echo "$m"
 }
+
+# A daemon's probe, scraped from 127.0.0.1:$HP into $T/m.txt:
+# probe_successes PROBE, its runs less its failures (-1 when the scrape
+# failed); probe_resumed PROBE SECONDS, one success more within SECONDS
+# ($res_s says when); probe_up PROBE N, until it has N successes (20 s
+# at most), $okruns the count.
+probe_successes() {
+	scrape_http 127.0.0.1 "$HP" "$T/m.txt" 2>/dev/null || { echo -1; return; }
+	awk -v p="$1" '$1 == "evrdma_probe_runs_total{probe=\"" p "\"}" { r = $2 }
+	     index($1, "evrdma_probe_failures_total{probe=\"" p "\",") == 1 { f += $2 }
+	     END { print r - f }' "$T/m.txt"
+}
+probe_resumed() {
+	local t0=$EPOCHREALTIME base i
+	base=$(probe_successes "$1")
+	for i in $(seq $(($2 * 10))); do
+		sleep 0.1
+		[ "$(probe_successes "$1")" -ge $((base + 1)) ] && { res_s=$(since "$t0"); return 0; }
+	done
+	res_s=$(since "$t0")
+	return 1
+}
+probe_up() {
+	local i
+	okruns=0
+	for i in $(seq 100); do
+		sleep 0.2
+		okruns=$(probe_successes "$1")
+		[ "$okruns" -ge "$2" ] && return 0
+	done
+	return 1
+}
