@@ -45,8 +45,8 @@ done
 # The sources each target needs: narrow, so that nothing else links in.
 srcs() {
 	case $1 in
-	rstream_opts) echo src/cli/rstream_opts.c src/cli/parse.c src/stream/plan.c ;;
-	mckey_opts) echo src/cli/mckey_opts.c src/cli/parse.c ;;
+	rstream_opts) echo src/cli/rstream_opts.c src/cli/parse.c src/cli/threshold.c src/stream/plan.c ;;
+	mckey_opts) echo src/cli/mckey_opts.c src/cli/parse.c src/cli/threshold.c ;;
 	plan) echo src/stream/wire.c src/stream/plan.c ;;
 	rsproto) echo src/stream/rdma/rsproto.c ;;
 	mc_payload) echo src/mcast/payload.c ;;

@@ -232,21 +232,25 @@ assert_lines "--fail-if on a sender: one line" 1 "$E2E_TMP/s2d.err" \
 # raises it to the hard one and runs; under a hard limit of 64 (and no
 # CAP_SYS_RESOURCE to pass it) one line says so up front (exit 5), and
 # --check's nofile row fails
-G=239.77.1.4
-run_cmd fds1 20 ip netns exec "$NSB" bash -c 'ulimit -Sn 64 && exec "$0" "$@"' \
-	"$MCKEY" -m $G -b "$B4" -s "${COMMON[@]}" -c 100 -C 1
-assert_exit "-c 100 under a soft limit of 64: raised, sent" 0 "$RC" "$E2E_TMP/fds1".{out,err}
-run_cmd fds2 20 ip netns exec "$NSB" setpriv --bounding-set=-sys_resource \
-	bash -c 'ulimit -n 64 && exec "$0" "$@"' \
-	"$MCKEY" -m $G -b "$B4" -s "${COMMON[@]}" -c 100 -C 1
-assert_exit "-c 100 under a hard limit of 64: refused up front" 5 "$RC" "$E2E_TMP/fds2".{out,err}
-assert_lines "-c 100 under a hard limit of 64: one line" 1 "$E2E_TMP/fds2.err" \
-	'^mckey: -c 100 needs ~116 file descriptors, the limit is 64 and cannot be raised$'
-run_cmd fds3 20 ip netns exec "$NSB" setpriv --bounding-set=-sys_resource \
-	bash -c 'ulimit -n 64 && exec "$0" "$@"' \
-	"$MCKEY" --check -m $G -b "$B4" --udp -c 100
-assert_lines "--check -c 100 under 64: the nofile row fails" 1 "$E2E_TMP/fds3.out" \
-	'^nofile +FAIL +RLIMIT_NOFILE 64 \(hard 64\), this run needs about 116'
+if [ "$E2E_VG" = 1 ]; then
+	skip "-c 100 under a descriptor limit of 64: under valgrind a program cannot raise RLIMIT_NOFILE past the limit it started with (valgrind's own fds sit just under it); the normal and ASan builds run it"
+else
+	G=239.77.1.4
+	run_cmd fds1 20 ip netns exec "$NSB" bash -c 'ulimit -Sn 64 && exec "$0" "$@"' \
+		"$MCKEY" -m $G -b "$B4" -s "${COMMON[@]}" -c 100 -C 1
+	assert_exit "-c 100 under a soft limit of 64: raised, sent" 0 "$RC" "$E2E_TMP/fds1".{out,err}
+	run_cmd fds2 20 ip netns exec "$NSB" setpriv --bounding-set=-sys_resource \
+		bash -c 'ulimit -n 64 && exec "$0" "$@"' \
+		"$MCKEY" -m $G -b "$B4" -s "${COMMON[@]}" -c 100 -C 1
+	assert_exit "-c 100 under a hard limit of 64: refused up front" 5 "$RC" "$E2E_TMP/fds2".{out,err}
+	assert_lines "-c 100 under a hard limit of 64: one line" 1 "$E2E_TMP/fds2.err" \
+		'^mckey: -c 100 needs ~116 file descriptors, the limit is 64 and cannot be raised$'
+	run_cmd fds3 20 ip netns exec "$NSB" setpriv --bounding-set=-sys_resource \
+		bash -c 'ulimit -n 64 && exec "$0" "$@"' \
+		"$MCKEY" --check -m $G -b "$B4" --udp -c 100
+	assert_lines "--check -c 100 under 64: the nofile row fails" 1 "$E2E_TMP/fds3.out" \
+		'^nofile +FAIL +RLIMIT_NOFILE 64 \(hard 64\), this run needs about 116'
+fi
 
 # 3. -c 4 on both sides: each receiving QP gets the datagrams of all four
 # sending QPs (40), needs 10, and must still finish
