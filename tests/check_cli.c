@@ -1521,6 +1521,11 @@ START_TEST(test_exclusion_each)
 		  "rstream: -c with -T b: blocking calls serve one connection "
 		  "at a time; use -T a or -T n\n",
 		  { "-s", "h", "-c", "2", "-T", "b", "-T", "a" } },
+		{ { "-s", "h", "--mps", "100", "--split" },
+		  "rstream: --mps cannot be combined with --split (--split "
+		  "parts a round trip from its send, --mps counts it from its "
+		  "schedule)\n",
+		  { "-s", "h", "--mps", "100", "--percentiles" } },
 		{ { "-s", "h", "--poll-usec", "50" },
 		  "rstream: --poll-usec is -T a's poll (-T n always polls, -T b "
 		  "never does): add -T a\n",

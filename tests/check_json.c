@@ -562,6 +562,7 @@ START_TEST(test_rstream_start_is_the_schema)
 		{ "rstream", "-s", "h", NULL },
 		{ "rstream", "-S", "all", NULL },
 		{ "rstream", "-T", "a", "-C", "3", NULL },
+		{ "rstream", "-s", "h", "--mps", "5000", NULL },
 	};
 	json_t *schema = jo_rstream_options_schema(), *seen = json_object();
 	json_t *props = json_object_get(schema, "properties");

@@ -28,7 +28,7 @@ START_TEST(test_state_names)
 		"CONNECTING", "HELLO_SEND", "HELLO_RECV", "PLAN_SEND",
 		"REPLY_RECV", "FIRST_RECV", "ACK_SEND", "PLAN_HDR_RECV",
 		"PLAN_RECV", "REPLY_SEND", "GATED", "SYNC_SEND", "SYNC_RECV",
-		"DATA_SEND", "DATA_RECV", "DRAIN", "DONE", "FAILED",
+		"DATA_SEND", "DATA_RECV", "PACE", "DRAIN", "DONE", "FAILED",
 	};
 	unsigned i;
 
@@ -1231,6 +1231,89 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* two machines back to back (fakesess.c's pair)                      */
 
+/* --mps: both machines in turn, on the real clock, for at most 2 s; the
+ * server takes no turn for hold_ns once the client's first request is
+ * out.  Returns how many of the client's turns waited for its time. */
+static unsigned drive_paced(uint64_t hold_ns)
+{
+	uint64_t t0 = evr_now_ns(), th = 0;
+	unsigned paced = 0;
+
+	evr__sess_event(&sv.s, EVR_SE_CONNECTED, 0);
+	evr__sess_event(&cl.s, EVR_SE_CONNECTED, 0);
+	while ((!term(&cl.s) || !term(&sv.s)) &&
+	       evr_now_ns() - t0 < 2000000000u) {
+		if (!term(&cl.s) &&
+		    evr__sess_event(&cl.s, EVR_SE_READY, 0) == EVR_WANT_PACE) {
+			ck_assert_int_eq(cl.s.state, EVR_SS_PACE);
+			paced++;
+		}
+		if (!th && cl.s.state == EVR_SS_DATA_RECV)
+			th = evr_now_ns();
+		if (!term(&sv.s) && (!th || evr_now_ns() - th >= hold_ns))
+			evr__sess_event(&sv.s, EVR_SE_READY, 0);
+	}
+	return paced;
+}
+
+/* --mps 1000: five iterations a millisecond apart, the client waiting in
+ * PACE between them; none late; five round trips */
+START_TEST(test_e2e_paced)
+{
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+
+	base_opts(&oc);
+	base_opts(&os);
+	oc.mps = 1000;
+	custom_plan(&pc, 8, 1, 5);
+	default_lat_plan(&ps);
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	ck_assert_uint_gt(drive_paced(0), 0);
+	assert_both_done();
+	assert_result(&cl.rec, 0, "custom", 8, 1, 5);
+	/* the last one's time is 4 ms after the start */
+	ck_assert_uint_ge(cl.rec.ns[0], 4000000u);
+	ck_assert_uint_eq(cl.rec.lat_samples[0], 5);
+	ck_assert_uint_eq(cl.s.late, 0);
+	ck_assert_uint_eq(cl.s.late_max_ns, 0);
+	/* the server knows nothing of it */
+	ck_assert_uint_eq(sv.s.mps, 0);
+}
+END_TEST
+
+/* --mps 100 with a server that stops for 35 ms: the three iterations
+ * whose times (10, 20, 30 ms) came while the first was out go at once,
+ * late, each round trip counted from its time; the fourth (40 ms) waits
+ * for its time again */
+START_TEST(test_e2e_paced_late)
+{
+	struct evr_stream_opts oc, os;
+	struct evr_conn_plan pc, ps;
+
+	base_opts(&oc);
+	base_opts(&os);
+	oc.mps = 100;
+	custom_plan(&pc, 8, 1, 5);
+	default_lat_plan(&ps);
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	ck_assert_uint_gt(drive_paced(35000000u), 0);
+	assert_both_done();
+	ck_assert_uint_eq(cl.s.late, 3);
+	/* the first late one went 25 ms or more after its time */
+	ck_assert_uint_ge(cl.s.late_max_ns, 25000000u);
+	ck_assert_uint_lt(cl.s.late_max_ns, 1000000000u);
+	ck_assert_uint_eq(cl.s.lat_res.samples, 5);
+	/* the first round trip held the stop; the late ones from their
+	 * times: 25 ms and more, the median too */
+	ck_assert_uint_ge(cl.s.lat_res.max_ns, 35000000u);
+	ck_assert_uint_ge(cl.s.lat_res.p50_ns, 15000000u);
+	ck_assert_uint_ge(cl.rec.ns[0], 40000000u);
+}
+END_TEST
+
 START_TEST(test_e2e_custom_negotiated)
 {
 	struct evr_stream_opts oc, os;
@@ -1804,6 +1887,17 @@ START_TEST(test_every_state_traced)
 		evr__sess_event(&sv.s, EVR_SE_READY, 0);
 	}
 	assert_both_done();
+	/* a paced client (--mps), waiting for its times */
+	evr__sess_fini(&cl.s);
+	evr__sess_fini(&sv.s);
+	bq_free(&q_c2s);
+	bq_free(&q_s2c);
+	oc.mps = 2000;
+	end_start(&cl, 1, &pc, &oc);
+	end_start(&sv, 0, &ps, &os);
+	ck_assert_uint_gt(drive_paced(0), 0);
+	assert_both_done();
+	oc.mps = 0;
 	/* and a failure */
 	evr__sess_fini(&cl.s);
 	cl.live = 0;
@@ -1893,6 +1987,8 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_e2e_mismatch_without_negotiation);
 	tcase_add_test(tc, test_e2e_client_sends_too_much);
 	tcase_add_test(tc, test_every_state_traced);
+	tcase_add_test(tc, test_e2e_paced);
+	tcase_add_test(tc, test_e2e_paced_late);
 	suite_add_tcase(su, tc);
 	return su;
 }

@@ -113,6 +113,12 @@ struct evr_stream_opts {
 	 * with its hold (not upstream's; not with verify; tests of 8 bytes
 	 * or more).  Implies percentiles' sampling of the parts only. */
 	int lat_split;
+	/* client: each connection starts an iteration every 1/mps seconds,
+	 * on a schedule from the test's start (one whose time came while
+	 * the last was still out goes at once), and its round trip counts
+	 * from its time on the schedule, not from when it went (rstream
+	 * --mps); 0 = off, at most EVR_MAX_MPS.  Implies percentiles. */
+	uint32_t mps;
 };
 
 #define EVR_DEFAULT_PORT "7471"
@@ -120,6 +126,7 @@ struct evr_stream_opts {
 #define EVR_DEFAULT_STALL_MS 10000u
 #define EVR_DEFAULT_MAX_CONNECTING 256u
 #define EVR_MAX_CONNS 100000u
+#define EVR_MAX_MPS 10000000u
 #define EVR_DEFAULT_CHUNK_SIZE (1u << 20)
 #define EVR_DEFAULT_MAX_SERVER_CONNS 16384u
 #define EVR_DEFAULT_MAX_MEMORY (1ull << 30)
@@ -158,8 +165,8 @@ struct evr_stream_opts {
  *        "options"; encoding INT, BOOL, SECS (the field's milliseconds
  *        in seconds), STR, STR_NULL or a word of rstream's own (PORT,
  *        ADDR_FMT, TESTS, NEGOTIATE, POLL); when ALWAYS, CUSTOM (a
- *        custom test only) or ASYNC (EVR_IO_ASYNC only).  In the order
- *        of the rows.
+ *        custom test only), ASYNC (EVR_IO_ASYNC only) or SET (the field
+ *        is not 0).  In the order of the rows.
  * dkey:  DKEY(key, whose, dlo, dhi) or NODKEY: evrdma-probed's
  *        configuration key, PROBE (an rstream probe's and a mesh's), RESP
  *        (a responder's) or PROBE_RESP (both), with lo..hi as its range
@@ -324,7 +331,14 @@ struct evr_stream_opts {
 	       "per series (1 to 100000),\none aggregate row per test"), \
 	  NOJSON, NODKEY) \
 	X(max_connecting, NUM, 1, 0xffffffffu, EVR_DEFAULT_MAX_CONNECTING, 0, \
-	  CLIENT, NOCLI, NOHELP, NOJSON, NODKEY)
+	  CLIENT, NOCLI, NOHELP, NOJSON, NODKEY) \
+	X(mps, NUM, 1, EVR_MAX_MPS, 0, 0, CLIENT, \
+	  CLI(0, "mps", "--mps", "must be 1 to 10000000 requests a second", \
+	      "the client sets the pace"), \
+	  HELP("--mps RATE", "client: RATE iterations a second per " \
+	       "connection, each on\nits schedule; round trips from each " \
+	       "one's time\n(with --percentiles' table)"), \
+	  JSON("mps", INT, SET), NODKEY)
 
 /* The options as the engine runs them, in *out (out may be in): every
  * zero that stands for a default replaced by it (port, buffer_size,
@@ -511,6 +525,13 @@ struct evr_result {
 	 * the samples behind them, for evr_result_split_walk() */
 	const struct evr_lat_split *split;
 	const struct evr_latsplit *split_samples;
+	/* With opts.mps: the rate asked (per connection), the iterations
+	 * that went late (their time came while the one before was still
+	 * out) and the furthest behind one went; an aggregate's late are
+	 * summed, late_max_ns the largest.  The rate achieved is iters
+	 * over conn_mean_ns. */
+	uint32_t mps;
+	uint64_t late, late_max_ns;
 };
 
 /* Walk every iteration's round trip behind r->lat (a result given to

@@ -122,7 +122,7 @@ enum jo_enc {
 	JE_INT, JE_BOOL, JE_SECS, JE_STR, JE_STR_NULL, JE_PORT, JE_ADDR_FMT,
 	JE_TESTS, JE_NEGOTIATE, JE_POLL,
 };
-enum jo_when { JW_ALWAYS, JW_CUSTOM, JW_ASYNC };
+enum jo_when { JW_ALWAYS, JW_CUSTOM, JW_ASYNC, JW_SET };
 
 struct jo_opt {
 	const char *key;            /* NULL: not echoed */
@@ -232,7 +232,8 @@ static int echoed(const struct evr_stream_opts *o, const struct jo_opt *j)
 		return 0;
 	return j->when == JW_ALWAYS ||
 	       (j->when == JW_CUSTOM && o->custom) ||
-	       (j->when == JW_ASYNC && o->io == EVR_IO_ASYNC);
+	       (j->when == JW_ASYNC && o->io == EVR_IO_ASYNC) ||
+	       (j->when == JW_SET && field_u(o, j));
 }
 
 json_t *jo_rstream_start(const struct rstream_cli *cli, const char *version)
@@ -418,6 +419,15 @@ json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
 		set(sp, "local", jo_lat(&r->split->part[EVR_SPLIT_LOCAL]));
 		set_u64(sp, "rejected", r->split->rejected);
 		set(o, "split", sp);
+	}
+	if (r->mps) {
+		json_t *pc = json_object();
+
+		set_int(pc, "asked_per_s", r->mps);
+		set_real(pc, "achieved_per_s", pace_achieved(r));
+		set_u64(pc, "late", r->late);
+		set_u64(pc, "late_max_ns", r->late_max_ns);
+		set(o, "pace", pc);
 	}
 	return o;
 }

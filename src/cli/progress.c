@@ -250,3 +250,21 @@ void lat_format_row(char *buf, size_t len, const char *name,
 		 l->p50_ns / 1e3, l->p90_ns / 1e3, l->p99_ns / 1e3,
 		 l->p999_ns / 1e3, l->max_ns / 1e3, l->mean_ns / 1e3);
 }
+
+const char *pace_header(void)
+{
+	static char hdr[128];
+
+	if (!hdr[0])
+		snprintf(hdr, sizeof(hdr), "%-10s%10s%13s%10s%13s\n", "name",
+			 "asked/s", "achieved/s", "late", "max_late_us");
+	return hdr;
+}
+
+void pace_format_row(char *buf, size_t len, const char *name,
+		     const struct pace_figures *p)
+{
+	snprintf(buf, len, "%-10s%10u%13.1f%10llu%13.2f\n", name, p->mps,
+		 p->achieved, (unsigned long long)p->late,
+		 p->late_max_ns / 1e3);
+}

@@ -60,6 +60,16 @@ void lat_format_row(char *buf, size_t len, const char *name,
 		    const struct evr_lat_stats *l);
 /* The --split table: header, and one row per part of a test's round
  * trip (name "" after the first), usec. */
+/* --mps: the rate asked and achieved (per connection), the iterations
+ * that went late and the latest, after the latency table. */
+struct pace_figures {
+	uint32_t mps;
+	double achieved;
+	uint64_t late, late_max_ns;
+};
+const char *pace_header(void);
+void pace_format_row(char *buf, size_t len, const char *name,
+		     const struct pace_figures *p);
 const char *split_header(void);
 void split_format_row(char *buf, size_t len, const char *name,
 		      enum evr_split_part part, const struct evr_lat_stats *l);

@@ -31,6 +31,12 @@ void rstream_row_figures(const struct evr_result *r, double *gbps,
 		     (usec / r->iters) / (r->count * 2.0);
 }
 
+double pace_achieved(const struct evr_result *r)
+{
+	return r->conn_mean_ns ? r->iters * 1e9 / (double)r->conn_mean_ns :
+				 0.0;
+}
+
 void rstream_format_row(char *buf, size_t len, const struct evr_result *r)
 {
 	char sz[32], cnt[32], it[32], tot[32], name[32];

@@ -9,6 +9,9 @@
 
 /* The header line, with its newline. */
 const char *rstream_header(void);
+/* --mps: the iterations a second one connection achieved (an
+ * aggregate: the mean connection's), iters over conn_mean_ns. */
+double pace_achieved(const struct evr_result *r);
 /* One row, with its newline, as upstream's show_perf() prints it. */
 void rstream_format_row(char *buf, size_t len, const struct evr_result *r);
 /* --settings: one line, with its newline, for a connection's settings. */

@@ -38,6 +38,7 @@ struct app {
 		int have_lat, have_split;
 		struct evr_lat_stats l;
 		struct evr_lat_split sp;
+		struct pace_figures pace;   /* --mps */
 	} *lat;
 	size_t nlat, lat_cap;
 	int started;              /* evr_stream_start() was called */
@@ -98,6 +99,25 @@ static void keep_lat(struct app *a, const struct evr_result *r)
 	n->have_split = r->split != NULL;
 	if (r->split)
 		n->sp = *r->split;
+	n->pace = (struct pace_figures){ r->mps, pace_achieved(r), r->late,
+					 r->late_max_ns };
+}
+
+/* --mps: each test's pace, asked and achieved. */
+static void print_pace(struct app *a)
+{
+	char row[160];
+	size_t i;
+
+	if (!a->cli.o.mps)
+		return;
+	fputc('\n', stdout);
+	fputs(pace_header(), stdout);
+	for (i = 0; i < a->nlat; i++) {
+		pace_format_row(row, sizeof(row), a->lat[i].name,
+				&a->lat[i].pace);
+		fputs(row, stdout);
+	}
 }
 
 /* --split: one test's round trip in its parts, and how many samples
@@ -137,6 +157,7 @@ static void print_lat(struct app *a)
 		lat_format_row(row, sizeof(row), a->lat[i].name, &a->lat[i].l);
 		fputs(row, stdout);
 	}
+	print_pace(a);
 	/* --split: each test's round trip in its parts */
 	if (any) {
 		fputc('\n', stdout);
@@ -616,6 +637,9 @@ static int run(int argc, char **argv, struct cli_out *out)
 		a.prog.per_conn = a.cli.per_conn;
 		/* a latency threshold needs the distribution; its table
 		 * only when asked for */
+		/* --mps: its round trips are what it measures */
+		if (a.cli.o.mps)
+			a.cli.o.percentiles = 1;
 		if (thr_need_lat(&a.cli.fail_if) && !a.cli.o.percentiles) {
 			a.cli.o.percentiles = 1;
 			a.cli.lat_hidden = 1;

@@ -298,8 +298,8 @@ static const enum row_id getopt_order[] = {
  * name) come first, in getopt's order, as upstream's usage has them. */
 static const enum row_id help_order[] = {
 	R_stall_ms, R_once, R_no_negotiate, R_force_negotiate, R_TRACE,
-	R_duration_ms, R_percentiles, R_lat_split, R_interval_ms, R_JSON,
-	R_report_settings, R_poll_us, R_conns, R_PER_CONN, R_all_at_once,
+	R_duration_ms, R_percentiles, R_lat_split, R_mps, R_interval_ms,
+	R_JSON, R_report_settings, R_poll_us, R_conns, R_PER_CONN, R_all_at_once,
 	R_max_conns, R_max_memory, R_chunk_size, R_CHECK, R_NO_HOST_CHECK,
 	R_FAIL_IF,
 };
@@ -435,6 +435,11 @@ static int conns_blocking(const struct evr_stream_opts *o)
 	return o->conns > 1 && o->io == EVR_IO_BLOCK;
 }
 
+static int mps_split(const struct evr_stream_opts *o)
+{
+	return o->mps && o->lat_split;
+}
+
 static int poll_not_async(const struct evr_stream_opts *o)
 {
 	return o->poll_us && o->io != EVR_IO_ASYNC;
@@ -455,6 +460,9 @@ static const struct rstream_exclusion exclusions[] = {
 	{ "-c", "-T b", conns_blocking, 0,
 	  "-c with -T b: blocking calls serve one connection at a time; use "
 	  "-T a or -T n" },
+	{ "--mps", "--split", mps_split, 0,
+	  "--mps cannot be combined with --split (--split parts a round trip "
+	  "from its send, --mps counts it from its schedule)" },
 	{ "--poll-usec", "-T a", poll_not_async, 0,
 	  "--poll-usec is -T a's poll (-T n always polls, -T b never does): "
 	  "add -T a" },

@@ -34,6 +34,10 @@ int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
 	a->bytes += r->bytes;
 	a->sum_elapsed_ns += r->elapsed_ns;
 	a->sum_iters += r->iters;
+	a->mps = r->mps;
+	a->late += r->late;
+	if (r->late_max_ns > a->late_max_ns)
+		a->late_max_ns = r->late_max_ns;
 	/* usec/xfer is each connection's own, then their mean: with -D the
 	 * connections run different numbers of iterations in different
 	 * times, and neither sum alone gives it */
@@ -64,6 +68,9 @@ void evr__agg_result(struct evr_agg *a, struct evr_result *r)
 	r->conn_mean_ns = n ? (a->sum_elapsed_ns + n / 2) / n : 0;
 	r->iter_mean_ns = a->n_timed ?
 			  (double)(a->sum_iter_ns / a->n_timed) : 0.0;
+	r->mps = a->mps;
+	r->late = a->late;
+	r->late_max_ns = a->late_max_ns;
 	r->lat = NULL;
 	r->lat_samples = NULL;
 	if (a->lat_on) {

@@ -32,6 +32,9 @@ struct evr_agg {
 	/* --split: the union of the connections' parts */
 	int split_on;
 	struct evr_latsplit split;
+	/* --mps: the rate asked, late iterations summed, the latest */
+	uint32_t mps;
+	uint64_t late, late_max_ns;
 };
 
 /* Empty, ready for evr__agg_add().  A zeroed struct may be fini'd. */
@@ -51,8 +54,9 @@ int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
  * and elapsed_ns (wall time from the first start to the last end);
  * conn_mean_ns (the mean of the connections' elapsed_ns); iter_mean_ns
  * (the mean of the connections' elapsed_ns / iters); and lat, the merged
- * distribution, or NULL without samples; split likewise.  r->lat points into a: valid
- * until a changes. */
+ * distribution, or NULL without samples; split likewise; mps, late (the
+ * sum) and late_max_ns (the largest).  r->lat points into a: valid until
+ * a changes. */
 void evr__agg_result(struct evr_agg *a, struct evr_result *r);
 
 #endif

@@ -93,6 +93,9 @@ void evr__stream_result_init(struct evr_result *r, const struct evr_sess *s,
 		.start_ns = s->t0,
 		.conn_mean_ns = elapsed_ns,
 		.iter_mean_ns = t->iters ? (double)elapsed_ns / t->iters : 0.0,
+		.mps = s->mps,
+		.late = s->late,
+		.late_max_ns = s->late_max_ns,
 	};
 }
 

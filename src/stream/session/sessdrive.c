@@ -59,7 +59,7 @@ static void wd_cb(struct ev_loop *l, ev_timer *w, int revents)
 	struct evr_sess *s = evr__container_of(w, struct evr_sess, wd_w);
 	ev_tstamp now = ev_now(l);
 
-	if (s->bytes != s->wd_bytes || s->held) {
+	if (s->bytes != s->wd_bytes || s->held || evr__sess_pacing(s)) {
 		s->wd_bytes = s->bytes;
 		s->wd_last = now;
 		s->wd_idle = 0;
@@ -71,6 +71,15 @@ static void wd_cb(struct ev_loop *l, ev_timer *w, int revents)
 	 * the connection was dropped a tick later, 1.5 x the timeout. */
 	if (++s->wd_idle >= 4 || (now - s->wd_last) * 1000.0 >= s->stall_ms)
 		apply(s, evr__sess_event(s, EVR_SE_STALL, 0));
+}
+
+/* --mps: a long wait for the next iteration's time is over but for its
+ * last EVR_PACE_SPIN_NS (wait_for()). */
+static void pace_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	struct evr_sess *s = evr__container_of(w, struct evr_sess, pace_w);
+
+	apply(s, spin(s, evr__sess_event(s, EVR_SE_READY, 0)));
 }
 
 static void prog_cb(struct ev_loop *l, ev_timer *w, int revents)
@@ -97,8 +106,10 @@ void evr__sess_stop_watchers(struct evr_sess *s)
 	ev_io_stop(l, &s->io_w);
 	idle_off(s);
 	ev_timer_stop(l, &s->wd_w);
-	if (s->wd_state)
+	if (s->wd_state) {
 		ev_timer_stop(l, &s->prog_w);
+		ev_timer_stop(l, &s->pace_w);
+	}
 	s->wd_state = 0;
 	evr__sched_leave(&s->seat, s->loop);
 }
@@ -132,6 +143,7 @@ static void watchers_init(struct evr_sess *s)
 	ev_set_priority(&s->idle_w, EV_MAXPRI);
 	ev_timer_init(&s->wd_w, wd_cb, iv, iv);
 	ev_timer_start(l, &s->wd_w);
+	ev_init(&s->pace_w, pace_cb);
 	ev_timer_init(&s->prog_w, prog_cb, s->interval_ms / 1000.0,
 		      s->interval_ms / 1000.0);
 	if (s->interval_ms && s->owner && s->owner->progress)
@@ -157,6 +169,34 @@ static void watch_fd(struct evr_sess *s, enum evr_sess_want w)
 	ev_io_start(l, &s->io_w);
 }
 
+/*
+ * --mps: until the next iteration's time.  A loop sleeps in epoll_wait
+ * for whole milliseconds (libev rounds its timeout up) and wakes late
+ * by the kernel's timer slack and a wake-up: a wait longer than
+ * EVR_PACE_SPIN_NS sleeps until that much is left, and the rest goes by
+ * in the loop's turns (the idle watcher: the loop does not sleep), so
+ * that a request leaves within a loop pass of its time.  A request sent
+ * late would count its lateness as latency.
+ */
+#define EVR_PACE_SPIN_NS 2000000u
+
+static void pace_wait(struct evr_sess *s)
+{
+	struct ev_loop *l = s->loop->ev;
+	uint64_t at = evr__sess_pace_at(s), now = evr_now_ns();
+
+	ev_io_stop(l, &s->io_w);
+	ev_timer_stop(l, &s->pace_w);
+	if (at > now + EVR_PACE_SPIN_NS) {
+		idle_off(s);
+		ev_timer_set(&s->pace_w,
+			     (double)(at - now - EVR_PACE_SPIN_NS) / 1e9, 0.);
+		ev_timer_start(l, &s->pace_w);
+		return;
+	}
+	idle_on(s);
+}
+
 /* The watchers for what a live machine waits for (w: not NONE, DETACH,
  * or a blocking call's timeout). */
 static void wait_for(struct evr_sess *s, enum evr_sess_want w)
@@ -164,6 +204,10 @@ static void wait_for(struct evr_sess *s, enum evr_sess_want w)
 	s->held = w == EVR_WANT_GATE;
 	if (w == EVR_WANT_CONNECT)
 		return;
+	if (w == EVR_WANT_PACE) {
+		pace_wait(s);
+		return;
+	}
 	if (w == EVR_WANT_GATE) {
 		/* nothing until its owner opens the gate (EVR_SE_OPEN);
 		 * the watchdog stays, and lets it be (held) */

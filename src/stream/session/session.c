@@ -299,6 +299,8 @@ static enum evr_sess_want start_data(struct evr_sess *s)
 	s->mark = EVR_IT_MORE;
 	s->t0 = evr_now_ns();
 	s->it_t0 = s->t0;
+	s->late = 0;
+	s->late_max_ns = 0;
 	s->tphase = EVR_TP_DATA;
 	s->test_bytes0 = s->prog_bytes = s->bytes;
 	s->prog_ns = s->t0;
@@ -563,6 +565,12 @@ static int read_mark(struct evr_sess *s)
 	return -1;
 }
 
+/* Client, --mps: when iteration i is due. */
+static uint64_t pace_due(const struct evr_sess *s, uint32_t i)
+{
+	return s->t0 + (uint64_t)i * 1000000000u / s->mps;
+}
+
 /* Client: the echo is in, the iteration's round trip over (its latency,
  * its split, the -D clock).  Returns 1 when the test is over too. */
 static int client_iteration_over(struct evr_sess *s, const struct evr_test *t)
@@ -575,9 +583,31 @@ static int client_iteration_over(struct evr_sess *s, const struct evr_test *t)
 			evr__lat_add(&s->lat, now - s->it_t0);
 		if (s->hold != EVR_HOLD_OFF)
 			split_iteration(s);
-		s->it_t0 = now;
+		s->it_t0 = s->mps ? pace_due(s, s->iter + 1) : now;
 	}
 	return ++s->iter >= t->iters || s->mark == EVR_IT_LAST;
+}
+
+/* Client, --mps: the next iteration goes at its time (it_t0), not when
+ * the last one's echo is in.  One whose time came while the last was
+ * still out goes at once, late, and its round trip counts from its time
+ * all the same: a stall of the peer shows in full in every round trip
+ * it held up, not as one slow sample (coordinated omission). */
+static enum evr_sess_want pace(struct evr_sess *s)
+{
+	uint64_t now = evr_now_ns();
+
+	if (now < s->it_t0) {
+		set_state(s, EVR_SS_PACE);
+		return EVR_WANT_PACE;
+	}
+	if (s->state != EVR_SS_PACE) {
+		s->late++;
+		if (now - s->it_t0 > s->late_max_ns)
+			s->late_max_ns = now - s->it_t0;
+	}
+	data_send(s);
+	return EVR_WANT_READ;
 }
 
 /* A piece of a transfer was sent: the rest of it, the next transfer, or
@@ -630,6 +660,8 @@ static enum evr_sess_want data_received(struct evr_sess *s,
 	}
 	if (s->client && client_iteration_over(s, t))
 		return test_done(s);
+	if (s->client && s->mps)
+		return pace(s);
 	data_send(s);
 	return EVR_WANT_READ;
 }
@@ -749,7 +781,8 @@ static enum evr_sess_want run(struct evr_sess *s)
 			continue;
 		w = op_done(s);
 		if (w == EVR_WANT_NONE || w == EVR_WANT_YIELD ||
-		    w == EVR_WANT_DETACH || w == EVR_WANT_GATE)
+		    w == EVR_WANT_DETACH || w == EVR_WANT_GATE ||
+		    w == EVR_WANT_PACE)
 			return w;
 		if (in_transfer(s))
 			continue;
@@ -801,6 +834,8 @@ enum evr_sess_want evr__sess_event(struct evr_sess *s, enum evr_sess_event ev,
 			return EVR_WANT_CONNECT;
 		if (s->state == EVR_SS_GATED)
 			return EVR_WANT_GATE; /* (a wake-up: nothing to do) */
+		if (s->state == EVR_SS_PACE && pace(s) == EVR_WANT_PACE)
+			return EVR_WANT_PACE;
 		return run(s);
 	case EVR_SE_OPEN:
 		if (s->state != EVR_SS_GATED)
@@ -828,8 +863,10 @@ static void init_features(struct evr_sess *s, const struct evr_stream_opts *o)
 	evr__sess_set(s, EVR_SF_NEGOTIATE, client && !o->no_negotiate &&
 				   (!o->verify || o->force_negotiate));
 	evr__sess_set(s, EVR_SF_VERIFY, o->verify);
-	evr__sess_set(s, EVR_SF_PERCENTILES, client && o->percentiles);
+	evr__sess_set(s, EVR_SF_PERCENTILES, client &&
+				   (o->percentiles || o->mps));
 	evr__sess_set(s, EVR_SF_SPLIT, client && o->lat_split);
+	s->mps = client ? o->mps : 0;
 	if (!client || !o->duration_ms)
 		return;
 	s->feat |= EVR_SF_DURATION;

@@ -37,6 +37,8 @@
 	X(SYNC_RECV) \
 	X(DATA_SEND)     /* one transfer of the test's size */ \
 	X(DATA_RECV) \
+	X(PACE)          /* client, --mps: the next iteration waits for \
+			  * its time */ \
 	X(DRAIN)         /* server: tests done, wait for the client's close */ \
 	X(DONE) \
 	X(FAILED)
@@ -67,6 +69,8 @@ enum evr_sess_want {
 	EVR_WANT_CONNECT,   /* waiting for CONNECTED / CONN_ERROR */
 	EVR_WANT_DETACH,    /* the owner took the connection elsewhere */
 	EVR_WANT_GATE,      /* GATED: nothing moves until EVR_SE_OPEN */
+	EVR_WANT_PACE,      /* PACE: nothing moves until its time
+			     * (evr__sess_pace_at()) */
 };
 
 struct evr_sess;
@@ -203,7 +207,13 @@ struct evr_sess {
 	 * transfer MORE or LAST; the server reads the mark (see wire.h) */
 	uint64_t dur_ns;            /* client: the target per test */
 	enum evr_it_mark mark;
-	uint64_t it_t0;             /* client: this iteration's start */
+	uint64_t it_t0;             /* client: this iteration's start (with
+				     * --mps, its time on the schedule) */
+	/* --mps (client): the iterations' schedule, t0 + i / mps; late:
+	 * those whose time came while the one before was still out, and
+	 * the furthest behind one went */
+	uint32_t mps;               /* 0: not paced */
+	uint64_t late, late_max_ns;
 	/* --percentiles (client) */
 	struct evr_latstats lat;
 	struct evr_lat_stats lat_res; /* of the test just finished */
@@ -229,6 +239,7 @@ struct evr_sess {
 	ev_io io_w;
 	ev_idle idle_w;
 	ev_timer wd_w;
+	ev_timer pace_w;        /* --mps: wakes a long wait for its time */
 	uint64_t wd_bytes;
 	ev_tstamp wd_last;
 	unsigned wd_idle;       /* watchdog ticks in a row with no byte */
@@ -324,6 +335,18 @@ void evr__sess_fini(struct evr_sess *s);
 static inline int evr__sess_waiting(enum evr_sess_want w)
 {
 	return w == EVR_WANT_READ || w == EVR_WANT_WRITE;
+}
+
+/* Waiting for the next iteration's time (--mps): no stall. */
+static inline int evr__sess_pacing(const struct evr_sess *s)
+{
+	return s->state == EVR_SS_PACE;
+}
+
+/* PACE: when the next iteration is due (evr_now_ns()'s clock). */
+static inline uint64_t evr__sess_pace_at(const struct evr_sess *s)
+{
+	return s->it_t0;
 }
 
 /* One try of an owner that polls (w: what the last call, which returned
