@@ -6,6 +6,8 @@ usage: dashboard-check.py lint DASHBOARD METRICS_C RULES...
        dashboard-check.py exprs DASHBOARD [VAR=VALUE...]
        dashboard-check.py fleet DASHBOARD URL [--avoid HOST] [--firing]
                           [--allow-empty ERE] [--range SECS] [--hosts N]
+                          [--dump JSON]
+       dashboard-check.py plot JSON PNG CAPTION
 
 lint: the dashboard as Grafana's JSON model: it parses, its datasource is
 the ${DS_PROMETHEUS} input everywhere (panels, rows, nested panels,
@@ -36,6 +38,10 @@ of the RDMA device metrics (evrdma_rdma_*) must return nothing where no
 agent of the job exports them (a TCP fleet) and a series where one does;
 --allow-empty ERE lets queries naming a metric that matches ERE return
 nothing (said so).
+
+--dump JSON writes the matrices' answers (title, unit, cells); plot
+draws them with gnuplot into PNG, one heat map a matrix panel, under
+CAPTION: a picture of what the panels' queries returned, not of Grafana.
 
 Prints one line a check, "ok<TAB>DESC" or "not ok<TAB>DESC<TAB>DETAIL";
 exit status 0 when every check passed, 1 otherwise, 2 on bad usage.
@@ -266,7 +272,8 @@ def finite(v):
         return False
 
 
-def fleet(path, url, avoid, firing, allow_empty, rng, nhosts):
+def fleet(path, url, avoid, firing, allow_empty, rng, nhosts, dump=None):
+    matrices = []
     dash = json.load(open(path))
     prom = Prom(url)
     qs = queries(dash)
@@ -363,6 +370,10 @@ def fleet(path, url, avoid, firing, allow_empty, rng, nhosts):
                         problems.append("%d rows x %d columns" % (len(rows), len(cols)))
                     else:
                         desc += ": %d x %d" % (len(rows), len(cols))
+                    matrices.append({"title": p["title"],
+                                     "unit": p.get("fieldConfig", {}).get("defaults", {}).get("unit", ""),
+                                     "cells": [[m.get(o["rowField"]), m.get(o["columnField"]), vs[-1][1]]
+                                               for m, vs in series]})
         if t is not None and t.get("legendFormat"):
             for lab in re.findall(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", t["legendFormat"]):
                 if any(lab not in m for m, _ in series):
@@ -378,6 +389,75 @@ def fleet(path, url, avoid, firing, allow_empty, rng, nhosts):
         report(not problems, "%s: %d series" % (desc, len(series)), "; ".join(problems) + " | " + expr)
     print("#\t%d queries and %d variables run, %d calls to Prometheus" % (
         n, sum(1 for q in qs if q["kind"] == "label_values"), prom.calls))
+    if dump:
+        with open(dump, "w") as f:
+            json.dump(matrices, f)
+
+
+# units of Grafana's fieldConfig, as a heat map's scale and label
+UNITS = {"s": (1e6, "us"), "percentunit": (100, "%"), "Bps": (1e-6, "MB/s"), "x": (1, "x"), "none": (1, "")}
+
+
+def natural(v):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", v)]
+
+
+def plot(path, png, caption):
+    import os
+    import subprocess
+    ms = json.load(open(path))
+    if not ms:
+        print("plot: no matrix in %s" % path, file=sys.stderr)
+        return 1
+    d = os.path.dirname(os.path.abspath(png))
+    cols = 3 if len(ms) > 4 else 2
+    rows = (len(ms) + cols - 1) // cols
+    # pngcairo where there is one: png (libgd) draws every colour box
+    # in the first palette
+    term = "pngcairo"
+    if subprocess.run(["gnuplot", "-e", "set terminal pngcairo"], capture_output=True).returncode:
+        term = "png"
+    g = ["set terminal %s size %d,%d" % (term, 460 * cols, 440 * rows + 60),
+         "set output '%s'" % png,
+         "set multiplot layout %d,%d title \"%s\" noenhanced" % (rows, cols, caption.replace('"', "'")),
+         "set size ratio -1", "set xlabel 'peer'", "set ylabel 'prober'"]
+    for i, m in enumerate(ms):
+        scale, label = UNITS.get(m["unit"], (1, m["unit"]))
+        hosts = sorted({c[0] for c in m["cells"]} | {c[1] for c in m["cells"]}, key=natural)
+        at = {h: k + 1 for k, h in enumerate(hosts)}
+        vals = {(c[0], c[1]): c[2] for c in m["cells"]}
+        data = os.path.join(d, ".matrix%d.dat" % i)
+        with open(data, "w") as f:
+            for r in hosts:
+                for c in hosts:
+                    v = vals.get((r, c))
+                    f.write("%d %d %s\n" % (at[r], at[c], "NaN" if v is None or not finite(v)
+                                            else repr(float(v) * scale)))
+        tics = ", ".join('"%s" %d' % (h, at[h]) for h in hosts)
+        nums = [float(v) * scale for v in vals.values() if finite(v)]
+        # times and ratios span decades: a log scale; shares from 0;
+        # up (1) and throughput are good high: green there, red low
+        if m["unit"] in ("s", "x") and nums and min(nums) > 0:
+            scb = "set logscale cb; set cbrange [*:*]"
+        else:
+            scb = "unset logscale cb; set cbrange [0:%r]" % (max(nums + [0]) or 1)
+        pal = ("set palette defined (0 '#d7191c', 1 '#fdae61', 2 '#1a9641')" if m["unit"] in ("none", "Bps")
+               else "set palette defined (0 '#ffffcc', 1 '#fd8d3c', 2 '#800026')")
+        g += ["set title \"%s (%s)\" noenhanced" % (m["title"], label or "value"),
+              "set xrange [0.5:%d.5]" % len(hosts), "set yrange [%d.5:0.5]" % len(hosts),
+              "set xtics (%s) font ',8'" % tics, "set ytics (%s) font ',8'" % tics,
+              scb, pal,
+              "plot '%s' using 2:1:3 with image notitle" % data]
+    g.append("unset multiplot")
+    r = subprocess.run(["gnuplot"], input="\n".join(g) + "\n", text=True, capture_output=True)
+    for i in range(len(ms)):
+        try:
+            os.unlink(os.path.join(d, ".matrix%d.dat" % i))
+        except OSError:
+            pass
+    if r.returncode:
+        print(r.stderr, file=sys.stderr)
+    return r.returncode
 
 
 def main(argv):
@@ -387,7 +467,7 @@ def main(argv):
         exprs(argv[2], argv[3:])
         return 0
     elif len(argv) >= 4 and argv[1] == "fleet":
-        avoid, firing, allow, rng, nhosts = None, False, None, 60, 0
+        avoid, firing, allow, rng, nhosts, dump = None, False, None, 60, 0, None
         rest = argv[4:]
         while rest:
             a = rest.pop(0)
@@ -401,12 +481,16 @@ def main(argv):
                 rng = int(rest.pop(0))
             elif a == "--hosts" and rest:
                 nhosts = int(rest.pop(0))
+            elif a == "--dump" and rest:
+                dump = rest.pop(0)
             else:
                 print(__doc__.strip().splitlines()[2], file=sys.stderr)
                 return 2
-        fleet(argv[2], argv[3], avoid, firing, allow, rng, nhosts)
+        fleet(argv[2], argv[3], avoid, firing, allow, rng, nhosts, dump)
+    elif len(argv) == 5 and argv[1] == "plot":
+        return plot(argv[2], argv[3], argv[4])
     else:
-        print("\n".join(__doc__.strip().splitlines()[2:6]), file=sys.stderr)
+        print("\n".join(__doc__.strip().splitlines()[2:8]), file=sys.stderr)
         return 2
     return 1 if FAILED else 0
 

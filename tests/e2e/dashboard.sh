@@ -72,6 +72,7 @@ brk "a panel on another data source" "every panel.s data source" \
 brk "a target on another data source" "every target.s data source" \
 	'd["panels"][3]["targets"][0]["datasource"] = {"type": "prometheus", "uid": "prometheus"}'
 brk "a panel id twice" "panel ids" 'd["panels"][4]["id"] = d["panels"][3]["id"]'
+# shellcheck disable=SC2016 # a Grafana variable, not the shell's
 brk "an undefined variable" "every .variable of the queries" \
 	'd["panels"][3]["targets"][0]["expr"] = "up{host=\"$node\"}"'
 brk "no DS_PROMETHEUS input" "it asks for" 'd["__inputs"] = []'

@@ -15,8 +15,11 @@
 # (but perhaps the faulty one) as a row and a column.  The RDMA device panels must
 # be empty in this TCP fleet (and are evaluated by tests/e2e/dashboard.sh
 # on device series instead).  Once a fleet run: the first fault whose
-# alerts fired.  Uses fleet.sh's SRC, T, N, FAB_BW, fab_ns and lib.sh's
-# ok/not_ok.
+# alerts fired.  FLEET_DASH_PNG=FILE (a bench step: gnuplot, scripts/deps.sh
+# --bench) draws the matrix panels' answers there, one heat map each,
+# labelled as what they are: the queries' results, not Grafana's
+# rendering (doc/img/fleet-dashboard.png).  Uses fleet.sh's SRC, T, N,
+# FAB_BW, fab_ns, promq and lib.sh's ok/not_ok.
 #
 #   fleet_dashboard_once FAULTY_HOST
 
@@ -29,6 +32,7 @@ fleet_dashboard_once() { # FAULTY_HOST
 	timeout "$(tscale 120)" ip netns exec "$(fab_ns pm)" python3 \
 		"$SRC/tests/dashboard-check.py" fleet "$SRC/contrib/grafana/evrdma-fleet.json" \
 		http://127.0.0.1:9090 --avoid "$faulty" --firing --hosts "$N" "${allow[@]}" \
+		--dump "$T/matrices.json" \
 		>"$T/dashboard.out" 2>"$T/dashboard.err"
 	st=$?
 	ms=$(( $(now_ms) - t0 ))
@@ -44,5 +48,19 @@ fleet_dashboard_once() { # FAULTY_HOST
 	else
 		not_ok "dashboard: tests/dashboard-check.py fleet exited 0 (it exited $st, in $ms ms)"
 		dump "$T/dashboard.err"
+	fi
+	[ -n "${FLEET_DASH_PNG:-}" ] || return 0
+	if ! command -v gnuplot >/dev/null 2>&1; then
+		say "dashboard: no gnuplot (scripts/deps.sh --bench): no picture"
+		return 0
+	fi
+	local alerts
+	alerts=$(promq alerts 2>/dev/null | awk '$1 == "firing" { printf "%s%s %s", s, $2, $3; s = ", " }')
+	if python3 "$SRC/tests/dashboard-check.py" plot "$T/matrices.json" "$FLEET_DASH_PNG" \
+		"evrdma-fleet.json's source x target panels: their queries as the simulated fleet's Prometheus answered them, drawn by gnuplot (not Grafana)\n$N hosts, $faulty faulty; firing: $alerts" \
+		>"$T/plot.out" 2>&1; then
+		ok "dashboard: its matrices drawn in $FLEET_DASH_PNG"
+	else
+		not_ok "dashboard: its matrices drawn in $FLEET_DASH_PNG" "$(head -5 "$T/plot.out")"
 	fi
 }
