@@ -19,7 +19,7 @@ summary's _sum, _count) or a record of one of RULES (or ALERTS, up).
 
 exprs: every query, one JSON object a line ({"where", "kind", "expr"}),
 each $variable replaced by VAR=VALUE ($__rate_interval, $__interval and
-$__range too); a template variable's label_values(SELECTOR, LABEL) as
+$__range too; one not given is left as it is); a template variable's label_values(SELECTOR, LABEL) as
 its SELECTOR.
 
 fleet: every query run by the Prometheus at URL (/api/v1/query for
@@ -111,10 +111,12 @@ def queries(dash):
 LABEL_VALUES = re.compile(r"^\s*label_values\(\s*(.*?)\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)\s*$", re.S)
 
 
-def substitute(expr, values):
+def substitute(expr, values, keep=False):
     def rep(m):
         name = m.group(1) or m.group(2)
         if name not in values:
+            if keep:
+                return m.group(0)
             raise KeyError(name)
         return values[name]
     return re.sub(r"\$\{([a-zA-Z_][a-zA-Z0-9_]*)\}|\$([a-zA-Z_][a-zA-Z0-9_]*)", rep, expr)
@@ -244,7 +246,7 @@ def exprs(path, assigns):
         m = LABEL_VALUES.match(e)
         if m:
             e = m.group(1)
-        print(json.dumps({"where": q["where"], "kind": q["kind"], "expr": substitute(e, values)},
+        print(json.dumps({"where": q["where"], "kind": q["kind"], "expr": substitute(e, values, True)},
                          ensure_ascii=False))
 
 

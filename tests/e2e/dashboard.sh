@@ -8,6 +8,9 @@
 # defined; every metric its queries name an agent's family in
 # src/daemon/metrics.c or a record of the shipped rules), and the lint
 # catches a broken dashboard (each of a few breaks, alone, fails it).
+# The fleet's check (dashboard-check.py fleet) fails against a fake
+# Prometheus on loopback whose answers are empty, or another host's,
+# naming every query that got them.
 # Every query, its variables given values, passes promtool check rules
 # (PromQL that parses); the RDMA device panels' queries, which the TCP
 # fleet cannot feed, are evaluated by promtool test rules on an agent's
@@ -47,12 +50,15 @@ assert_exit "dashboard-check.py lint exits 0" 0 "$RC" "$T/lint.err"
 
 # The lint must catch a broken dashboard: each break, alone, fails it,
 # and its line names what broke.
-# brk NAME ERE PYTHON: the dashboard with d changed by PYTHON
+# brk NAME ERE PYTHON: the dashboard with d changed by PYTHON (Q: the
+# panels with a query, top level; R: those nested in a folded row)
 brk() {
 	local name=$1 ere=$2
 	"$PY" - "$DASH" "$T/$name.json" "$3" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+Q = [p for p in d["panels"] if p.get("targets")]
+R = [p for r in d["panels"] for p in r.get("panels", [])]
 exec(sys.argv[3])
 json.dump(d, open(sys.argv[2], "w"))
 PY
@@ -64,20 +70,72 @@ PY
 	fi
 }
 brk "a metric the agent does not export" "every metric" \
-	'd["panels"][2]["targets"][0]["expr"] = "sum(evrdma_probe_ups)"'
+	'Q[1]["targets"][0]["expr"] = "sum(evrdma_probe_ups)"'
 brk "a recording rule the rules lack" "every metric" \
-	'd["panels"][-1]["panels"][0]["targets"][0]["expr"] = "host:evrdma_nosuch:ratio"'
+	'R[0]["targets"][0]["expr"] = "host:evrdma_nosuch:ratio"'
 brk "a panel on another data source" "every panel.s data source" \
-	'd["panels"][-1]["panels"][1]["datasource"] = {"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}'
+	'R[1]["datasource"] = {"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}'
 brk "a target on another data source" "every target.s data source" \
-	'd["panels"][3]["targets"][0]["datasource"] = {"type": "prometheus", "uid": "prometheus"}'
-brk "a panel id twice" "panel ids" 'd["panels"][4]["id"] = d["panels"][3]["id"]'
+	'Q[2]["targets"][0]["datasource"] = {"type": "prometheus", "uid": "prometheus"}'
+brk "a panel id twice" "panel ids" 'R[0]["id"] = Q[0]["id"]'
 # shellcheck disable=SC2016 # a Grafana variable, not the shell's
 brk "an undefined variable" "every .variable of the queries" \
-	'd["panels"][3]["targets"][0]["expr"] = "up{host=\"$node\"}"'
+	'Q[3]["targets"][0]["expr"] = "up{host=\"$node\"}"'
 brk "no DS_PROMETHEUS input" "it asks for" 'd["__inputs"] = []'
 brk "no license" "its description" 'd["description"] = "evrdma fleet"'
 brk "not JSON" "the dashboard parses" 'open(sys.argv[2], "w").write("{"); sys.exit(0)'
+
+# The fleet check must catch a Prometheus whose answers the panels
+# cannot show: a fake one on loopback (the variables' values right, but
+# every query empty; then every series of another host, h9) must fail
+# it, naming the queries.
+cat >"$T/fakeprom.py" <<'PY'
+import json, sys, urllib.parse
+from http.server import BaseHTTPRequestHandler, HTTPServer
+mode = sys.argv[2]
+VALUES = {"job": ["evrdma"], "host": ["h1", "h2", "h3"], "peer": ["h2", "h3"]}
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        if u.path.startswith("/api/v1/label/"):
+            data = VALUES.get(u.path.split("/")[4], [])
+        else:
+            expr = q.get("query", [""])[0]
+            m = {"job": "evrdma", "host": "h9", "peer": "h8", "alertname": "EvrdmaX", "alertstate": "firing"}
+            v = [1700000000, "1"]
+            data = {"resultType": "vector", "result": []}
+            if mode == "elsewhere" and "evrdma_rdma_" not in expr:
+                data["result"] = [{"metric": m, "value": v, "values": [v]}]
+        body = json.dumps({"status": "success", "data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+s = HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+for mode in empty elsewhere; do
+	rm -f "$T/port.$mode"
+	bg_start "fake$mode" 30 "$PY" "$T/fakeprom.py" "$T/port.$mode" "$mode"
+	for _ in $(seq 1 50); do [ -s "$T/port.$mode" ] && break; sleep 0.1; done
+	run_cmd "f$mode" 30 "$PY" "$CHECK" fleet "$DASH" "http://127.0.0.1:$(cat "$T/port.$mode")" --firing --hosts 3
+	bg_kill "fake$mode"
+	assert_exit "the fleet check fails on a Prometheus that answers $mode" 1 "$RC" "$T/f$mode.err"
+done
+# the queries that must fail so: every one but the device panels' (the
+# fake has no device series: empty is right there); those of $host's
+# own series (host="$host", peer="$host")
+"$PY" "$CHECK" exprs "$DASH" >"$T/raw.jsonl"
+assert_lines "... every panel and annotation query named for its empty answer" \
+	"$(jq -s '[.[] | select(.kind != "label_values" and (.expr | test("evrdma_rdma_") | not))] | length' "$T/raw.jsonl")" \
+	"$T/fempty.out" '^not ok.*no series with a finite value'
+assert_lines "... every query of \$host's own series named for h9's" \
+	"$(jq -s '[.[] | select(.kind != "label_values" and (.expr | test("(host|peer)=\"\\$host\"")) and (.expr | test("evrdma_rdma_") | not))] | length' "$T/raw.jsonl")" \
+	"$T/felsewhere.out" '^not ok.*series of (host h9|peer h8) besides h1'
 
 # --------------------------------------------------- the queries' PromQL
 
