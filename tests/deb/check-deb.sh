@@ -136,6 +136,9 @@ if [ "${1:-}" = --in-root ]; then
 	[ -f /usr/share/evrdma/prometheus/evrdma-fabric.rules.yml ] &&
 		check "peers2sd runs (--help)" timeout 10 /usr/share/evrdma/prometheus/peers2sd --help ||
 		not_ok "/usr/share/evrdma/prometheus/evrdma-fabric.rules.yml is installed"
+	check "the fleet dashboard is installed, Grafana's JSON model" \
+		python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(d.get("uid") != "evrdma-fleet")' \
+		/usr/share/evrdma/grafana/evrdma-fleet.json
 
 	# the daemon as the unit runs it: its user, /etc/default's options, a
 	# probe of a local evrdma-rstream server, /metrics on 127.0.0.1:9471

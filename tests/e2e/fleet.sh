@@ -240,6 +240,8 @@ expect_alerts() {
 		not_ok "$host: $* fired within $(tscale "$secs") s" "missing:$missing"
 		dump "$T/alerts.now"
 	fi
+	# the fleet dashboard's queries, once, while this fault's alerts fire
+	[ -z "$missing" ] && . "$(dirname "${BASH_SOURCE[0]}")/fleet-dashboard.sh" && fleet_dashboard_once "$host"
 	# 2 s more, to see what else fires
 	for _ in 1 2 3 4; do
 		sleep 0.5
