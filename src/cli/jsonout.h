@@ -69,6 +69,9 @@ struct jo_totals {
 	uint64_t total_bytes;       /* their total_bytes summed */
 	uint64_t elapsed_ns;        /* the program's run, wall clock */
 	unsigned accepted, conn_done, conn_failed; /* server */
+	/* server: connections in hand now, and whether two ever were at
+	 * once (its rows say whose they are from then on) */
+	int open_conns, several;
 };
 json_t *jo_rstream_summary(const struct jo_totals *t, int exit_status);
 

@@ -162,7 +162,7 @@ void progress_print(struct progress_out *po, const struct evr_progress *p)
 		return;
 	}
 	progress_format(line, sizeof(line), p);
-	emit(po, line, 1);
+	emit(po, line, !po->no_live);
 }
 
 void progress_conn_done(struct progress_out *po, const struct evr_result *r)

@@ -29,6 +29,8 @@ struct progress_out {
 	int tty;        /* one live line, rewritten with \r */
 	int live;       /* a live line is on screen now */
 	int per_conn;   /* -c N --per-conn: a line per connection too */
+	int no_live;    /* a server's clients at once: a line each, as
+			 * one live line would show one of them at a time */
 	struct progress_slot *slot; /* [conn_total], made at the first */
 	unsigned nslots, gen, nfresh;
 	/* the round in hand: its test, and its time (its latest report's) */

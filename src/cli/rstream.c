@@ -237,6 +237,37 @@ static void verdict(struct app *a)
 	}
 }
 
+/* A server that has had two clients at once names the client at the
+ * end of each row from then on, as its progress lines do (an upstream
+ * server serves one at a time, and so does this one's output until a
+ * second client comes while the first is served). */
+static void conn_opened(struct app *a)
+{
+	if (__atomic_add_fetch(&a->tot->open_conns, 1, __ATOMIC_RELAXED) > 1)
+		__atomic_store_n(&a->tot->several, 1, __ATOMIC_RELAXED);
+}
+
+static void conn_closed(struct app *a)
+{
+	__atomic_sub_fetch(&a->tot->open_conns, 1, __ATOMIC_RELAXED);
+}
+
+static int several_clients(const struct app *a)
+{
+	return a->cli.o.server &&
+	       __atomic_load_n(&a->tot->several, __ATOMIC_RELAXED);
+}
+
+static void name_client(const struct app *a, const struct evr_result *r,
+			char *row, size_t len)
+{
+	size_t n = strlen(row);
+
+	if (!several_clients(a) || !n || !r->peer || !r->peer[0])
+		return;
+	snprintf(row + n - 1, len - (n - 1), "  client %s\n", r->peer);
+}
+
 static void on_result(void *ud, const struct evr_result *r)
 {
 	struct app *a = ud;
@@ -258,6 +289,7 @@ static void on_result(void *ud, const struct evr_result *r)
 		return;
 	}
 	rstream_format_row(row, sizeof(row), r);
+	name_client(a, r, row, sizeof(row));
 	fputs(row, stdout);
 	fflush(stdout);
 	out_check(a);
@@ -273,6 +305,7 @@ static void on_progress(void *ud, const struct evr_progress *p)
 		jo_emit(stdout, jo_progress(p));
 		out_check(a);
 	} else {
+		a->prog.no_live = several_clients(a);
 		progress_print(&a->prog, p);
 	}
 }
@@ -282,10 +315,13 @@ static void on_info(void *ud, const struct evr_info *i)
 	struct app *a = ud;
 	char line[512];
 
-	if (i->kind == EVR_INFO_ACCEPTED)
+	if (i->kind == EVR_INFO_ACCEPTED) {
 		TOT_ADD(a, accepted, 1);
-	else if (i->kind == EVR_INFO_CONN_DONE)
+		conn_opened(a);
+	} else if (i->kind == EVR_INFO_CONN_DONE) {
 		TOT_ADD(a, conn_done, 1);
+		conn_closed(a);
+	}
 	if (a->cli.json) {
 		json_t *rec = jo_info(i);
 
@@ -348,6 +384,8 @@ static void on_conn_failed(void *ud, const struct evr_failure *f)
 
 	progress_clear(&a->prog);
 	TOT_ADD(a, conn_failed, 1);
+	if (a->cli.o.server && f->conn_id) /* one it had accepted */
+		conn_closed(a);
 	/* a server out of locked memory for one more: the diagnosis */
 	if (!a->cli.o.server || !diagnosed(a, f, line, sizeof(line))) {
 		rstream_failure_str(f, &a->cli.o, line, sizeof(line));

@@ -37,6 +37,12 @@ if ! start_server srv "$P" "$R" -T s -p "$P" --stall-timeout "$(tscale 60)"; the
 fi
 srvpid=$(bg_child_pid srv)
 
+# one client at a time: the server's row as upstream's, no client named
+run_cmd alone 30 "$R" -T s -s $H -p "$P" -S 100 -C 1 -I 10
+assert_exit "a client alone" 0 "$RC" "$T/alone.err"
+wait_count "$T/srv.out" "$E2E_ANY_ROW" 1 5
+assert_no_match "server, one client at a time: its row names no client" '  client ' "$T/srv.out"
+
 # the misbehaving client: connects and says nothing
 FAKE_HOLD=$(tscale 120) fake_start silent 150 silent "$P"
 wait_match "$T/silent.out" connected 5
@@ -77,7 +83,8 @@ done
 el=$(( $(now_ms) - t0 ))
 say "20 concurrent clients took $el ms"
 
-# the server printed every client's rows
+# the server printed every client's rows (and the lone one's)
+rows=$((rows + 1))
 wait_count "$T/srv.out" "$E2E_ANY_ROW" "$rows" 5
 assert_lines "server: one row per client test ($rows)" "$rows" "$T/srv.out" "$E2E_ANY_ROW"
 declare -A want=()
@@ -92,6 +99,11 @@ for row in "${!want[@]}"; do
 done
 check_default_table "$T/srv.out" 1 "server: the default run's rows"
 check_header "$T/srv.out" 1 "server"
+check_row "$T/srv.out" custom 100 1 10 1.9k 1 "server: the lone client's row"
+# clients at once: every row after the lone one's names its client
+n=$(grep -Ec -- "$E2E_ANY_ROW" "$T/srv.out")
+named=$(grep -Ec -- '  client 127\.0\.0\.1:[0-9]+$' "$T/srv.out")
+assert_eq "server, clients at once: each row names its client" "$((n - 1))" "$named"
 assert_empty "server: no connection dropped" "$T/srv.err"
 
 # the silent client did not stall anyone, and is still connected

@@ -321,16 +321,21 @@ ere_quote() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'; }
 row_regex() { # NAME BYTES XFERS ITERS TOTAL
 	local p
 	p=$(printf '%-10s%-8s%-8s%-8s%-8s' "$1" "$2" "$3" "$4" "$5")
-	printf '^%s *[0-9]+\\.[0-9]{2}s *[0-9]+\\.[0-9]{2} *[0-9]+\\.[0-9]{2}$' \
-		"$(ere_quote "$p")"
+	printf '^%s *[0-9]+\\.[0-9]{2}s *[0-9]+\\.[0-9]{2} *[0-9]+\\.[0-9]{2}%s$' \
+		"$(ere_quote "$p")" "$E2E_ROW_CLIENT"
 }
 
+# A server that has had two clients at once ends its rows with the
+# client's address ("  client 127.0.0.1:40000"): optional in the row
+# regexes, asserted where a test wants it.
+E2E_ROW_CLIENT='(  client [^ ]+)?'
+
 # Any row: a name, four columns, then the three numbers.
-E2E_ANY_ROW='^[^ ]+ +[0-9.]+[kmg]? +[0-9]+[kmb]? +[0-9]+[kmb]? +[0-9.]+[kmg]? +[0-9]+\.[0-9]{2}s +[0-9]+\.[0-9]{2} +[0-9]+\.[0-9]{2}$'
+E2E_ANY_ROW='^[^ ]+ +[0-9.]+[kmg]? +[0-9]+[kmb]? +[0-9]+[kmb]? +[0-9.]+[kmg]? +[0-9]+\.[0-9]{2}s +[0-9]+\.[0-9]{2} +[0-9]+\.[0-9]{2}'"$E2E_ROW_CLIENT"'$'
 
 # Does LINE print exactly as upstream's printf would print its own numbers?
 row_reformats() { # LINE
-	local l=$1 n b x i t tm g u
+	local l=${1%%  client *} n b x i t tm g u
 	read -r n b x i t tm g u <<<"$l"
 	[ "$l" = "$(printf '%-10s%-8s%-8s%-8s%-8s%8.2fs%10.2f%11.2f' "$n" "$b" \
 		"$x" "$i" "$t" "${tm%s}" "$g" "$u")" ]
