@@ -265,7 +265,9 @@ START_TEST(test_html)
 	ck_assert_ptr_null(strstr(buf, "src="));
 	ck_assert_ptr_null(strstr(buf, "http://"));
 	ck_assert_ptr_null(strstr(buf, "https://"));
-	ck_assert_ptr_null(strstr(buf, "<link"));
+	/* (but the icon, which is none: no /favicon.ico asked for) */
+	ck_assert_ptr_nonnull(strstr(buf, "<link rel=\"icon\" href=\"data:,\">"));
+	ck_assert_ptr_null(strstr(strstr(buf, "<link") + 5, "<link"));
 	/* the cells: the ok one links to its run, the failing one to its
 	 * failure's */
 	ck_assert_ptr_nonnull(strstr(buf, "<a class=\"cell ok\" href=\"/run/1\" "

@@ -108,6 +108,10 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 		return 0;
 	if (!strcmp(url, "/") || !strcmp(url, "/status.json"))
 		return status_page(d, url[1] == '\0', body, len, type);
+	if (!strcmp(url, "/favicon.ico")) {
+		*type = STATUS_ICON_TYPE;
+		return status_icon(body, len) ? -1 : 1;
+	}
 	*type = STATUS_TEXT_TYPE;
 	return status_run(body, len, &d->runs, url);
 }

@@ -58,6 +58,9 @@ void status_escape(FILE *f, const char *s);
 /* The page "/", /status.json, into a malloc'd buffer: 0 or -ENOMEM. */
 int status_html(char **buf, size_t *len, const struct status_src *s);
 int status_json(char **buf, size_t *len, const struct status_src *s);
+/* /favicon.ico: an SVG icon (STATUS_ICON_TYPE), 0 or -ENOMEM. */
+#define STATUS_ICON_TYPE "image/svg+xml"
+int status_icon(char **buf, size_t *len);
 /* /run/ID's text: 1, 0 when url names no run the ring holds, -ENOMEM. */
 int status_run(char **buf, size_t *len, const struct runring *r,
 	       const char *url);

@@ -77,7 +77,9 @@ assert_eq "/: HTML" "text/html; charset=utf-8" "$(type_of page)"
 assert_match "/: a whole HTML page" '^<!DOCTYPE html>$' "$T/page.txt"
 assert_match "/: ends" '</body></html>$' "$T/page.txt"
 assert_no_match "/: no script" '<script' "$T/page.txt"
-assert_no_match "/: nothing fetched from elsewhere" '(src=|<link|https?://)' "$T/page.txt"
+assert_no_match "/: nothing fetched from elsewhere" '(src=|https?://)' "$T/page.txt"
+assert_eq "/: no link but the icon, which is none (data:)" '<link rel="icon" href="data:,">' \
+	"$(grep -oE '<link[^>]*>' "$T/page.txt")"
 assert_no_match "/: a probe's name is never markup" 'bad<&>' "$T/page.txt"
 assert_match "/: the good probe's cell is ok, linked to its run" \
 	'<a class="cell ok" href="/run/[0-9]+" data-probe="good"' "$T/page.txt"
@@ -109,6 +111,8 @@ assert_match "/run/ID: connected, with its settings" \
 assert_match "/run/ID: measured" '^\+[0-9.]+ measured: test custom, 20 iterations of 1 x 1000 bytes' "$T/okrun.txt"
 assert_match "/run/ID: the round trips" '^\+[0-9.]+ round trips: min [0-9.]+ us, p50 [0-9.]+ us, .*\(20 samples\)$' "$T/okrun.txt"
 assert_match "/run/ID: ok" '^\+[0-9.]+ ok in [0-9.]+ s$' "$T/okrun.txt"
+get icon /favicon.ico
+assert_eq "/favicon.ico: an icon (no 404 in a browser's console on /run/ID)" "200|image/svg+xml" "$(cat "$T/icon.meta")"
 for bad in /run/0 /run/99999999 /run/1x /run/ /run/-1 /status; do
 	get nope "$bad"
 	assert_eq "$bad: 404" 404 "$(code_of nope)"
