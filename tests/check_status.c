@@ -274,7 +274,10 @@ START_TEST(test_html)
 				     "data-probe=\"lo-tcp\""));
 	ck_assert_ptr_nonnull(strstr(buf, "<a class=\"cell bad\" href=\"/run/2\" "
 				     "data-probe=\"mesh:&lt;b&gt;evil&lt;/b&gt;\""));
-	ck_assert_ptr_nonnull(strstr(buf, "loss 100%<br>refused</a>"));
+	ck_assert_ptr_nonnull(strstr(buf, "<b>&lt;b&gt;evil&lt;/b&gt;</b>p50 -"
+				     "<br>p99 -<br>loss 100%<br>refused</a>"));
+	ck_assert_ptr_nonnull(strstr(buf, "<b>lo-tcp</b>p50 6.0&nbsp;us<br>"
+				     "p99 12.0&nbsp;us<br>loss 0%</a>"));
 	/* the peers file refused, the device's port down, the runs */
 	ck_assert_ptr_nonnull(strstr(buf, "REFUSED"));
 	ck_assert_ptr_nonnull(strstr(buf, "<td class=\"bad\">PORT_DOWN</td>"));

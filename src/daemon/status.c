@@ -163,7 +163,9 @@ static void html_cell(FILE *f, const struct probe *p,
 	status_escape(f, p->cfg->name);
 	fputs("\"><b>", f);
 	status_escape(f, label_of(p));
-	fputs("</b>p99 ", f);
+	fputs("</b>p50 ", f);
+	put_us(f, p50_us(p));
+	fputs("<br>p99 ", f);
 	put_us(f, p99_us(p));
 	fprintf(f, "<br>loss %.0f%%", status_loss(p) * 100);
 	if (!p->st.up && p->st.runs) {
@@ -184,8 +186,9 @@ static void html_cells(FILE *f, const struct status_src *s)
 		html_cell(f, s->probes[i], s);
 	for (i = 0; i < s->npeers; i++)
 		html_cell(f, s->peers[i], s);
-	fprintf(f, "</div>\n<p>Each cell: the last successful run's p99 "
-		"round trip and the share of the last %d runs that failed. "
+	fprintf(f, "</div>\n<p>Each cell: the last successful run's median "
+		"and p99 round trip, the share of the last %d runs that "
+		"failed and the last failure's reason. "
 		"<span class=\"ok\">ok</span>: p99 under %g us, none failed; "
 		"<span class=\"warn\">warn</span>: p99 under %g us, or some "
 		"failed; <span class=\"bad\">bad</span>: the last run failed, "

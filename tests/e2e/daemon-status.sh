@@ -83,6 +83,8 @@ assert_eq "/: no link but the icon, which is none (data:)" '<link rel="icon" hre
 assert_no_match "/: a probe's name is never markup" 'bad<&>' "$T/page.txt"
 assert_match "/: the good probe's cell is ok, linked to its run" \
 	'<a class="cell ok" href="/run/[0-9]+" data-probe="good"' "$T/page.txt"
+assert_match "/: a cell: median and p99 round trip, loss" \
+	'data-probe="good" title="good"><b>good</b>p50 [0-9.]+&nbsp;us<br>p99 [0-9.]+&nbsp;us<br>loss 0%</a>' "$T/page.txt"
 assert_match "/: the mesh peer's cell, by its name" \
 	'<a class="cell ok" href="/run/[0-9]+" data-probe="mesh:p-one" title="mesh:p-one"><b>p-one</b>' "$T/page.txt"
 assert_match "/: the failing probe's cell is bad, with its reason" \
