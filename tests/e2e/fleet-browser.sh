@@ -53,7 +53,8 @@ fb_failing() {
 
 # The fleet's host 1, one peer failing: what a person would see.
 fb_fleet_page() {
-	local u="http://$(fab_addr 1):9471" d="$T/browser" want got bad href
+	local u d="$T/browser" want got bad href
+	u="http://$(fab_addr 1):9471"
 	# h1 with TCP's bounds (the defaults are RDMA's: a veth's round
 	# trips would be yellow), kept by its probes across the SIGHUP
 	fab_agent_conf 1 "$T/h1.json" "$T/peers" "$PI" "$TO"
@@ -120,7 +121,8 @@ fb_ran() { # URL K: K peers, each run once
 
 # fb_size K: the big agent with K peers, its page loaded: figures
 fb_size() {
-	local k=$1 u="http://$(fab_addr 1):9472" d="$T/browser-$1" fig
+	local k=$1 u d="$T/browser-$1" fig cells bytes load render nodes
+	u="http://$(fab_addr 1):9472"
 	fb_peers "$T/peers.big.tmp" "$k"
 	mv "$T/peers.big.tmp" "$T/peers.big"
 	if ! poll_until 60 fb_ran "$u" "$k"; then
