@@ -78,14 +78,15 @@ class Browser:
                 return m.get("result", {})
             self.events.append(m)
 
-    def wait_event(self, method):
+    def wait_event(self, *methods):
+        """The first event of one of methods (kept ones first)."""
         for i, m in enumerate(self.events):
-            if m.get("method") == method:
+            if m.get("method") in methods:
                 del self.events[i]
                 return m
         while True:
             m = self._read()
-            if m.get("method") == method:
+            if m.get("method") in methods:
                 return m
             self.events.append(m)
 
@@ -151,7 +152,8 @@ def click(b, session, selector, out):
     for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
         b.call("Input.dispatchMouseEvent", {"type": kind, "x": xy[0], "y": xy[1],
                                             "button": "left", "clickCount": 1}, session)
-    b.wait_event("Page.loadEventFired")
+    # another page loaded, or (a link within the page) none
+    b.wait_event("Page.loadEventFired", "Page.navigatedWithinDocument")
     r = b.call("Runtime.evaluate", {"expression":
                                     "location.href + '\\n' + document.body.innerText",
                                     "returnByValue": True}, session)
