@@ -2,7 +2,7 @@
 /*
  * The status page (status.h): HTML written section by section into a
  * memory stream, and the same facts as JSON (jansson).  A page of 64
- * peers and 100 runs is about 36 KB, of 256 peers 99 KB (doc/daemon.md,
+ * peers and 100 runs is 36-39 KB, of 256 peers 99 KB (doc/daemon.md,
  * measured by tests/e2e/fleet-browser.sh).
  */
 #include "config.h"
