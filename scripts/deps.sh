@@ -32,6 +32,8 @@ pkgs=(
 	mandoc                    # tests/e2e/manpages.sh lints the man pages
 	pmccabe                   # scripts/complexity.sh: branching per function
 	python3-jsonschema        # tests/e2e/schema.sh checks --json against doc/*.schema.json
+	chromium fonts-dejavu-core  # tests/e2e/fleet-browser.sh: the status page in a
+	                          # real browser (headless), its screenshot's font
 	rdmacm-utils              # upstream rstream/mckey, for interop tests
 	procps psmisc             # ps, killall used by tests (and iproute2's ip netns)
 	systemd util-linux        # systemd-analyze checks the unit; setpriv runs the daemon as nobody

@@ -1842,6 +1842,48 @@ static int one_pending(struct hg_conn *c)
 /* The admission rules: room, an address's share, the total, the
  * longest-waiting IDLE one evicted, BUSY ones never, turned away when
  * nothing IDLE is left, timeouts in order. */
+/* "status": the runs kept and the cells' bounds, RDMA-scaled defaults,
+ * each range-checked and named */
+START_TEST(test_status_conf)
+{
+	struct pconf *c;
+	char err[512];
+
+	put("{ }");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c->status.runs, 100);
+	ck_assert_double_eq(c->status.p99_ok_us, 50);
+	ck_assert_double_eq(c->status.p99_warn_us, 500);
+	ck_assert_double_eq(c->status.loss_bad, 0.1);
+	pconf_free(c);
+	put("{ \"status\": { \"runs\": 0, \"p99_ok_us\": 200, "
+	    "\"p99_warn_us\": 2000, \"loss_bad\": 0 } }");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c->status.runs, 0);
+	ck_assert_double_eq(c->status.p99_ok_us, 200);
+	ck_assert_double_eq(c->status.p99_warn_us, 2000);
+	ck_assert_double_eq(c->status.loss_bad, 0);
+	pconf_free(c);
+	put("{ \"status\": { \"runs\": 10000 } }");
+	ck_assert_msg(pconf_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c->status.runs, 10000);
+	pconf_free(c);
+	unlink(path);
+	bad("{ \"status\": 1 }", "status: must be an object");
+	bad("{ \"status\": { \"run\": 8 } }", "status: unknown key \"run\"");
+	bad("{ \"status\": { \"runs\": 10001 } }",
+	    "status: \"runs\" is 10001, must be 0 to 10000");
+	bad("{ \"status\": { \"runs\": 1.5 } }",
+	    "status: \"runs\" must be an integer");
+	bad("{ \"status\": { \"p99_ok_us\": -1 } }",
+	    "status: \"p99_ok_us\" is -1, must be 0 to 1e+07");
+	bad("{ \"status\": { \"loss_bad\": 1.5 } }",
+	    "status: \"loss_bad\" is 1.5, must be 0 to 1");
+	bad("{ \"status\": { \"p99_ok_us\": 100, \"p99_warn_us\": 90 } }",
+	    "status: \"p99_warn_us\" is 90, less than \"p99_ok_us\" (100)");
+}
+END_TEST
+
 START_TEST(test_hguard)
 {
 	const struct http_limits lim = { .max_conns = 4, .max_per_ip = 2,
@@ -2005,6 +2047,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_reason_lists);
 	tcase_add_test(tc, test_reconcile);
 	tcase_add_test(tc, test_http_conf);
+	tcase_add_test(tc, test_status_conf);
 	tcase_add_test(tc, test_hguard);
 	tcase_add_test(tc, test_render_http);
 	suite_add_tcase(s, tc);

@@ -34,6 +34,8 @@
 #include "probe.h"
 #include "reconcile.h"
 #include "responder.h"
+#include "runlog.h"
+#include "status.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -55,14 +57,40 @@ struct probed {
 	struct http http;
 	ev_signal hup_w, term_w, int_w;
 	struct metrics_daemon md;
+	struct runring runs;        /* the status page's last runs */
+	char host[256];             /* gethostname(), for the page */
 };
+
+/* "/" and /status.json: what the status page is given */
+static int status_page(struct probed *d, int html, char **body,
+		       size_t *len, const char **type)
+{
+	struct evr_dev_info devs[STATUS_DEVS_MAX];
+	struct status_src s = {
+		.host = d->host, .version = d->md.version,
+		.start_ts = d->md.start_ts, .cfg = &d->conf->status,
+		.probes = d->probes, .nprobes = d->nprobes,
+		.responders = d->responders, .nresponders = d->nresponders,
+		.mesh = d->mesh ? &d->mesh->stats : NULL,
+		.peers_file = d->mesh ? d->mesh->cfg->peers_file : NULL,
+		.devs = devs, .runs = &d->runs,
+	};
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s.now = ts.tv_sec + ts.tv_nsec / 1e9;
+	s.peers = mesh_probes(d->mesh, &s.npeers);
+	s.ndevs = evr_loop_devices(d->loop, devs, STATUS_DEVS_MAX);
+	if (s.ndevs > STATUS_DEVS_MAX)
+		s.ndevs = STATUS_DEVS_MAX;
+	*type = html ? STATUS_HTML_TYPE : STATUS_JSON_TYPE;
+	return (html ? status_html : status_json)(body, len, &s) ? -1 : 1;
+}
 
 static int page(void *ud, const char *url, char **body, size_t *len,
 		const char **type)
 {
 	struct probed *d = ud;
-	static const char index_page[] =
-		"evrdma-probed: metrics at /metrics\n";
 
 	if (!strcmp(url, "/metrics")) {
 		struct metrics_src s = {
@@ -76,13 +104,16 @@ static int page(void *ud, const char *url, char **body, size_t *len,
 		*type = METRICS_CONTENT_TYPE;
 		return metrics_render(body, len, &s, &d->md) ? -1 : 1;
 	}
-	if (!strcmp(url, "/")) {
-		*type = "text/plain; charset=utf-8";
-		*body = strdup(index_page);
-		*len = sizeof(index_page) - 1;
-		return *body ? 1 : -1;
+	if (!d->conf) /* (not before the first apply()) */
+		return 0;
+	if (!strcmp(url, "/") || !strcmp(url, "/status.json"))
+		return status_page(d, url[1] == '\0', body, len, type);
+	if (!strcmp(url, "/favicon.ico")) {
+		*type = STATUS_ICON_TYPE;
+		return status_icon(body, len) ? -1 : 1;
 	}
-	return 0;
+	*type = STATUS_TEXT_TYPE;
+	return status_run(body, len, &d->runs, url);
 }
 
 /* apply()'s sets, as the reconciler sees them: the running probes and
@@ -297,6 +328,9 @@ static int apply(struct probed *d, struct pconf *conf,
 	d->probes = a.np;
 	d->nprobes = conf->nprobes;
 	apply_mesh(d, conf, peers);
+	if (runring_resize(&d->runs, conf->status.runs))
+		plog(PLOG_WARN, "status: out of memory, the last %u runs "
+		     "kept", d->runs.cap);
 	pconf_free(d->conf);
 	d->conf = conf;
 	plog(PLOG_INFO, "configuration %s: %zu probe%s (%zu added, %zu "
@@ -432,6 +466,8 @@ static void shutdown_all(struct probed *d)
 	d->responders = NULL;
 	d->nresponders = 0;
 	http_close(&d->http);
+	probe_set_runs(NULL);
+	runring_fini(&d->runs);
 	if (d->evl) {
 		ev_signal_stop(d->evl, &d->hup_w);
 		ev_signal_stop(d->evl, &d->term_w);
@@ -564,6 +600,10 @@ int main(int argc, char **argv)
 	d.md.version = PACKAGE_VERSION;
 	d.md.start_ts = ts.tv_sec + ts.tv_nsec / 1e9;
 	d.md.last_reload_ok = 1;
+	if (gethostname(d.host, sizeof(d.host) - 1))
+		snprintf(d.host, sizeof(d.host), "localhost");
+	runring_init(&d.runs, 0); /* apply() sizes it */
+	probe_set_runs(&d.runs);
 
 	ret = EXIT_LOCAL;
 	d.evl = ev_default_loop(EVFLAG_AUTO);

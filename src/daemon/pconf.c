@@ -27,6 +27,7 @@
 
 #include "pconf.h"
 #include "peers.h"
+#include "runlog.h"
 
 struct ctx {
 	const char *file;
@@ -921,6 +922,35 @@ static int parse_http(struct ctx *c, json_t *o, struct http_limits *l)
 	return 0;
 }
 
+/* "status": the status page's runs and its cells' bounds */
+static int parse_status(struct ctx *c, json_t *o, struct status_cfg *st)
+{
+	static const char *const keys[] = {
+		"runs", "p99_ok_us", "p99_warn_us", "loss_bad", NULL,
+	};
+	unsigned long long runs;
+
+	snprintf(c->where, sizeof(c->where), "status");
+	if (o && !json_is_object(o))
+		return fail(c, "must be an object");
+	if (o && check_keys(c, o, keys))
+		return -1;
+	if (get_uint(c, o, "runs", 0, RUNRING_MAX, PCONF_STATUS_RUNS, &runs) ||
+	    get_num(c, o, "p99_ok_us", 0, 1e7, PCONF_STATUS_P99_OK_US,
+		    &st->p99_ok_us) ||
+	    get_num(c, o, "p99_warn_us", 0, 1e7, PCONF_STATUS_P99_WARN_US,
+		    &st->p99_warn_us) ||
+	    get_num(c, o, "loss_bad", 0, 1, PCONF_STATUS_LOSS_BAD,
+		    &st->loss_bad))
+		return -1;
+	if (st->p99_warn_us < st->p99_ok_us)
+		return fail(c, "\"p99_warn_us\" is %g, less than \"p99_ok_us\" "
+			    "(%g)", st->p99_warn_us, st->p99_ok_us);
+	st->runs = (unsigned)runs;
+	c->where[0] = '\0';
+	return 0;
+}
+
 void pconf_free(struct pconf *c)
 {
 	size_t i;
@@ -1067,7 +1097,7 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 	static const char *const keys[] = {
 		"listen_address", "listen_port", "probes", "responders", "mesh",
 		"dns_cache_s", "dns_negative_cache_s", "dns_timeout_s",
-		"http", NULL,
+		"http", "status", NULL,
 	};
 	struct ctx c = { .file = file, .err = err, .len = len };
 	struct pconf *conf = NULL;
@@ -1102,7 +1132,8 @@ int pconf_load(struct pconf **out, const char *file, char *err, size_t len)
 		    PCONF_DNS_NEGATIVE_S, &conf->dns.negative_s) ||
 	    get_num(&c, root, "dns_timeout_s", 0.1, 60, PCONF_DNS_TIMEOUT_S,
 		    &conf->dns.timeout_s) ||
-	    parse_http(&c, json_object_get(root, "http"), &conf->http))
+	    parse_http(&c, json_object_get(root, "http"), &conf->http) ||
+	    parse_status(&c, json_object_get(root, "status"), &conf->status))
 		goto out;
 	probes = json_object_get(root, "probes");
 	if (probes && !json_is_array(probes)) {

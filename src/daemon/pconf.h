@@ -96,10 +96,26 @@ struct mesh_cfg {
 	json_t *raw;            /* equal => the same probes */
 };
 
+/* "status": the status page's (status.h): the last runs it keeps with
+ * their logs, and where a peer's cell turns from ok to warn to bad:
+ * its last run's p99 round trip against two bounds (RDMA's scale by
+ * default: 50 us and 500 us), the share of its recent runs that failed
+ * (any: warn; over loss_bad: bad), and its last run's failure (bad) */
+#define PCONF_STATUS_RUNS 100
+#define PCONF_STATUS_P99_OK_US 50
+#define PCONF_STATUS_P99_WARN_US 500
+#define PCONF_STATUS_LOSS_BAD 0.1
+struct status_cfg {
+	unsigned runs;
+	double p99_ok_us, p99_warn_us;
+	double loss_bad;
+};
+
 struct pconf {
 	char *listen_addr;
 	unsigned listen_port;
 	struct http_limits http;        /* "http": its connections */
+	struct status_cfg status;       /* "status": the status page */
 	size_t nprobes;
 	struct probe_cfg *probes;
 	size_t nresponders;

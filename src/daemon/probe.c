@@ -138,6 +138,68 @@ const struct split_hist *probe_local_delay(void)
 
 static void path_release(struct probe *p);
 
+/* ------------------------------------------------------ the run's log */
+
+/* The agent's ring of finished runs (runlog.h), or NULL: no logs. */
+static struct runring *ring;
+
+void probe_set_runs(struct runring *r)
+{
+	ring = r;
+}
+
+/* A line of the run's log, if it keeps one. */
+#define RLOG(p, ...) runlog_add((p)->run.log, evr_now_ns(), __VA_ARGS__)
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+/* The run just over, its log with it, into the ring: its id. */
+static uint64_t run_record(struct probe *p, int ok)
+{
+	struct runrec rec;
+
+	memset(&rec, 0, sizeof(rec));
+	copy_name(rec.probe, sizeof(rec.probe), p->cfg->name);
+	copy_name(rec.peer, sizeof(rec.peer), p->cfg->peer);
+	rec.duration_s = p->st.last_duration_s;
+	rec.start_ts = wall_now() - rec.duration_s;
+	rec.ok = ok;
+	rec.reason = ok ? NULL : probe_reason_names[p->run.reason];
+	if (ok && p->run.have_lat) {
+		rec.p50_ns = p->run.lat.p50_ns;
+		rec.p99_ns = p->run.lat.p99_ns;
+	}
+	if (ok)
+		RLOG(p, "ok in %.6f s", rec.duration_s);
+	else
+		RLOG(p, "FAILED (%s) after %.6f s: %s", rec.reason,
+		     rec.duration_s, p->run.why);
+	rec.log = p->run.log;
+	p->run.log = NULL;
+	return runring_add(ring, &rec);
+}
+
+/* The outcome in the status page's figures: the recent runs' loss, the
+ * last failure's reason, the ids its links name. */
+static void run_note(struct probe *p, int ok)
+{
+	struct probe_stats *s = &p->st;
+
+	s->recent_fail = (s->recent_fail << 1) | !ok;
+	if (s->recent_n < PROBE_RECENT)
+		s->recent_n++;
+	if (!ok)
+		s->last_reason = (int)p->run.reason;
+	if (!ring)
+		return;
+	p->last_run_id = run_record(p, ok);
+	if (!ok)
+		p->last_fail_id = p->last_run_id;
+}
+
 /* A run is over, well (ok) or not: count it, log a change of state. */
 static void run_over(struct probe *p, int ok)
 {
@@ -150,6 +212,7 @@ static void run_over(struct probe *p, int ok)
 	s->runs++;
 	s->last_duration_s = (evr_now_ns() - p->run.t0_ns) / 1e9;
 	s->up = ok;
+	run_note(p, ok);
 	if (ok) {
 		s->successes++;
 		s->last_success_ts = wall_now();
@@ -215,6 +278,43 @@ static void rs_local(void *ud, uint64_t lo_ns, uint64_t hi_ns, uint64_t n)
 	split_hist_add(&((struct probe *)ud)->run.self, lo_ns, hi_ns, n);
 }
 
+/* What the run measured, in its log. */
+static void rs_log_result(struct probe *p, const struct evr_result *r)
+{
+	RLOG(p, "measured: test %s, %u iterations of %u x %u bytes, %llu "
+	     "bytes in %.6f s%s", r->name ? r->name : "?", r->iters,
+	     r->count, r->size, (unsigned long long)r->bytes,
+	     r->elapsed_ns / 1e9, r->split ? "; the responder stamped its "
+	     "echoes (negotiated, split round trips)" : "");
+	if (r->lat && r->lat->samples)
+		RLOG(p, "round trips: min %.1f us, p50 %.1f us, p90 %.1f us, "
+		     "p99 %.1f us, max %.1f us (%llu samples)",
+		     r->lat->min_ns / 1e3, r->lat->p50_ns / 1e3,
+		     r->lat->p90_ns / 1e3, r->lat->p99_ns / 1e3,
+		     r->lat->max_ns / 1e3,
+		     (unsigned long long)r->lat->samples);
+}
+
+/* A connection set up: where to, what it got. */
+static void rs_info(void *ud, const struct evr_info *i)
+{
+	struct probe *p = ud;
+	const struct evr_conn_settings *cs = i->settings;
+	char rows[256];
+	size_t n = 0;
+	unsigned k;
+
+	if (i->kind != EVR_INFO_SETTINGS || !cs)
+		return;
+	rows[0] = '\0';
+	for (k = 0; k < cs->nrows && n < sizeof(rows); k++)
+		n += snprintf(rows + n, sizeof(rows) - n, " %s=%lld",
+			      cs->rows[k].key, (long long)cs->rows[k].value);
+	RLOG(p, "connected: %s local %s to peer %s; settings:%s",
+	     evr_stream_transport_name(cs->transport), cs->local, cs->peer,
+	     rows[0] ? rows : " none");
+}
+
 /* The one test's row: held until done() says the run as a whole went
  * well (a close that fails after the row is still a failed run).  Its
  * samples are only valid now: walked into the run's own histogram. */
@@ -242,6 +342,7 @@ static void rs_result(void *ud, const struct evr_result *r)
 	p->run.have_lat = r->lat != NULL;
 	if (r->lat)
 		p->run.lat = *r->lat;
+	rs_log_result(p, r);
 }
 
 /* An rstream run with a result: its round trips, throughput, split and
@@ -273,6 +374,18 @@ static void rs_fold(struct probe *p)
 	}
 }
 
+/* Where a failed run was: its phase and call, how far it came. */
+static void rs_log_failure(struct probe *p, const struct evr_failure *f)
+{
+	RLOG(p, "failed in phase %s%s%s, peer %s, plan %snegotiated, "
+	     "%llu of %llu iterations, %llu bytes", evr_phase_name(f->phase),
+	     f->where ? " at " : "", f->where ? f->where : "",
+	     f->peer[0] ? f->peer : "-",
+	     f->negotiated ? "" : "not ", (unsigned long long)f->iters_done,
+	     (unsigned long long)f->iters_total,
+	     (unsigned long long)f->bytes_done);
+}
+
 /* An rstream run without a result: why, from the timeout, the failure f
  * or the status. */
 static void rs_failed(struct probe *p, int status, const struct evr_failure *f)
@@ -284,6 +397,7 @@ static void rs_failed(struct probe *p, int status, const struct evr_failure *f)
 	} else if (f) {
 		p->run.reason = probe_stream_reason(f);
 		evr_failure_str(f, p->run.why, sizeof(p->run.why));
+		rs_log_failure(p, f);
 	} else {
 		p->run.reason = R_ERROR;
 		snprintf(p->run.why, sizeof(p->run.why),
@@ -331,12 +445,15 @@ static void rs_opts(const struct probe_cfg *c, struct evr_stream_opts *o)
 	/* an evrdma responder stamps its echoes with its hold: the round
 	 * trip in parts (host or network); others run as without */
 	o->lat_split = o->force_negotiate && !o->verify;
+	/* what a connection got, for the run's log (once per run) */
+	o->report_settings = 1;
 }
 
 static void start_rstream(struct probe *p)
 {
 	static const struct evr_stream_cbs cbs = {
 		.result = rs_result,
+		.info = rs_info,
 		.done = rs_done,
 	};
 	struct evr_stream_opts o;
@@ -348,6 +465,12 @@ static void start_rstream(struct probe *p)
 		o.host = p->num[0];
 	if (p->num[1][0])
 		o.bind_addr = p->num[1];
+	RLOG(p, "connecting: %s to %s port %s%s%s, %s%s",
+	     evr_stream_transport_name(o.transport), o.host, o.port,
+	     o.bind_addr ? " from " : "", o.bind_addr ? o.bind_addr : "",
+	     o.no_negotiate ? "no plan sent" : o.force_negotiate ?
+	     "the plan sent (negotiated)" : "the plan sent if the server "
+	     "knows it", o.verify ? ", verifying" : "");
 	ret = evr_stream_new(&p->rs, p->loop, &o, &cbs, p);
 	if (ret) {
 		p->rs = NULL;
@@ -361,6 +484,7 @@ static void start_rstream(struct probe *p)
 	if (ret && probe_running(p)) {
 		p->run.reason = probe_stream_reason(&f);
 		evr_failure_str(&f, p->run.why, sizeof(p->run.why));
+		rs_log_failure(p, &f);
 		run_over(p, 0);
 		reap_later(p);
 	}
@@ -375,6 +499,7 @@ static void mc_joined(void *ud, const struct evr_mc_joined *j)
 
 	if (s > p->run.join_s)
 		p->run.join_s = s;
+	RLOG(p, "joined the group in %.6f s", s);
 }
 
 static void mc_failure(void *ud, const struct evr_mc_failure *f)
@@ -470,6 +595,12 @@ static void mc_done(void *ud, int status, unsigned n,
 			late = 1;
 	}
 	p->st.mc_join_s = p->run.join_s;
+	for (i = 0; i < n; i++)
+		RLOG(p, "QP %u: %sjoined, sent %llu, received %llu of %llu",
+		     i, q[i].joined ? "" : "not ",
+		     (unsigned long long)q[i].sent,
+		     (unsigned long long)q[i].received,
+		     (unsigned long long)q[i].expected);
 	if (!status && !timed_out) {
 		run_over(p, 1);
 	} else {
@@ -519,6 +650,10 @@ static void start_mckey(struct probe *p)
 		run_over(p, 0);
 		return;
 	}
+	RLOG(p, "joining: %s group %s%s%s as a %s",
+	     evr_mc_transport_name(o.transport), o.group,
+	     o.bind_addr ? " on " : "", o.bind_addr ? o.bind_addr : "",
+	     o.sender ? "sender" : "receiver");
 	evr_mcast_start(p->mc); /* an early failure arrives via done() */
 }
 
@@ -632,6 +767,7 @@ static void looked_up(struct probe *p, unsigned i, int err,
 		name_failed(p, i, what);
 		return;
 	}
+	RLOG(p, "resolved %s to %s", name_of(p, i), p->num[i]);
 	if (!p->lk[0] && !p->lk[1])
 		start_engine(p);
 }
@@ -662,6 +798,7 @@ static void lookups_start(struct probe *p)
 	for (i = 0; i < 2; i++) {
 		if (numeric(name_of(p, i)))
 			continue;
+		RLOG(p, "resolving %s", name_of(p, i));
 		ret = evr_lookup_start(&p->lk[i], p->loop, name_of(p, i),
 				       AF_UNSPEC, cbs[i], p);
 		if (ret) {
@@ -695,10 +832,27 @@ static void timeout_cb(struct ev_loop *l, ev_timer *w, int revents)
 		return;
 	}
 	p->state = PR_TIMED_OUT;
+	RLOG(p, "timeout_s (%.1f s) passed: cancelled", p->cfg->timeout_s);
 	if (p->rs)
 		evr_stream_cancel(p->rs);
 	else if (p->mc)
 		evr_mcast_cancel(p->mc);
+}
+
+/* The host checks' verdict in the run's log: each one that failed. */
+static void log_hostcheck(struct probe *p)
+{
+	unsigned i;
+
+	if (!p->hc_valid || !p->hc.nfail) {
+		RLOG(p, "host checks: %s", p->hc_valid ? "ok" : "not run");
+		return;
+	}
+	for (i = 0; i < EVR_HC_COUNT; i++)
+		if (p->hc.rows[i].verdict == EVR_HC_FAIL)
+			RLOG(p, "host check %s FAILED: %s",
+			     evr_hostcheck_name(p->hc.rows[i].check),
+			     p->hc.rows[i].fact);
 }
 
 static void run_start(struct probe *p)
@@ -710,9 +864,15 @@ static void run_start(struct probe *p)
 	ev_timer_stop(l, &p->reap_w);
 	reap_cb(l, &p->reap_w, 0);
 	p->state = PR_RUNNING;
+	free(p->run.log);
 	memset(&p->run, 0, sizeof(p->run));
 	p->run.join_s = -1;
 	p->run.t0_ns = evr_now_ns();
+	if (ring && ring->cap)
+		p->run.log = runlog_new(p->run.t0_ns);
+	RLOG(p, "run of probe \"%s\" (%s, every %g s, timeout %g s)",
+	     p->cfg->name, p->cfg->type == PROBE_RSTREAM ? "rstream" :
+	     "mckey", p->cfg->interval_s, p->cfg->timeout_s);
 	limit = p->cfg->timeout_s;
 	/* mckey: the deadline covers the transfer; joining and settling
 	 * come first */
@@ -722,6 +882,7 @@ static void run_start(struct probe *p)
 	ev_timer_set(&p->timeout_w, limit, 0.);
 	ev_timer_start(l, &p->timeout_w);
 	probe_hostcheck(p);
+	log_hostcheck(p);
 	lookups_start(p);
 }
 
@@ -900,6 +1061,7 @@ int probe_new(struct probe **out, struct evr_loop *loop,
 	p->loop = loop;
 	p->evl = evr_loop_ev(loop);
 	p->st.mc_join_s = -1;
+	p->st.last_reason = -1;
 	ev_timer_init(&p->tick_w, tick_cb, 0., cfg->interval_s);
 	ev_timer_init(&p->timeout_w, timeout_cb, cfg->timeout_s, 0.);
 	ev_timer_init(&p->reap_w, reap_cb, 0., 0.);
@@ -938,5 +1100,6 @@ void probe_free(struct probe *p)
 	if (p->mc)
 		evr_mcast_cancel(p->mc);
 	reap_cb(p->evl, &p->reap_w, 0);
+	free(p->run.log);
 	free(p);
 }

@@ -15,6 +15,7 @@
 #include "evrdma/stream.h"
 #include "evrdma/mcast.h"
 #include "pconf.h"
+#include "runlog.h"
 
 /* Why a run failed: a small fixed set, the "reason" label, as one list:
  * X(R_NAME, its label value, the probe types it can happen to (T_RS
@@ -118,7 +119,16 @@ struct probe_stats {
 	uint64_t mc_bad;            /* malformed or out-of-range headers */
 	uint64_t mc_untracked;      /* untracked senders, outside the window */
 	double mc_join_s;           /* last run, slowest QP; -1 = none */
+	/* the status page's: the last PROBE_RECENT runs' outcomes, a bit a
+	 * run (1 failed, the newest lowest), recent_n of them; the last
+	 * failure's reason, -1 before one */
+	uint32_t recent_fail;
+	unsigned recent_n;
+	int last_reason;
 };
+
+/* runs a probe's loss on the status page is counted over */
+#define PROBE_RECENT 16
 
 /* Where a probe's run is, one state at a time (traced in the debug log):
  *   IDLE       no run: the next tick starts one
@@ -157,6 +167,9 @@ struct probe_run {
 	int dev;            /* -EVR_E_DEVGONE or -EVR_E_PORTDOWN */
 	int local;          /* a bind to an address this host lacks */
 	double join_s;      /* the slowest join, -1 before one */
+	/* its log for the status page (runlog.h), handed to the agent's
+	 * ring (probe_set_runs()) when the run is over; NULL: none kept */
+	struct runlog *log;
 };
 
 struct probe {
@@ -185,6 +198,9 @@ struct probe {
 	 * the agent's other probes of it: one run on a path at a time */
 	struct probe_path *path;
 	struct probe *wait_next;    /* in the path's queue (WAITING) */
+	/* its runs in the agent's ring: the last one's id and the last
+	 * failed one's (0: none yet), for the status page's links */
+	uint64_t last_run_id, last_fail_id;
 };
 
 /* A run started and its done() not called yet (RUNNING or TIMED_OUT). */
@@ -200,6 +216,10 @@ struct probe_agent_stats {
 	uint64_t deferred, skipped;
 };
 const struct probe_agent_stats *probe_agent_stats(void);
+
+/* The ring every probe's finished runs go to, with their logs (NULL,
+ * the default: no logs are written).  The agent's, as the paths. */
+void probe_set_runs(struct runring *r);
 
 int probe_new(struct probe **out, struct evr_loop *loop,
 	      const struct probe_cfg *cfg);

@@ -163,10 +163,12 @@ assert_match "build_info carries the version" \
 	'^evrdma_probed_build_info\{version="[0-9][^"]*"\} 1$' "$T/m2.txt"
 code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://$H:$HP/nope")
 assert_eq "an unknown path: 404" 404 "$code"
-# / is the documented index (evrdma-probed.8, METRICS), nothing else
+# / is the status page (evrdma-probed.8, STATUS PAGE; daemon-status.sh
+# has the rest)
 code=$(curl -s --max-time 2 -o "$T/index.txt" -w '%{http_code}' "http://$H:$HP/")
-assert_eq "/: 200, the index" 200 "$code"
-assert_eq "/: the man page's text" "evrdma-probed: metrics at /metrics" "$(cat "$T/index.txt")"
+assert_eq "/: 200, the status page" 200 "$code"
+assert_match "/: HTML, naming the probes" 'data-probe="lo".*data-probe="gone"|data-probe="gone".*data-probe="lo"' \
+	<(tr -d '\n' <"$T/index.txt")
 code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://$H:$HP/metrics/x")
 assert_eq "a path under /metrics: 404" 404 "$code"
 code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' -X POST "http://$H:$HP/metrics")

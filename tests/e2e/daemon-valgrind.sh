@@ -4,8 +4,9 @@
 # evrdma-probed under valgrind memcheck, run by this script itself: a
 # probe of a live rstream server and one of a dead port, and where the
 # host has no RDMA device an RDMA rstream and an mckey probe (failing at
-# once with reason="nodev"); /metrics scraped; a SIGHUP that replaces the
-# probes and one that is rejected; SIGTERM exits 0; no memcheck error and
+# once with reason="nodev"); /metrics, the status page, its JSON and run
+# logs fetched; a SIGHUP that replaces the probes (and keeps fewer runs)
+# and one that is rejected; SIGTERM exits 0; no memcheck error and
 # no leak.  (make check-valgrind runs every script's daemons under
 # memcheck; there, and in the ASan build, this one skips.)
 # shellcheck source=lib.sh
@@ -49,7 +50,14 @@ if wait_listen "$HP3" 30 vg; then
 		num_ge "no RDMA device: mckey probe fails with reason=nodev" \
 			"$(val "$T/v1.txt" 'evrdma_probe_failures_total{probe="vgmc",reason="nodev"}')" 1
 	fi
-	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ] }\n' \
+	# the status page, its JSON and a run's log (each run's log is
+	# the ring's: freed as it is dropped, and at the end)
+	for p in / /status.json /run/1 /run/999999; do
+		curl -s --max-time "$(tscale 5)" -o /dev/null "http://$H:$HP3$p"
+	done
+	code=$(curl -s --max-time "$(tscale 5)" -o "$T/vgrun.txt" -w '%{http_code}' "http://$H:$HP3/run/2")
+	assert_eq "under valgrind: /run/2" 200 "$code"
+	printf '{ "listen_address": "%s", "listen_port": %s, "probes": [ %s ], "status": { "runs": 2 } }\n' \
 		"$H" "$HP3" "$(probe_json vgnew "$SP")" >"$T/vg.json"
 	kill -HUP "$(bg_child_pid vg)"
 	sleep 1

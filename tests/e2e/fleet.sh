@@ -455,6 +455,9 @@ say "from fault to alert: ${TOTAL[*]}"
 max=$(printf '%s\n' "${TOTAL[@]}" | sed 's/.*: \([0-9]*\) ms/\1/' | sort -n | tail -1)
 say "$INJECTED faults injected, the slowest alert ${max} ms after its fault"
 
+# the status page in a browser, the fleet running (fleet-browser.sh)
+. "$(dirname "${BASH_SOURCE[0]}")/fleet-browser.sh" && fleet_browser
+
 # ------------------------------------------------------------------ the end
 
 for i in $(seq 1 "$N"); do
