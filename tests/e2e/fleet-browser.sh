@@ -56,9 +56,13 @@ fb_fleet_page() {
 	local u d="$T/browser" want got bad href
 	u="http://$(fab_addr 1):9471"
 	# h1 with TCP's bounds (the defaults are RDMA's: a veth's round
-	# trips would be yellow), kept by its probes across the SIGHUP
+	# trips would be yellow), kept by its probes across the SIGHUP; on a
+	# loaded host (CI's) a probe's tail and a timed-out run or two are
+	# no failure of the page, so a cell is red here only for a run that
+	# failed last or half the runs failing (check_status holds the
+	# colours to their bounds)
 	fab_agent_conf 1 "$T/h1.json" "$T/peers" "$PI" "$TO"
-	sed -i '1a\  "status": { "p99_ok_us": 1000, "p99_warn_us": 10000, "runs": 100 },' "$T/h1.json"
+	sed -i '1a\  "status": { "p99_ok_us": 1000, "p99_warn_us": 1000000, "loss_bad": 0.5, "runs": 100 },' "$T/h1.json"
 	HUP 1
 	fab_agent_conf "$N" "$T/h$N.json" "$T/peers" "$PI" "$TO" 0
 	HUP "$N"
@@ -67,7 +71,7 @@ fb_fleet_page() {
 			"$(fb_py st1 "[(p['name'], p['cell'], p['last_failure']) for p in d['probes']]")"
 		return
 	fi
-	fb_browse "$(fab_ns 1)" "$u/" "$d" --shot "$T/status-page.png" --width 1100 --height 760 --click 'a.cell.bad'
+	fb_browse "$(fab_ns 1)" "$u/" "$d" --shot "$T/status-page.png" --width 1100 --height 760 --click "a.cell.bad[data-probe='mesh:h$N']"
 	if [ "$RC" != 0 ]; then
 		not_ok "browser: Chromium loads h1's status page" "$(cat "$d/browse.out")"
 		dump "$d/chromium.err"
@@ -88,7 +92,14 @@ fb_fleet_page() {
 	done
 	ok "browser: every peer named in its cell"
 	bad=$(python3 -c 'import json, sys; print(" ".join(c["probe"] for c in json.load(open(sys.argv[1]))["cells"] if "bad" in c["cls"].split()))' "$d/cells.json")
-	assert_eq "browser: h$N's cell, and only it, is marked bad" "mesh:h$N" "$bad"
+	# h8's cell red; another's only if its own last run failed as the
+	# page was read (a timeout on a loaded host), never all of them
+	case " $bad " in
+	*" mesh:h$N "*) ok "browser: h$N's cell is marked bad" ;;
+	*) not_ok "browser: h$N's cell is marked bad" "bad: $bad" ;;
+	esac
+	[ "$bad" = "mesh:h$N" ] || say "also red as the page was read: ${bad/mesh:h$N/}"
+	assert_le "browser: not every cell is red" "$(echo "$bad" | wc -w)" "$(( $(echo "$got" | wc -w) - 1 ))"
 	href=$(python3 -c 'import json, sys; print([c["href"] for c in json.load(open(sys.argv[1]))["cells"] if c["probe"] == sys.argv[2]][0])' "$d/cells.json" "mesh:h$N")
 	assert_match "browser: its cell says why" 'refused' <(python3 -c 'import json, sys; print([c["text"] for c in json.load(open(sys.argv[1]))["cells"] if c["probe"] == sys.argv[2]][0])' "$d/cells.json" "mesh:h$N")
 	assert_eq "browser: one click on it leads to its run's log" "$u$href" "$(head -1 "$d/click.txt")"
