@@ -314,10 +314,13 @@ static void looked_up(struct evr_stream *st, unsigned i, int err,
 		      const struct sockaddr *sa)
 {
 	struct evr_failure f = { .phase = EVR_PH_SETUP };
+	const struct evr__addrs *a;
 
 	/* sa is the lookup's: read it before the lookup goes */
 	if (!err && evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
 		err = EAI_NONAME;
+	if (!err && evr__lookup_addrs(st->lk[i], &a))
+		st->found[i] = *a;
 	evr_lookup_free(st->lk[i]);
 	st->lk[i] = NULL;
 	if (err) {
