@@ -550,6 +550,16 @@ int evr__addrs_add(struct evr__addrs *a, const struct sockaddr *sa,
 	return 1;
 }
 
+int evr__addrs_pick(const struct evr__addrs *a, int family)
+{
+	unsigned i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->ss[i].ss_family == family)
+			return (int)i;
+	return -1;
+}
+
 unsigned evr__lookup_addrs(const struct evr_lookup *lk,
 			   const struct evr__addrs **out)
 {

@@ -33,6 +33,8 @@ struct evr__addrs {
  * is full: 1 when appended, else 0. */
 int evr__addrs_add(struct evr__addrs *a, const struct sockaddr *sa,
 		   socklen_t len);
+/* The index of a's first address of family, or -1. */
+int evr__addrs_pick(const struct evr__addrs *a, int family);
 /* During a lookup's callback (evr_lookup_fn, whose sa is the first):
  * every address of the answer (none when it failed); their count. */
 struct evr_lookup;

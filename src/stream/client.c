@@ -521,10 +521,12 @@ static int client_sources(struct stream_client *cl, struct evr_addr *src,
 		return 0;
 	for (j = 0; j < addr_count(st, 1); j++) {
 		ret = resolve_nth(st, 1, j, &src[*n], &fj);
-		if (!ret)
+		if (!ret) {
 			++*n;
-		else if (!first)
-			first = ret, *f = fj;
+		} else if (!first) {
+			first = ret;
+			*f = fj;
+		}
 	}
 	return *n ? 0 : first;
 }
@@ -582,8 +584,10 @@ static int client_targets(struct stream_client *cl, struct evr_failure *f)
 
 		memset(t, 0, sizeof(*t));
 		ret = resolve_nth(st, 0, j, &t->dst, &fj);
-		if (ret && !first)
-			first = ret, *f = fj;
+		if (ret && !first) {
+			first = ret;
+			*f = fj;
+		}
 		if (ret)
 			continue;
 		if (!first && !j)
