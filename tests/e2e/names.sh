@@ -132,6 +132,14 @@ bg_wait mr 20
 assert_exit "mckey -b NAME, IPv4 group: the receiver joins and receives" \
 	0 "$RC" "$T/mr.out" "$T/mr.err"
 
+run_cmd mv6 30 "${NX[@]}" "$MCKEY" --udp --settle 0.3 -m $G -b v6only.evr.test -s \
+	--udp-port 17443
+assert_exit_not "mckey -b NAME without an IPv4 address, IPv4 group: fails" \
+	0 "$RC" "$T/mv6.out" "$T/mv6.err"
+assert_match "the line names the name's family and the group's" \
+	"addr bind failure.*v6only\.evr\.test \(IPv6\) for group $G \(IPv4\)" \
+	"$T/mv6.err"
+
 bg_stop s4
 bg_stop s6
 bg_stop s6u
