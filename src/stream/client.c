@@ -215,6 +215,23 @@ static int try_next(struct stream_client *cl, const struct cli_sess *cs,
 	return 1;
 }
 
+/* Connection k could not be made on the address tried now for its
+ * family (a kernel without IPv6, a numeric -b of the other family): 1
+ * when it starts again on the next address, as after a refused connect. */
+static int skip_family(struct stream_client *cl, unsigned k,
+		       const struct evr_failure *f)
+{
+	if (f->err != -EAFNOSUPPORT || cl->tg_settled ||
+	    cl->st.state != EVR_STREAM_RUNNING || cl->tg_cur + 1 >= cl->ntg)
+		return 0;
+	cl->tg_cur++;
+	cl->redo[k] = 1;
+	cl->nredo++;
+	/* (called from client_progress(): it looks again) */
+	cl->progress_again = 1;
+	return 1;
+}
+
 static void client_finished(struct evr_sess *s)
 {
 	struct cli_sess *cs = cli_sess_of(s);
@@ -397,7 +414,8 @@ fail_sess:
 	evr__sess_fini(&cs->s);
 	free(cs);
 fail:
-	client_fail(cl, k, &f);
+	if (!skip_family(cl, k, &f))
+		client_fail(cl, k, &f);
 }
 
 /* The connections that failed on an address before the one tried now

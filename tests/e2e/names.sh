@@ -111,6 +111,9 @@ assert_exit "-b NAME (10.77.42.1 first, fd00:77:42::1) to an IPv6 server binds f
 run_cmd c3c 30 "${NX[@]}" "$R" -T s -s two.evr.test -b src.evr.test -p "$P4" -C 10
 assert_exit "a name of two addresses and -b NAME of two: each with its own family's" \
 	0 "$RC" "$T/c3c.out" "$T/c3c.err"
+run_cmd c3n 30 "${NX[@]}" "$R" -T s -s two.evr.test -b 127.0.0.1 -p "$P4" -C 10
+assert_exit "a name of two addresses and a numeric IPv4 -b: ::1 is passed over" \
+	0 "$RC" "$T/c3n.out" "$T/c3n.err"
 run_cmd c3d 30 "${NX[@]}" "$R" -T s -s 127.0.0.1 -b v6only.evr.test -p "$P4" -C 10
 assert_exit "-b NAME without an IPv4 address, to an IPv4 server: a bad bind" \
 	5 "$RC" "$T/c3d.out" "$T/c3d.err"
