@@ -7,9 +7,12 @@
 # gives localhost:
 #  - a client of a name whose first address (::1) has no listener and
 #    whose second (127.0.0.1) has connects, with -c 3 too (each
-#    connection that failed on ::1 tries 127.0.0.1);
-#  - a name whose two addresses both refuse: one line, the last error
-#    and how many were tried, exit 3;
+#    connection that failed on ::1 tries 127.0.0.1); a first address
+#    that never answers (a veth to a silent namespace) is left after
+#    the stall timeout; a numeric -b of the other family passes ::1 over;
+#  - a name whose two addresses both fail (refused; refused, then
+#    unreachable): one line, the last error and how many were tried,
+#    exit 3;
 #  - -b NAME with both families binds the server's family: an IPv4
 #    server, an IPv6 one (with names whose first address is IPv6, and
 #    IPv4); a -b name with no address of the server's
@@ -29,9 +32,10 @@ command -v ip >/dev/null || e2e_skip_all "ip is not installed"
 T=$E2E_TMP
 R=$RSTREAM
 NS=evnames-$$
+NS2=evnames2-$$
 ip netns add "$NS" 2>/dev/null || e2e_skip_all "cannot create a network namespace"
 mkdir -p "/etc/netns/$NS"
-trap 'ip netns del "$NS" 2>/dev/null; rm -rf "/etc/netns/$NS"; e2e_cleanup' EXIT
+trap 'ip netns del "$NS" 2>/dev/null; ip netns del "$NS2" 2>/dev/null; rm -rf "/etc/netns/$NS"; e2e_cleanup' EXIT
 NX=(ip netns exec "$NS")
 ip -n "$NS" link set lo up
 ip -n "$NS" link set lo multicast on
@@ -46,11 +50,28 @@ cat >"/etc/netns/$NS/hosts" <<'EOF'
 ::1 v6only.evr.test
 fd00:77:42::1 ula.evr.test
 10.77.42.1 ula.evr.test
+::1 unr.evr.test
+10.78.42.1 unr.evr.test
+2001:db8:79::1 silent.evr.test
+127.0.0.1 silent.evr.test
 EOF
 # ula.evr.test: RFC 6724 (c-ares sorts by it) puts its IPv4 address
 # first, where the loopback names have ::1 first
 ip -n "$NS" addr add 10.77.42.1/24 dev lo
 ip -n "$NS" addr add fd00:77:42::1/64 dev lo nodad
+# unr.evr.test: ::1, then an address whose network is unreachable
+ip -n "$NS" route add unreachable 10.78.42.0/24
+# silent.evr.test: first (RFC 6724: a global IPv6 address before IPv4) an
+# address on a veth whose other end, in a second namespace, never
+# answers (its neighbour solicitations go unanswered): a connect that
+# times out (the stall timeout, 1 s); then 127.0.0.1
+SILENT=0
+if ip netns add "$NS2" 2>/dev/null &&
+	ip link add "evnm0-$$" netns "$NS" type veth peer name "evnm1-$$" netns "$NS2" 2>/dev/null &&
+	ip -n "$NS" addr add 2001:db8:79::2/64 dev "evnm0-$$" nodad &&
+	ip -n "$NS" link set "evnm0-$$" up && ip -n "$NS2" link set "evnm1-$$" up; then
+	SILENT=1
+fi
 # ::1 must be up in the namespace (the IPv6 server below)
 for _ in 1 2 3 4 5 6 7 8 9 10; do
 	ip -n "$NS" -6 addr show dev lo | grep -q '::1' && break
@@ -89,6 +110,15 @@ run_cmd c1m 30 "${NX[@]}" "$R" -T s -s two.evr.test -p "$P4" -C 10 -c 3
 assert_exit "-c 3: every connection refused on ::1 connects to 127.0.0.1" \
 	0 "$RC" "$T/c1m.out" "$T/c1m.err"
 
+if [ "$SILENT" = 1 ]; then
+	run_cmd c1s 30 "${NX[@]}" "$R" -T s -s silent.evr.test -p "$P4" -C 10 --stall-timeout 1
+	assert_exit "a name whose first address never answers connects to its second after the connect's timeout" \
+		0 "$RC" "$T/c1s.out" "$T/c1s.err"
+	assert_le "... in about the stall timeout (ms)" "$ELAPSED_MS" "$(tscale 5)000"
+else
+	skip "a silent first address" "no veth pair"
+fi
+
 # 2. Both refuse: the last one's error, how many were tried, exit 3.
 run_cmd c2 30 "${NX[@]}" "$R" -T s -s two.evr.test -p "$PD" -C 10
 assert_exit "a name whose two addresses both refuse fails to connect" \
@@ -97,6 +127,13 @@ assert_lines "one line on stderr" 1 "$T/c2.err"
 assert_match "it names the last address, its error and the addresses tried" \
 	"^rstream: 127\.0\.0\.1:$PD: connect: Connection refused \(the last of 2 addresses tried\)$" \
 	"$T/c2.err"
+
+run_cmd c2u 30 "${NX[@]}" "$R" -T s -s unr.evr.test -p "$PD" -C 10
+assert_exit "::1 refused, then an unreachable address: fails to connect" \
+	3 "$RC" "$T/c2u.out" "$T/c2u.err"
+assert_match "the line names the unreachable one, the last of 2" \
+	"^rstream: 10\.78\.42\.1:$PD: connect: (No route to host|Network is unreachable) \(the last of 2 addresses tried\)$" \
+	"$T/c2u.err"
 
 # 3. -b NAME with both families: the server's family.
 run_cmd c3 30 "${NX[@]}" "$R" -T s -s 127.0.0.1 -b src.evr.test -p "$P4" -C 10
