@@ -582,7 +582,8 @@ static int pick_source(struct stream_client *cl, struct cli_target *t,
 }
 
 /* Every address of the server to try, in order, each with its source:
- * tg[0..ntg-1].  With none, the first failure fails the start. */
+ * tg[0..ntg-1].  With none, the start fails: -b's name has no address of
+ * any that resolved (dst0, the first), or the first failure. */
 static int client_targets(struct stream_client *cl, struct evr_failure *f)
 {
 	struct evr_stream *st = &cl->st;
@@ -608,14 +609,14 @@ static int client_targets(struct stream_client *cl, struct evr_failure *f)
 		}
 		if (ret)
 			continue;
-		if (!first && !j)
+		if (!dst0.valid)
 			dst0 = t->dst;
 		if (!nsrc || pick_source(cl, t, src, nsrc))
 			cl->ntg++;
 	}
 	if (cl->ntg)
 		return 0;
-	return first ? first : no_source(cl, &dst0, f);
+	return dst0.valid ? no_source(cl, &dst0, f) : first;
 }
 
 static int client_start(struct evr_stream *st, struct evr_failure *f)
