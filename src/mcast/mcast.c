@@ -795,10 +795,19 @@ static void lookups_stop(struct evr_mcast *m)
 	}
 }
 
+/* The bind name's every address, for pick_bind() (in lookup i's
+ * callback). */
+static void keep_all(struct evr_mcast *m, unsigned i)
+{
+	const struct evr__addrs *all;
+
+	if (evr__lookup_addrs(m->lk[i], &all))
+		m->bind_all = *all;
+}
+
 static void looked_up(struct evr_mcast *m, unsigned i, int err,
 		      const struct sockaddr *sa, socklen_t len)
 {
-	const struct evr__addrs *all;
 	unsigned k;
 
 	/* sa is the lookup's: copied before the lookup goes */
@@ -807,9 +816,9 @@ static void looked_up(struct evr_mcast *m, unsigned i, int err,
 	if (!err) {
 		memcpy(&m->found[i], sa, len);
 		m->found_len[i] = len;
+		if (i == 1)
+			keep_all(m, i);
 	}
-	if (!err && i == 1 && evr__lookup_addrs(m->lk[i], &all))
-		m->bind_all = *all;
 	evr_lookup_free(m->lk[i]);
 	m->lk[i] = NULL;
 	if (err) {

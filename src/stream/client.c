@@ -140,6 +140,16 @@ static int at_connect(const struct evr_failure *f)
 	return f->phase == EVR_PH_SETUP || f->phase == EVR_PH_CONNECT;
 }
 
+/* A failure to connect before any connection was made, with a name of
+ * several addresses: how many were tried (the last failed with f). */
+static unsigned addrs_tried(const struct stream_client *cl,
+			    const struct evr_failure *f)
+{
+	if (!at_connect(f) || cl->ntg < 2 || cl->tg_settled)
+		return 0;
+	return cl->tg_cur + 1;
+}
+
 /* Connection k (0-based) failed with f: the first failure is the run's;
  * later ones the same at connect count with it. */
 static void client_fail(struct stream_client *cl, unsigned k,
@@ -161,8 +171,7 @@ static void client_fail(struct stream_client *cl, unsigned k,
 		return;
 	*ff = *f;
 	ff->conn_same = 1;
-	if (at_connect(f) && cl->ntg > 1 && !cl->tg_settled)
-		ff->addrs_tried = cl->tg_cur + 1;
+	ff->addrs_tried = addrs_tried(cl, f);
 	if (cl->nconn > 1) {
 		ff->conn_index = k + 1;
 		ff->conn_total = cl->nconn;
@@ -448,6 +457,13 @@ static void client_cancel_live(struct stream_client *cl)
 			evr__sess_drive(&cl->cs[k]->s, EVR_SE_CANCEL, 0);
 }
 
+/* Connections of the series still to start, running, or to start again
+ * on the next address. */
+static int series_busy(const struct stream_client *cl)
+{
+	return cl->cs_started < cl->nconn || cl->cs_live || cl->nredo;
+}
+
 /* Decide what comes next; safe to call from any callback (a call made
  * while it runs only makes it look again).  A client that is CANCELLING
  * goes on as RUNNING until a connection fails (the one its cancel hits
@@ -482,7 +498,7 @@ static void client_progress(struct stream_client *cl)
 			cl->progress_again = 1;
 			continue;
 		}
-		if (cl->cs_started < cl->nconn || cl->cs_live || cl->nredo)
+		if (series_busy(cl))
 			continue;
 		if (cl->conn_next < st->plan.nconns) {
 			/* the next series, N connections again */
@@ -581,13 +597,34 @@ static int pick_source(struct stream_client *cl, struct cli_target *t,
 	return 1;
 }
 
+/* Server address j, with its source when -b has one of its family:
+ * appended to tg[] (1) or left out (0), its address in *dst either way;
+ * or a failure to resolve it (< 0, fj says it). */
+static int target_add(struct stream_client *cl, unsigned j,
+		      const struct evr_addr *src, unsigned nsrc,
+		      struct evr_addr *dst, struct evr_failure *fj)
+{
+	struct cli_target *t = &cl->tg[cl->ntg];
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = resolve_nth(&cl->st, 0, j, &t->dst, fj);
+	if (ret)
+		return ret;
+	*dst = t->dst;
+	if (nsrc && !pick_source(cl, t, src, nsrc))
+		return 0;
+	cl->ntg++;
+	return 1;
+}
+
 /* Every address of the server to try, in order, each with its source:
  * tg[0..ntg-1].  With none, the start fails: -b's name has no address of
  * any that resolved (dst0, the first), or the first failure. */
 static int client_targets(struct stream_client *cl, struct evr_failure *f)
 {
 	struct evr_stream *st = &cl->st;
-	struct evr_addr src[EVR__LOOKUP_MAX], dst0;
+	struct evr_addr src[EVR__LOOKUP_MAX], dst0, d;
 	struct evr_failure fj;
 	unsigned j, nsrc;
 	int ret, first = 0;
@@ -599,20 +636,13 @@ static int client_targets(struct stream_client *cl, struct evr_failure *f)
 	cl->ntg = cl->tg_cur = 0;
 	cl->tg_settled = 0;
 	for (j = 0; j < addr_count(st, 0); j++) {
-		struct cli_target *t = &cl->tg[cl->ntg];
-
-		memset(t, 0, sizeof(*t));
-		ret = resolve_nth(st, 0, j, &t->dst, &fj);
-		if (ret && !first) {
+		ret = target_add(cl, j, src, nsrc, &d, &fj);
+		if (ret < 0 && !first) {
 			first = ret;
 			*f = fj;
 		}
-		if (ret)
-			continue;
-		if (!dst0.valid)
-			dst0 = t->dst;
-		if (!nsrc || pick_source(cl, t, src, nsrc))
-			cl->ntg++;
+		if (ret >= 0 && !dst0.valid)
+			dst0 = d;
 	}
 	if (cl->ntg)
 		return 0;
