@@ -27,6 +27,8 @@
 #include "evrdma/hostcheck.h"
 #include "evrdma/loop.h"
 #include "evrdma/stream.h"
+#include "loop/resolve.h"
+#include "stream/addr.h"
 
 #define MAXT 32
 
@@ -1088,6 +1090,97 @@ START_TEST(test_lookup_table)
 }
 END_TEST
 
+static struct sockaddr_storage sa_of(const char *num, socklen_t *len)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, num, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		*len = sizeof(*in);
+	} else {
+		ck_assert_int_eq(inet_pton(AF_INET6, num, &in6->sin6_addr), 1);
+		in6->sin6_family = AF_INET6;
+		*len = sizeof(*in6);
+	}
+	return ss;
+}
+
+/* A name's addresses (issue 42 item 4): in the resolver's order, each
+ * once, IPv4 and IPv6 only, at most EVR__LOOKUP_MAX; the first of a
+ * family, for -b NAME and mckey's -b. */
+START_TEST(test_addr_lists)
+{
+	static const char *const nums[] = { "::1", "127.0.0.1", "::1",
+					    "10.0.0.1", "fd00::1" };
+	struct evr__addrs a = { 0 };
+	struct sockaddr_storage ss;
+	struct sockaddr un = { .sa_family = AF_UNIX };
+	struct evr_addr ea[3];
+	socklen_t len;
+	unsigned i, added = 0;
+
+	for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		ss = sa_of(nums[i], &len);
+		added += evr__addrs_add(&a, (struct sockaddr *)&ss, len);
+	}
+	ck_assert_uint_eq(added, 4);           /* ::1 once */
+	ck_assert_uint_eq(a.n, 4);
+	ck_assert_int_eq(a.ss[0].ss_family, AF_INET6);   /* order kept */
+	ck_assert_int_eq(a.ss[1].ss_family, AF_INET);
+	ck_assert_int_eq(a.ss[3].ss_family, AF_INET6);
+	ck_assert_int_eq(evr__addrs_add(&a, &un, sizeof(un)), 0);
+	ck_assert_int_eq(evr__addrs_add(&a, NULL, 0), 0);
+	ck_assert_int_eq(evr__addrs_pick(&a, AF_INET6), 0);
+	ck_assert_int_eq(evr__addrs_pick(&a, AF_INET), 1);
+	ck_assert_int_eq(evr__addrs_pick(&a, AF_UNIX), -1);
+	/* full: the rest are left out */
+	for (i = 0; i < 2 * EVR__LOOKUP_MAX; i++) {
+		char num[32];
+
+		snprintf(num, sizeof(num), "10.1.0.%u", i + 1);
+		ss = sa_of(num, &len);
+		(void)evr__addrs_add(&a, (struct sockaddr *)&ss, len);
+	}
+	ck_assert_uint_eq(a.n, EVR__LOOKUP_MAX);
+	a.n = 0;
+	ck_assert_int_eq(evr__addrs_pick(&a, AF_INET), -1);
+
+	memset(ea, 0, sizeof(ea));
+	ea[0].family = AF_INET6;
+	ea[1].family = AF_INET6;
+	ea[2].family = AF_INET;
+	ck_assert_int_eq(evr__addr_pick(ea, 3, AF_INET), 2);
+	ck_assert_int_eq(evr__addr_pick(ea, 3, AF_INET6), 0);
+	ck_assert_int_eq(evr__addr_pick(ea, 2, AF_INET), -1);
+	ck_assert_int_eq(evr__addr_pick(ea, 0, AF_INET6), -1);
+}
+END_TEST
+
+/* The failure of the last of a name's addresses says how many were
+ * tried; one address, nothing more. */
+START_TEST(test_failure_addrs_tried)
+{
+	struct evr_failure f = { .err = -ECONNREFUSED,
+				 .phase = EVR_PH_CONNECT,
+				 .where = "connect",
+				 .peer = "127.0.0.1:7471" };
+	char b[256];
+
+	evr_failure_str(&f, b, sizeof(b));
+	ck_assert_str_eq(b, "127.0.0.1:7471: connect: Connection refused");
+	f.addrs_tried = 1;
+	evr_failure_str(&f, b, sizeof(b));
+	ck_assert_str_eq(b, "127.0.0.1:7471: connect: Connection refused");
+	f.addrs_tried = 2;
+	evr_failure_str(&f, b, sizeof(b));
+	ck_assert_str_eq(b, "127.0.0.1:7471: connect: Connection refused "
+			 "(the last of 2 addresses tried)");
+}
+END_TEST
+
 /* Cancelled while its name is looked up, a client finishes at once as a
  * cancelled client does (done() from the loop, nothing to tell); freed
  * while looking up, an engine leaves nothing behind (the lookup's socket
@@ -1393,6 +1486,8 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_server_once_finishes);
 	tcase_add_test(tc, test_names_resolve_on_the_loop);
 	tcase_add_test(tc, test_lookup_table);
+	tcase_add_test(tc, test_addr_lists);
+	tcase_add_test(tc, test_failure_addrs_tried);
 	tcase_add_test(tc, test_client_cancel_and_free_resolving);
 	tcase_add_test(tc, test_server_name_then_bind_fails_through_done);
 	suite_add_tcase(su, tc);

@@ -81,7 +81,8 @@ void evr_loop_set_trace(struct evr_loop *l, evr_trace_fn fn, void *ud);
  * AF_INET6).  0 and *out, -EINVAL (no host or cb, another family),
  * -ENOMEM, -EIO (the resolver could not be set up).  cb is called once,
  * always from the loop (never from inside evr_lookup_start()): err 0 and
- * the first address (port 0), or a getaddrinfo(3) code (EAI_NONAME for a
+ * the first address (port 0; the resolver's order, RFC 6724's: an rstream
+ * client given the name tries the others in turn), or a getaddrinfo(3) code (EAI_NONAME for a
  * name that does not exist, EAI_AGAIN when no name server answered in
  * time, EAI_MEMORY ...).  sa is valid during the call only.  The lookup
  * may be freed in its callback.

@@ -455,6 +455,10 @@ struct evr_failure {
 	 * for us, or it refused our request), 0 when it was our side's */
 	char device[64];
 	unsigned port;
+	/* a client whose server name has several addresses, failing to
+	 * connect before any connection was made: how many it tried in
+	 * turn (the failure is the last one's), else 0 */
+	unsigned addrs_tried;
 };
 
 /* Round-trip latency distribution of one test on one connection: one

@@ -41,10 +41,9 @@ struct lk_entry {
 	struct lk_sock *socks;
 	ev_timer tmo_w;           /* ares_timeout(): the next retry */
 	ev_timer deadline_w;      /* evr_lookup_opts.timeout_s */
-	int answered;             /* answer() ran: err, ss, len hold it */
+	int answered;             /* answer() ran: err, addrs hold it */
 	int err;
-	struct sockaddr_storage ss;
-	socklen_t len;
+	struct evr__addrs addrs;
 	uint64_t expires_ns;
 	struct evr_lookup *waiters;
 };
@@ -56,11 +55,24 @@ struct evr_lookup {
 	struct evr_lookup *next;
 	ev_timer deliver_w;       /* an answer known already */
 	int err;
-	struct sockaddr_storage ss;
-	socklen_t len;
+	struct evr__addrs addrs;  /* the answer, while cb runs */
 	evr_lookup_fn cb;
 	void *ud;
 };
+
+/* Call lk's cb with err and addrs (its first address: the public
+ * callback's; the rest for evr__lookup_addrs() meanwhile). */
+static void tell(struct evr_lookup *lk, int err, const struct evr__addrs *a)
+{
+	lk->err = err;
+	if (a != &lk->addrs)
+		lk->addrs = *a;
+	if (err)
+		lk->addrs.n = 0;
+	/* last: the callback may free lk */
+	lk->cb(lk->ud, err, err ? NULL : (struct sockaddr *)&lk->addrs.ss[0],
+	       err ? 0 : lk->addrs.len[0]);
+}
 
 /* The loop's table: the options and counters of evr_loop_set_lookups(). */
 struct evr__lookups {
@@ -179,9 +191,7 @@ static void complete(struct lk_entry *e, int err)
 	while ((w = e->waiters)) {
 		e->waiters = w->next;
 		w->e = NULL;
-		/* last: the callback may free w */
-		w->cb(w->ud, e->err, e->err ? NULL : (struct sockaddr *)&e->ss,
-		      e->err ? 0 : e->len);
+		tell(w, e->err, &e->addrs);
 	}
 	e->delivering = 0;
 	if (evr_now_ns() >= e->expires_ns)
@@ -248,9 +258,7 @@ static void deliver_cb(struct ev_loop *l, ev_timer *w, int revents)
 
 	(void)revents;
 	ev_timer_stop(l, w);
-	/* last: the callback may free lk */
-	lk->cb(lk->ud, lk->err, lk->err ? NULL : (struct sockaddr *)&lk->ss,
-	       lk->err ? 0 : lk->len);
+	tell(lk, lk->err, &lk->addrs);
 }
 
 /* c-ares opens, changes or closes a socket: watch it as it asks. */
@@ -309,14 +317,12 @@ static void answer(void *arg, int status, int timeouts,
 		return;
 	}
 	e->answered = 1;
-	if (status != ARES_SUCCESS || !n || !n->ai_addr ||
-	    n->ai_addrlen > sizeof(e->ss)) {
+	e->addrs.n = 0;
+	for (; status == ARES_SUCCESS && n; n = n->ai_next)
+		evr__addrs_add(&e->addrs, n->ai_addr, n->ai_addrlen);
+	if (status != ARES_SUCCESS || !e->addrs.n)
 		e->err = status == ARES_SUCCESS ? EAI_NONAME :
 			 gai_code(status);
-	} else {
-		memcpy(&e->ss, n->ai_addr, n->ai_addrlen);
-		e->len = n->ai_addrlen;
-	}
 	ares_freeaddrinfo(res);
 }
 
@@ -409,8 +415,7 @@ int evr_lookup_start(struct evr_lookup **out, struct evr_loop *loop,
 		/* known: told from the loop all the same */
 		t->st.hits++;
 		lk->err = e->err;
-		memcpy(&lk->ss, &e->ss, sizeof(lk->ss));
-		lk->len = e->len;
+		lk->addrs = e->addrs;
 		ev_timer_start(loop->ev, &lk->deliver_w);
 		*out = lk;
 		return 0;
@@ -524,6 +529,42 @@ void evr__lookups_fini(struct evr_loop *l)
 		entry_unlink_free(t->entries);
 	free(t);
 	l->lookups = NULL;
+}
+
+int evr__addrs_add(struct evr__addrs *a, const struct sockaddr *sa,
+		   socklen_t len)
+{
+	unsigned i;
+
+	if (!sa || !len || len > sizeof(a->ss[0]) ||
+	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return 0;
+	for (i = 0; i < a->n; i++)
+		if (a->len[i] == len && !memcmp(&a->ss[i], sa, len))
+			return 0;
+	if (a->n >= EVR__LOOKUP_MAX)
+		return 0;
+	memset(&a->ss[a->n], 0, sizeof(a->ss[a->n]));
+	memcpy(&a->ss[a->n], sa, len);
+	a->len[a->n++] = len;
+	return 1;
+}
+
+int evr__addrs_pick(const struct evr__addrs *a, int family)
+{
+	unsigned i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->ss[i].ss_family == family)
+			return (int)i;
+	return -1;
+}
+
+unsigned evr__lookup_addrs(const struct evr_lookup *lk,
+			   const struct evr__addrs **out)
+{
+	*out = &lk->addrs;
+	return lk->addrs.n;
 }
 
 int evr__addr_scope_missing(const struct sockaddr *sa)

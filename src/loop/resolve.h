@@ -17,6 +17,30 @@
 
 #include "loop.h"
 
+/*
+ * A name's addresses, in the resolver's order (c-ares's: RFC 6724 for
+ * DNS, the file's for /etc/hosts), each once, IPv4 and IPv6 only, at
+ * most EVR__LOOKUP_MAX of them.  A client tries them in turn.
+ */
+#define EVR__LOOKUP_MAX 8
+struct evr__addrs {
+	unsigned n;
+	struct sockaddr_storage ss[EVR__LOOKUP_MAX];
+	socklen_t len[EVR__LOOKUP_MAX];
+};
+
+/* Append sa to a unless a has it already, it is of another family or a
+ * is full: 1 when appended, else 0. */
+int evr__addrs_add(struct evr__addrs *a, const struct sockaddr *sa,
+		   socklen_t len);
+/* The index of a's first address of family, or -1. */
+int evr__addrs_pick(const struct evr__addrs *a, int family);
+/* During a lookup's callback (evr_lookup_fn, whose sa is the first):
+ * every address of the answer (none when it failed); their count. */
+struct evr_lookup;
+unsigned evr__lookup_addrs(const struct evr_lookup *lk,
+			   const struct evr__addrs **out);
+
 /* Whether host is a numeric address (getaddrinfo with it cannot block):
  * NULL (the wildcard) counts as numeric. */
 int evr__host_numeric(const char *host);

@@ -139,6 +139,9 @@ struct evr_mcast {
 	struct evr_lookup *lk[2];
 	struct sockaddr_storage found[2];
 	socklen_t found_len[2];
+	/* every address of the bind name: found[1] becomes its first of
+	 * the group's family (pick_bind(), mcast.c) */
+	struct evr__addrs bind_all;
 };
 
 const char *evr__mc_state_name(enum evr_mc_state s);

@@ -795,6 +795,16 @@ static void lookups_stop(struct evr_mcast *m)
 	}
 }
 
+/* The bind name's every address, for pick_bind() (in lookup i's
+ * callback). */
+static void keep_all(struct evr_mcast *m, unsigned i)
+{
+	const struct evr__addrs *all;
+
+	if (evr__lookup_addrs(m->lk[i], &all))
+		m->bind_all = *all;
+}
+
 static void looked_up(struct evr_mcast *m, unsigned i, int err,
 		      const struct sockaddr *sa, socklen_t len)
 {
@@ -806,6 +816,8 @@ static void looked_up(struct evr_mcast *m, unsigned i, int err,
 	if (!err) {
 		memcpy(&m->found[i], sa, len);
 		m->found_len[i] = len;
+		if (i == 1)
+			keep_all(m, i);
 	}
 	evr_lookup_free(m->lk[i]);
 	m->lk[i] = NULL;
@@ -852,11 +864,40 @@ static int lookups_start(struct evr_mcast *m)
 	return !m->lk[0] && !m->lk[1];
 }
 
+/* The group's family: its name's address, or its number's (0 when it
+ * is neither: the transport's prepare says why). */
+static int group_family(const struct evr_mcast *m)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *res;
+	int family;
+
+	if (m->found_len[0])
+		return m->found[0].ss_family;
+	if (!m->o.group || getaddrinfo(m->o.group, NULL, &hints, &res))
+		return 0;
+	family = res->ai_family;
+	freeaddrinfo(res);
+	return family;
+}
+
+/* -b NAME: its first address of the group's family.  With none, its
+ * first stays, and the transport's check names both families. */
+static void pick_bind(struct evr_mcast *m)
+{
+	int k = evr__addrs_pick(&m->bind_all, group_family(m));
+
+	if (k <= 0)
+		return;
+	memcpy(&m->found[1], &m->bind_all.ss[k], m->bind_all.len[k]);
+	m->found_len[1] = m->bind_all.len[k];
+}
+
 /* The addresses known: the transport's prepare, then every QP's join. */
 static void start_joining(struct evr_mcast *m)
 {
 	unsigned i;
 
+	pick_bind(m);
 	if (m->x->prepare(m) < 0) {
 		for (i = 0; i < m->nnodes; i++)
 			set_state(&m->nodes[i], EVR_MC_FAILED);

@@ -131,6 +131,16 @@ int evr__resolve_failed(struct evr_failure *f,
 			    code, 0);
 }
 
+int evr__addr_pick(const struct evr_addr *a, unsigned n, int family)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (a[i].family == family)
+			return (int)i;
+	return -1;
+}
+
 int evr__addr_is_wildcard4(const struct evr_stream_opts *o,
 			   const struct evr_addr *a)
 {

@@ -31,6 +31,8 @@ int evr__resolve(const struct evr_stream_opts *o, const char *host,
 int evr__resolve_failed(struct evr_failure *f,
 			const struct evr_stream_opts *o, const char *host,
 			const char *port, int code);
+/* The index of the first of a[0..n-1] of family, or -1. */
+int evr__addr_pick(const struct evr_addr *a, unsigned n, int family);
 void evr__sockaddr_str(const struct sockaddr *sa, char *out, size_t len);
 /* A server's address with no -b, resolved to IPv4's wildcard (0.0.0.0),
  * which a dual-stack listener serves as IPv6's ([::], its port kept:

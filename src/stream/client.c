@@ -5,11 +5,20 @@
  * connecting at a time), and sums each test up over the N once all have
  * reported it (agg.h).  The first connection to fail ends the run: the
  * client goes FAILING and cancels the others.
+ *
+ * A server name with several addresses: they are tried in turn (as curl
+ * and ssh do).  Until a connection is made, one that fails to connect
+ * the way a next address may mend (refused, unreachable, timed out)
+ * starts again on the next, and the run fails only on the last, with
+ * its error and how many were tried.  Each address has its source with
+ * -b: the bind name's first address of its family.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +29,13 @@
 struct cli_sess {
 	struct evr_sess s;
 	unsigned k;
+	unsigned tgi;             /* its address: tg[tgi] */
 	int connecting;           /* counted in cs_connecting */
+};
+
+/* An address to try: the server's, and its source (-b) of its family. */
+struct cli_target {
+	struct evr_addr dst, src;
 };
 
 struct stream_client {
@@ -37,7 +52,11 @@ struct stream_client {
 	struct evr_agg agg[EVR_PLAN_MAX_TESTS];
 	uint8_t *shared_buf;      /* -c N without -T v: one for all */
 	size_t shared_size;
-	struct evr_addr dst, src;
+	struct cli_target tg[EVR__LOOKUP_MAX];
+	unsigned ntg, tg_cur;     /* the addresses; the one tried now */
+	int tg_settled;           /* a connection was made: tg_cur it is */
+	uint8_t *redo;            /* connection k starts again on tg_cur */
+	unsigned nredo;
 	struct evr_pattern spat, rpat;
 };
 
@@ -121,6 +140,16 @@ static int at_connect(const struct evr_failure *f)
 	return f->phase == EVR_PH_SETUP || f->phase == EVR_PH_CONNECT;
 }
 
+/* A failure to connect before any connection was made, with a name of
+ * several addresses: how many were tried (the last failed with f). */
+static unsigned addrs_tried(const struct stream_client *cl,
+			    const struct evr_failure *f)
+{
+	if (!at_connect(f) || cl->ntg < 2 || cl->tg_settled)
+		return 0;
+	return cl->tg_cur + 1;
+}
+
 /* Connection k (0-based) failed with f: the first failure is the run's;
  * later ones the same at connect count with it. */
 static void client_fail(struct stream_client *cl, unsigned k,
@@ -142,6 +171,7 @@ static void client_fail(struct stream_client *cl, unsigned k,
 		return;
 	*ff = *f;
 	ff->conn_same = 1;
+	ff->addrs_tried = addrs_tried(cl, f);
 	if (cl->nconn > 1) {
 		ff->conn_index = k + 1;
 		ff->conn_total = cl->nconn;
@@ -158,13 +188,66 @@ static void client_not_connecting(struct stream_client *cl,
 	}
 }
 
+/* Connect failures a next address may mend: refused, unreachable, not
+ * from here, timed out (the kernel's, or the connect's stall timeout). */
+static int next_worthy(const struct evr_failure *f)
+{
+	if (f->phase != EVR_PH_CONNECT)
+		return 0;
+	switch (-f->err) {
+	case ECONNREFUSED:
+	case ENETUNREACH:
+	case ENETDOWN:
+	case EHOSTUNREACH:
+	case EADDRNOTAVAIL:
+	case ETIMEDOUT:
+	case EVR_E_STALL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Connection cs failed with f: 1 when it is to start again on the next
+ * address (tg_cur moves on once for all that failed on the same one),
+ * 0 when f is the run's failure. */
+static int try_next(struct stream_client *cl, const struct cli_sess *cs,
+		    const struct evr_failure *f)
+{
+	if (cl->tg_settled || cl->st.state != EVR_STREAM_RUNNING ||
+	    !next_worthy(f) || cs->tgi + 1 >= cl->ntg)
+		return 0;
+	if (cs->tgi == cl->tg_cur)
+		cl->tg_cur++;
+	cl->redo[cs->k] = 1;
+	cl->nredo++;
+	return 1;
+}
+
+/* Connection k could not be made on the address tried now for its
+ * family (a kernel without IPv6, a numeric -b of the other family): 1
+ * when it starts again on the next address, as after a refused connect. */
+static int skip_family(struct stream_client *cl, unsigned k,
+		       const struct evr_failure *f)
+{
+	if (f->err != -EAFNOSUPPORT || cl->tg_settled ||
+	    cl->st.state != EVR_STREAM_RUNNING || cl->tg_cur + 1 >= cl->ntg)
+		return 0;
+	cl->tg_cur++;
+	cl->redo[k] = 1;
+	cl->nredo++;
+	/* (called from client_progress(): it looks again) */
+	cl->progress_again = 1;
+	return 1;
+}
+
 static void client_finished(struct evr_sess *s)
 {
 	struct cli_sess *cs = cli_sess_of(s);
 	struct stream_client *cl = client_of(s->owner_ud);
 
 	client_not_connecting(cl, cs);
-	if (s->state == EVR_SS_FAILED)
+	if (s->state == EVR_SS_FAILED && !try_next(cl, cs, &s->fail))
 		client_fail(cl, cs->k, &s->fail);
 	/* verification's counters go on on the next series' connections */
 	cl->spat = s->spat;
@@ -226,8 +309,12 @@ static void client_connected(void *ud, struct evr_conn *c, int err)
 		return;
 	/* one connect fewer in flight: the next may start */
 	client_not_connecting(cl, cs);
-	if (!err) /* (a cancel in its info() is deferred) */
+	if (!err) {
+		/* the address that works: every connection uses it */
+		cl->tg_settled = 1;
+		/* (a cancel in its info() is deferred) */
 		evr__stream_settings(&cl->st, s->id, c);
+	}
 	evr__sess_drive(s, err ? EVR_SE_CONN_ERROR : EVR_SE_CONNECTED, err);
 	client_progress(cl);
 }
@@ -278,13 +365,14 @@ static struct cli_sess *cli_sess_new(struct stream_client *cl, unsigned idx,
 	return cs;
 }
 
-/* Open and start connecting the next connection of the series.  Local
- * failures fail the run (client_fail); the machine reports the rest. */
-static void client_start_one(struct stream_client *cl)
+/* Open and start connecting connection k of the series, to the address
+ * tried now.  Local failures fail the run (client_fail); the machine
+ * reports the rest. */
+static void client_start_k(struct stream_client *cl, unsigned k)
 {
 	struct evr_stream *st = &cl->st;
 	unsigned idx = cl->conn_next - 1;
-	unsigned k = cl->cs_started++;
+	struct cli_target *tg = &cl->tg[cl->tg_cur];
 	struct evr_failure f;
 	struct cli_sess *cs;
 	struct evr_conn *c;
@@ -297,7 +385,8 @@ static void client_start_one(struct stream_client *cl)
 		f.where = "malloc";
 		goto fail;
 	}
-	ret = st->xp->ops->open(st->xp, &cl->dst,
+	cs->tgi = cl->tg_cur;
+	ret = st->xp->ops->open(st->xp, &tg->dst,
 				conn_inline(st, &st->plan.conns[idx]), &c, &f);
 	if (ret)
 		goto fail_sess;
@@ -312,8 +401,8 @@ static void client_start_one(struct stream_client *cl)
 
 		EVR__STREAM_EMIT(st, info, &i);
 	}
-	ret = st->xp->ops->connect(st->xp, c, &cl->dst,
-				   cl->src.valid ? &cl->src : NULL, &f, &err);
+	ret = st->xp->ops->connect(st->xp, c, &tg->dst,
+				   tg->src.valid ? &tg->src : NULL, &f, &err);
 	if (ret < 0) {
 		c->ops->close(c);
 		goto fail_sess;
@@ -334,7 +423,26 @@ fail_sess:
 	evr__sess_fini(&cs->s);
 	free(cs);
 fail:
-	client_fail(cl, k, &f);
+	if (!skip_family(cl, k, &f))
+		client_fail(cl, k, &f);
+}
+
+/* The connections that failed on an address before the one tried now
+ * start again, as many as may connect at a time. */
+static void client_redo(struct stream_client *cl)
+{
+	unsigned k;
+
+	for (k = 0; cl->nredo && k < cl->cs_started; k++) {
+		if (cl->st.state == EVR_STREAM_FAILING ||
+		    cl->cs_connecting >= cl->max_connecting)
+			return;
+		if (cl->redo[k]) {
+			cl->redo[k] = 0;
+			cl->nredo--;
+			client_start_k(cl, k);
+		}
+	}
 }
 
 static void client_cancel_live(struct stream_client *cl)
@@ -347,6 +455,13 @@ static void client_cancel_live(struct stream_client *cl)
 	for (k = 0; k < cl->cs_started && cl->cs_live; k++)
 		if (cl->cs[k] && !(keep && cl->cs[k]->connecting))
 			evr__sess_drive(&cl->cs[k]->s, EVR_SE_CANCEL, 0);
+}
+
+/* Connections of the series still to start, running, or to start again
+ * on the next address. */
+static int series_busy(const struct stream_client *cl)
+{
+	return cl->cs_started < cl->nconn || cl->cs_live || cl->nredo;
 }
 
 /* Decide what comes next; safe to call from any callback (a call made
@@ -374,15 +489,16 @@ static void client_progress(struct stream_client *cl)
 						   &cl->first_fail);
 			continue;
 		}
+		client_redo(cl);
 		while (st->state != EVR_STREAM_FAILING &&
 		       cl->cs_started < cl->nconn &&
 		       cl->cs_connecting < cl->max_connecting)
-			client_start_one(cl);
+			client_start_k(cl, cl->cs_started++);
 		if (st->state == EVR_STREAM_FAILING) {
 			cl->progress_again = 1;
 			continue;
 		}
-		if (cl->cs_started < cl->nconn || cl->cs_live)
+		if (series_busy(cl))
 			continue;
 		if (cl->conn_next < st->plan.nconns) {
 			/* the next series, N connections again */
@@ -399,34 +515,162 @@ static void client_progress(struct stream_client *cl)
 	cl->progressing = 0;
 }
 
+/* Address j of name i (0: the server's, 1: -b's) as rstream resolves
+ * it: o's (the number given, or the name's first address), or the j-th
+ * the name's lookup found. */
+static int resolve_nth(struct evr_stream *st, unsigned i, unsigned j,
+		       struct evr_addr *out, struct evr_failure *f)
+{
+	char num[sizeof(st->num[0])];
+	const char *host = i ? st->o.bind_addr : st->o.host;
+
+	memset(f, 0, sizeof(*f));
+	if (j && evr__addr_numeric((const struct sockaddr *)
+				   &st->found[i].ss[j], num, sizeof(num)))
+		return evr__resolve_failed(f, &st->o, host, "0", EAI_NONAME);
+	/* Upstream binds the source to the server's port, which clashes
+	 * on one host; an ephemeral port does not. */
+	return evr__resolve(&st->o, j ? num : host, i ? "0" : st->port, i,
+			    out, f);
+}
+
+/* How many addresses name i has: the lookup's count, or one. */
+static unsigned addr_count(const struct evr_stream *st, unsigned i)
+{
+	return st->found[i].n ? st->found[i].n : 1;
+}
+
+/* -b's addresses (none without -b): the first that does not resolve
+ * fails the start when none does. */
+static int client_sources(struct stream_client *cl, struct evr_addr *src,
+			  unsigned *n, struct evr_failure *f)
+{
+	struct evr_stream *st = &cl->st;
+	struct evr_failure fj;
+	unsigned j;
+	int ret, first = 0;
+
+	*n = 0;
+	if (!st->o.bind_addr)
+		return 0;
+	for (j = 0; j < addr_count(st, 1); j++) {
+		ret = resolve_nth(st, 1, j, &src[*n], &fj);
+		if (!ret) {
+			++*n;
+		} else if (!first) {
+			first = ret;
+			*f = fj;
+		}
+	}
+	return *n ? 0 : first;
+}
+
+/* -b NAME has no address of the server's family: the line says so. */
+static int no_source(struct stream_client *cl, const struct evr_addr *dst,
+		     struct evr_failure *f)
+{
+	char d[80];
+
+	memset(f, 0, sizeof(*f));
+	f->phase = EVR_PH_SETUP;
+	f->err = -EAFNOSUPPORT;
+	f->where = "bind";
+	evr__sockaddr_str((const struct sockaddr *)&dst->ss, d, sizeof(d));
+	if (snprintf(f->addr, sizeof(f->addr), "%s (no %s address) for %s",
+		     cl->st.bind_addr, evr__family_name(dst->family),
+		     d) >= (int)sizeof(f->addr))
+		f->addr[sizeof(f->addr) - 1] = '\0';
+	return f->err;
+}
+
+/* Target t's source: -b's first address of its family.  A number of
+ * another family is kept (its bind fails naming both families); a name
+ * without one leaves the address out. */
+static int pick_source(struct stream_client *cl, struct cli_target *t,
+		       const struct evr_addr *src, unsigned nsrc)
+{
+	int k = evr__addr_pick(src, nsrc, t->dst.family);
+
+	if (k < 0 && cl->st.found[1].n)
+		return 0;
+	t->src = src[k < 0 ? 0 : k];
+	return 1;
+}
+
+/* Server address j, with its source when -b has one of its family:
+ * appended to tg[] (1) or left out (0), its address in *dst either way;
+ * or a failure to resolve it (< 0, fj says it). */
+static int target_add(struct stream_client *cl, unsigned j,
+		      const struct evr_addr *src, unsigned nsrc,
+		      struct evr_addr *dst, struct evr_failure *fj)
+{
+	struct cli_target *t = &cl->tg[cl->ntg];
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = resolve_nth(&cl->st, 0, j, &t->dst, fj);
+	if (ret)
+		return ret;
+	*dst = t->dst;
+	if (nsrc && !pick_source(cl, t, src, nsrc))
+		return 0;
+	cl->ntg++;
+	return 1;
+}
+
+/* Every address of the server to try, in order, each with its source:
+ * tg[0..ntg-1].  With none, the start fails: -b's name has no address of
+ * any that resolved (dst0, the first), or the first failure. */
+static int client_targets(struct stream_client *cl, struct evr_failure *f)
+{
+	struct evr_stream *st = &cl->st;
+	struct evr_addr src[EVR__LOOKUP_MAX], dst0, d;
+	struct evr_failure fj;
+	unsigned j, nsrc;
+	int ret, first = 0;
+
+	memset(&dst0, 0, sizeof(dst0));
+	ret = client_sources(cl, src, &nsrc, f);
+	if (ret)
+		return ret;
+	cl->ntg = cl->tg_cur = 0;
+	cl->tg_settled = 0;
+	for (j = 0; j < addr_count(st, 0); j++) {
+		ret = target_add(cl, j, src, nsrc, &d, &fj);
+		if (ret < 0 && !first) {
+			first = ret;
+			*f = fj;
+		}
+		if (ret >= 0 && !dst0.valid)
+			dst0 = d;
+	}
+	if (cl->ntg)
+		return 0;
+	return dst0.valid ? no_source(cl, &dst0, f) : first;
+}
+
 static int client_start(struct evr_stream *st, struct evr_failure *f)
 {
 	struct stream_client *cl = client_of(st);
 	unsigned i;
 	int ret;
 
-	/* (o.host and o.bind_addr: the numeric addresses, when they were
-	 * names looked up first) */
 	if (!st->o.host) {
 		f->err = -EINVAL;
 		f->where = "no server address";
 		return f->err;
 	}
-	ret = evr__resolve(&st->o, st->o.host, st->port, 0, &cl->dst, f);
+	ret = client_targets(cl, f);
 	if (ret)
 		return ret;
-	if (st->o.bind_addr) {
-		/* Upstream binds the source to the server's port, which
-		 * clashes on one host; an ephemeral port does not. */
-		ret = evr__resolve(&st->o, st->o.bind_addr, "0", 1, &cl->src,
-				   f);
-		if (ret)
-			return ret;
-	}
 	if (!cl->cs) /* (kept from a failed start) */
 		cl->cs = calloc(cl->nconn, sizeof(*cl->cs));
-	if (!cl->cs)
+	if (!cl->redo)
+		cl->redo = calloc(cl->nconn, sizeof(*cl->redo));
+	if (!cl->cs || !cl->redo)
 		goto nomem;
+	memset(cl->redo, 0, cl->nconn * sizeof(*cl->redo));
+	cl->nredo = 0;
 	if (cl->nconn > 1 && !st->o.verify && !st->o.duration_ms &&
 	    !cl->shared_buf) {
 		/* Nobody looks at the bytes: one buffer serves all.  Not in
@@ -486,6 +730,7 @@ static void client_release(struct evr_stream *st)
 		}
 		free(cl->cs);
 	}
+	free(cl->redo);
 	for (i = 0; i < EVR_PLAN_MAX_TESTS; i++)
 		evr__agg_fini(&cl->agg[i]);
 	free(cl->shared_buf);

@@ -135,6 +135,14 @@ static void reason(const struct evr_failure *f, char *b, size_t n)
 		snprintf(b, n, "%s", strerror(f->err < 0 ? -f->err : f->err));
 }
 
+/* " (the last of N addresses tried)" when a name's N were, else "". */
+static void tried_note(const struct evr_failure *f, char *b, size_t n)
+{
+	if (f->addrs_tried > 1)
+		snprintf(b, n, " (the last of %u addresses tried)",
+			 f->addrs_tried);
+}
+
 void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 {
 	evr_failure_format(f, NULL, buf, len);
@@ -143,7 +151,7 @@ void evr_failure_str(const struct evr_failure *f, char *buf, size_t len)
 void evr_failure_format(const struct evr_failure *f, const char *why,
 			char *buf, size_t len)
 {
-	char r[192], ctx[192] = "", conn[48] = "";
+	char r[192], ctx[192] = "", conn[48] = "", tried[48] = "";
 	int hint = 0;
 
 	if (!buf || !len)
@@ -187,7 +195,8 @@ void evr_failure_format(const struct evr_failure *f, const char *why,
 	else if (f->conn_total > 1)
 		snprintf(conn, sizeof(conn), "connection %u of %u: ",
 			 f->conn_index, f->conn_total);
-	snprintf(buf, len, "%s%s%s%s%s%s", conn, f->peer[0] ? f->peer : "",
-		 f->peer[0] ? ": " : "", ctx, r,
+	tried_note(f, tried, sizeof(tried));
+	snprintf(buf, len, "%s%s%s%s%s%s%s", conn, f->peer[0] ? f->peer : "",
+		 f->peer[0] ? ": " : "", ctx, r, tried,
 		 hint ? " (do both sides run the same test options?)" : "");
 }

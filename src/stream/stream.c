@@ -307,6 +307,23 @@ static void start_resolved(struct evr_stream *st)
 	evr__stream_finish(st, f.err, &f);
 }
 
+/* Lookup i's answer, in its callback: the first address's number in
+ * num[i], every address in found[i].  err, or EAI_NONAME for an address
+ * with no numeric text. */
+static int take_answer(struct evr_stream *st, unsigned i, int err,
+		       const struct sockaddr *sa)
+{
+	const struct evr__addrs *a;
+
+	if (err)
+		return err;
+	if (evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
+		return EAI_NONAME;
+	if (evr__lookup_addrs(st->lk[i], &a))
+		st->found[i] = *a;
+	return 0;
+}
+
 /* Lookup i (0: o.host, 1: o.bind_addr) answered: the engine's own start
  * once both have, with the numeric addresses in o; the run's end if a
  * name does not resolve or that start fails (it returned 0 already). */
@@ -316,8 +333,7 @@ static void looked_up(struct evr_stream *st, unsigned i, int err,
 	struct evr_failure f = { .phase = EVR_PH_SETUP };
 
 	/* sa is the lookup's: read it before the lookup goes */
-	if (!err && evr__addr_numeric(sa, st->num[i], sizeof(st->num[i])))
-		err = EAI_NONAME;
+	err = take_answer(st, i, err, sa);
 	evr_lookup_free(st->lk[i]);
 	st->lk[i] = NULL;
 	if (err) {

@@ -116,6 +116,10 @@ struct evr_stream {
 	 * numeric addresses that replace the names in o once found */
 	struct evr_lookup *lk[2];
 	char num[2][INET6_ADDRSTRLEN + IF_NAMESIZE + 1];
+	/* every address each name has (n 0: not a name looked up); num[i]
+	 * is the first's.  A client tries the host's in turn, each with
+	 * the bind name's first address of its family (client.c). */
+	struct evr__addrs found[2];
 };
 
 /* The engines' constructors: a zeroed engine of that kind with its own
