@@ -11,6 +11,8 @@
 # Round trips in microseconds, both tools': rstream --mps times each from
 # its time on the schedule; sockperf prints half a round trip, timed from
 # its send, doubled here.  "achieved" is each one's rate (a second).
+# Both spin over TCP (rstream -T n, sockperf --nonblocked); over RDMA the
+# client is -T a.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ours=${RSTREAM:-$top/build/rstream}
@@ -65,7 +67,7 @@ ev_at() {
 		sleep 0.05
 	done
 	timeout $((secs * 4 + 30)) "$ours" "${T_OPT[@]}" -s "$2" "${bind[@]}" -p "$p" \
-		-S "$size" -C 1 -D "$secs" -T a "${opt[@]}" >"$tmp/ev.out" 2>&1 || true
+		-S "$size" -C 1 -D "$secs" "${CLI_MODE[@]}" "${opt[@]}" >"$tmp/ev.out" 2>&1 || true
 	wait "$sp" 2>/dev/null || true
 	if [ "$rate" = max ]; then
 		# unpaced: the rate is the row's iterations over its time
@@ -78,11 +80,11 @@ ev_at() {
 
 sp_at() {
 	local rate=$1 p=$((30000 + RANDOM % 20000))
-	sockperf sr --tcp -i 127.0.0.1 -p "$p" >/dev/null 2>&1 &
+	sockperf sr --tcp -i 127.0.0.1 -p "$p" --nonblocked >/dev/null 2>&1 &
 	local sp=$!
 	for _ in $(seq 100); do ss -Hltn "sport = :$p" | grep -q . && break; sleep 0.05; done
 	timeout $((secs * 4 + 30)) sockperf pp --tcp -i 127.0.0.1 -p "$p" -m "$size" \
-		-t "$secs" --mps="$rate" >"$tmp/sp.out" 2>&1 || true
+		-t "$secs" --mps="$rate" --nonblocked >"$tmp/sp.out" 2>&1 || true
 	kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
 	sp_row "$tmp/sp.out"
 }
@@ -104,8 +106,11 @@ if [ "$rxe" = 1 ]; then
 fi
 
 if [ "$guest" = 1 ]; then
-	# in the guest: evrdma over rxe, between its two addresses
+	# in the guest: evrdma over rxe, between its two addresses; the
+	# client polls, then sleeps (-T a): two spinners on the guest's two
+	# emulated CPUs would measure their contention
 	T_OPT=()
+	CLI_MODE=(-T a)
 	echo "| offered/s | achieved/s | p50 | p99 | p99.9 | max |"
 	echo "|---:|---:|---:|---:|---:|---:|"
 	for r in $rates max; do
@@ -118,7 +123,10 @@ if [ "$guest" = 1 ]; then
 fi
 
 command -v sockperf >/dev/null || { echo "bench: install sockperf (scripts/deps.sh --bench)" >&2; exit 1; }
+# both tools spin (evrdma's default -T n; sockperf --nonblocked: its
+# default sleeps in epoll_wait between messages, 55 us a round trip here)
 T_OPT=(-T s)
+CLI_MODE=()
 echo "| offered/s | evrdma achieved/s | evrdma p50 | evrdma p99 | evrdma p99.9 | evrdma max | sockperf achieved/s | sockperf p50 | sockperf p99 | sockperf p99.9 | sockperf max |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for r in $rates max; do

@@ -60,7 +60,8 @@ assert lat["samples"] == 2 * rate, lat
 assert lat["p99_ns"] >= 100e6, lat
 assert lat["max_ns"] >= 250e6, lat
 assert pace["asked_per_s"] == rate, pace
-assert 0.9 * rate <= pace["achieved_per_s"] <= 1.1 * rate, pace
+# never faster than asked; slower only on a host too loaded to keep up
+assert 0.5 * rate <= pace["achieved_per_s"] <= 1.05 * rate, pace
 # about 0.3 s x rate were due in the stall
 assert pace["late"] >= 0.15 * rate, pace
 assert pace["late_max_ns"] >= 250e6, pace
@@ -104,9 +105,10 @@ if start_server srv "$P" "$R" -T s -b $H -p "$P"; then
 	check_row "$T/text.out" custom 64 1 500 62k 1 "--mps 1000"
 	assert_match "--mps: the latency table" '^name +samples +min_us +p50_us' "$T/text.out"
 	assert_match "--mps: the pace table" '^name +asked/s +achieved/s +late +max_late_us$' "$T/text.out"
-	# 500 at 1,000 a second: half a second, the rate kept
-	if awk '$1 == "custom" && NF == 5 && $2 == 1000 && $3 >= 900 && $3 <= 1100 { f = 1 } END { exit !f }' "$T/text.out" &&
-		awk '$1 == "custom" && NF == 8 { t = $6 } END { exit !(t >= 0.45 && t <= 0.7) }' "$T/text.out"; then
+	# 500 at 1,000 a second: half a second (the last is due at 0.499 s),
+	# never less; more only on a host too loaded to keep up
+	if awk '$1 == "custom" && NF == 5 && $2 == 1000 && $3 >= 500 && $3 <= 1050 { f = 1 } END { exit !f }' "$T/text.out" &&
+		awk '$1 == "custom" && NF == 8 { t = $6 + 0 } END { exit !(t >= 0.49 && t <= 1.0) }' "$T/text.out"; then
 		ok "--mps 1000: 500 iterations in about half a second, 1000 asked, $(awk '$1 == "custom" && NF == 5 { print $3 }' "$T/text.out") achieved"
 	else
 		not_ok "--mps 1000: the rate kept" "$(cat "$T/text.out")"
@@ -120,8 +122,8 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 r = [r for r in recs if r["type"] == "result"][0]
 assert r["connections"] == 2 and r["latency"]["samples"] == 600, r
-assert r["pace"]["asked_per_s"] == 1000 and 900 <= r["pace"]["achieved_per_s"] <= 1100, r
-assert 0.25 <= r["elapsed_s"] <= 0.6, r
+assert r["pace"]["asked_per_s"] == 1000 and 500 <= r["pace"]["achieved_per_s"] <= 1050, r
+assert 0.299 <= r["elapsed_s"] <= 1.0, r
 print("%.0f a second per connection, %d samples in %.2f s" % (
     r["pace"]["achieved_per_s"], r["latency"]["samples"], r["elapsed_s"]))
 PY
