@@ -1258,20 +1258,27 @@ static unsigned drive_paced(uint64_t hold_ns)
 
 /* --mps 1000: five iterations a millisecond apart, the client waiting in
  * PACE between them; none late; five round trips */
-START_TEST(test_e2e_paced)
+/* A client at mps, five 8-byte iterations, against a server that takes
+ * no turn for hold_ns after the first request: both must finish. */
+static void paced_pair(uint32_t mps, uint64_t hold_ns)
 {
 	struct evr_stream_opts oc, os;
 	struct evr_conn_plan pc, ps;
 
 	base_opts(&oc);
 	base_opts(&os);
-	oc.mps = 1000;
+	oc.mps = mps;
 	custom_plan(&pc, 8, 1, 5);
 	default_lat_plan(&ps);
 	end_start(&cl, 1, &pc, &oc);
 	end_start(&sv, 0, &ps, &os);
-	ck_assert_uint_gt(drive_paced(0), 0);
+	ck_assert_uint_gt(drive_paced(hold_ns), 0);
 	assert_both_done();
+}
+
+START_TEST(test_e2e_paced)
+{
+	paced_pair(1000, 0);
 	assert_result(&cl.rec, 0, "custom", 8, 1, 5);
 	/* the last one's time is 4 ms after the start */
 	ck_assert_uint_ge(cl.rec.ns[0], 4000000u);
@@ -1289,18 +1296,7 @@ END_TEST
  * for its time again */
 START_TEST(test_e2e_paced_late)
 {
-	struct evr_stream_opts oc, os;
-	struct evr_conn_plan pc, ps;
-
-	base_opts(&oc);
-	base_opts(&os);
-	oc.mps = 100;
-	custom_plan(&pc, 8, 1, 5);
-	default_lat_plan(&ps);
-	end_start(&cl, 1, &pc, &oc);
-	end_start(&sv, 0, &ps, &os);
-	ck_assert_uint_gt(drive_paced(35000000u), 0);
-	assert_both_done();
+	paced_pair(100, 35000000u);
 	ck_assert_uint_eq(cl.s.late, 3);
 	/* the first late one went 25 ms or more after its time */
 	ck_assert_uint_ge(cl.s.late_max_ns, 25000000u);
