@@ -103,6 +103,21 @@ prom=()
 if command -v prometheus >/dev/null && case ${EVR_RXE_ONLY:-} in *fleetprom*) true ;; *) false ;; esac; then
 	prom=(--add "$(command -v prometheus)=/opt/evr/prometheus"
 		--add "$here/../../contrib/prometheus/evrdma-fabric-fast.rules.yml=/opt/evr/evrdma-fabric-fast.rules.yml")
+	# the fleet dashboard's RDMA device queries, host h1's, one a line:
+	# the TCP fleet's agents export no device, so they are run here,
+	# where the RNICs are real (guest-fleetprom.sh; the guest has no
+	# python to read the dashboard itself)
+	dash=$here/../../contrib/grafana/evrdma-fleet.json
+	if [ -f "$dash" ] && command -v python3 >/dev/null; then
+		python3 "$here/../dashboard-check.py" exprs "$dash" job=evrdma host=h1 \
+			peer=h2 __rate_interval=30s __interval=15s __range=60s |
+			python3 -c 'import json, sys
+for l in sys.stdin:
+    e = json.loads(l)["expr"]
+    if "evrdma_rdma_" in e:
+        print(e)' >"$(dirname "$log")/dash-device-queries"
+		prom+=(--add "$(dirname "$log")/dash-device-queries=/opt/evr/dash-device-queries")
+	fi
 fi
 "$here/vm.sh" --timeout "${EVR_RXE_TIMEOUT:-2400}" --log "$log" "${prom[@]}" \
 	--add "$build/rstream=/opt/evr/rstream" \

@@ -355,6 +355,35 @@ for k in $KINDS; do
 		"$( [ "$all" -gt 0 ] && awk -v a="$good" -v b="$all" 'BEGIN { printf "%.2f", a / b }' || echo -)" "$med" "$max"
 done
 
+# the fleet dashboard's RDMA device panels (contrib/grafana, host h1's
+# queries, made by check-rxe.sh): each returns a series here, where the
+# RNICs are real, and only h1's
+if [ -s "${EVR_BIN:-/opt/evr}/dash-device-queries" ]; then
+	nq=0
+	while IFS= read -r e; do
+		nq=$((nq + 1))
+		# a scrape that failed (an emulated CPU's slow turn) leaves
+		# h1's series stale for a second or two: a few tries
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			q "$e" >"$T/dq"
+			[ -s "$T/dq" ] && break
+			sleep 1
+		done
+		# (q's last line has no newline: wc -l would miss it)
+		n=$(grep -c . "$T/dq")
+		other=$(grep -vc '"host":"h1"' "$T/dq")
+		if [ "$n" -ge 1 ] && [ "$other" = 0 ]; then
+			ok "dashboard device panel $nq: $n series of h1 ($(head -1 "$T/dq" | cut -c1-100))"
+		else
+			ko "dashboard device panel $nq returns h1's series" "$n series, $other of another host: $e; up: $(q 'up{host="h1"}' | tr '\n' ' '); devices: $(q 'count by (host) (evrdma_rdma_device_events_total)' | tr '\n' ' ')"
+			timeout 5 wget -qO- "http://$(fab_oob_addr 1):9471/metrics" 2>/dev/null | grep -E '^evrdma_rdma_(device_state|port_up)' | sed 's/^/# h1 exports: /'
+		fi
+	done <"${EVR_BIN:-/opt/evr}/dash-device-queries"
+	[ "$nq" -ge 3 ] || ko "dashboard device queries" "only $nq"
+else
+	ko "dashboard device queries" "none given (check-rxe.sh makes them)"
+fi
+
 alive=0
 for n in $(seq $N); do kill -0 "${ap[$n]}" 2>/dev/null && alive=$((alive + 1)); done
 [ "$alive" = $N ] && ok "every agent alive throughout" || ko "agents alive" "$alive of $N"
