@@ -766,7 +766,18 @@ static ssize_t r_recv(struct evr_conn *c, void *buf, size_t len)
 			return (ssize_t)got;
 		}
 		/* queued data first, then the end or the error; the CM's
-		 * disconnect alone may be our port's going down */
+		 * disconnect alone may be our port's going down.  Data that
+		 * came before the end may still be in the CQ: the end can
+		 * be seen first (the CM's DISCONNECTED, on its own channel;
+		 * a peer that closes right after its last message, as
+		 * upstream's over iWARP, whose data is a write and a send
+		 * each), and the connection is no longer open, whose state
+		 * alone polled above.  The CQ is polled until it holds no
+		 * more of ours. */
+		if (evr__rdma_has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_PEER_SHUT |
+				      EVR_RC_F_CM_DISC) &&
+		    evr__rdma_poll_cq(rc) > 0)
+			continue;
 		if (evr__rdma_has(rc, EVR_RC_F_PEER_DISC | EVR_RC_F_PEER_SHUT))
 			return 0;
 		if (evr__rdma_has(rc, EVR_RC_F_CM_DISC))
