@@ -52,6 +52,32 @@ START_TEST(test_agg_empty)
 }
 END_TEST
 
+/* --mps: the aggregate's rate asked is the connections', its late ones
+ * their sum, its latest the largest (rstream(1), --mps) */
+START_TEST(test_agg_pace)
+{
+	struct evr_agg a;
+	struct evr_result r = { .elapsed_ns = 1000, .iters = 10, .mps = 500 };
+
+	evr__agg_init(&a);
+	r.late = 3;
+	r.late_max_ns = 7000;
+	ck_assert_int_eq(evr__agg_add(&a, &r, NULL), 0);
+	r.late = 4;
+	r.late_max_ns = 9000;
+	ck_assert_int_eq(evr__agg_add(&a, &r, NULL), 0);
+	r.late = 0;
+	r.late_max_ns = 0;
+	ck_assert_int_eq(evr__agg_add(&a, &r, NULL), 0);
+	memset(&r, 0, sizeof(r));
+	evr__agg_result(&a, &r);
+	ck_assert_uint_eq(r.mps, 500);
+	ck_assert_uint_eq(r.late, 7);
+	ck_assert_uint_eq(r.late_max_ns, 9000);
+	evr__agg_fini(&a);
+}
+END_TEST
+
 START_TEST(test_agg_wall_and_mean)
 {
 	struct evr_agg a;
@@ -510,6 +536,7 @@ static Suite *scale_suite(void)
 	tcase_add_test(tc, test_agg_iters_rounding);
 	tcase_add_test(tc, test_agg_duration_row);
 	tcase_add_test(tc, test_agg_latency);
+	tcase_add_test(tc, test_agg_pace);
 	tcase_add_test(tc, test_row_aggregate);
 	tcase_add_test(tc, test_row_per_conn);
 	suite_add_tcase(s, tc);

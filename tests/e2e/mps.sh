@@ -115,12 +115,20 @@ if start_server srv "$P" "$R" -T s -b $H -p "$P"; then
 	fi
 
 	# -c 2: the rate is each connection's; the aggregate's samples both
-	run_cmd c2 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 300 -c 2 --mps 1000 --json
+	run_cmd c2 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 300 -c 2 --mps 1000 --json --per-conn
 	assert_exit "-c 2 --mps 1000" 0 "$RC" "$T/c2.err"
 	if out=$(/usr/bin/python3 - "$T/c2.out" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
-r = [r for r in recs if r["type"] == "result"][0]
+res = [r for r in recs if r["type"] == "result"]
+one = [r for r in res if "conn_index" in r]
+r = [r for r in res if "connections" in r][0]
+assert len(one) == 2 and all(o["pace"]["asked_per_s"] == 1000 for o in one), one
+# the aggregate as rstream(1) says: late summed, the latest of all, the
+# mean iterations over the mean time
+assert r["pace"]["late"] == sum(o["pace"]["late"] for o in one), (r, one)
+assert r["pace"]["late_max_ns"] == max(o["pace"]["late_max_ns"] for o in one), (r, one)
+assert abs(r["pace"]["achieved_per_s"] - r["iters"] / r["conn_mean_elapsed_s"]) < 0.01, r
 assert r["connections"] == 2 and r["latency"]["samples"] == 600, r
 assert r["pace"]["asked_per_s"] == 1000 and 500 <= r["pace"]["achieved_per_s"] <= 1050, r
 assert 0.299 <= r["elapsed_s"] <= 1.0, r
