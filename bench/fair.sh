@@ -18,8 +18,11 @@
 # per-connection row); and evrdma's throughput over upstream's.  Not a
 # test: it asserts nothing.  -b K runs K busy tasks (a shell loop each,
 # for the whole run) beside both: a host whose CPUs others want too.
+# -f: evrdma's server forks a child per connection (-T f: N + 1
+# processes, as upstream's N).  -p CPU: every process of the run on that
+# one CPU (taskset), a host with one CPU for them all.
 #
-#   bench/fair.sh [-n "1 4 16 256"] [-m "n a"] [-t TOTAL] [-b K] [-o out.md]
+#   bench/fair.sh [-n "1 4 16 256"] [-m "n a"] [-t TOTAL] [-b K] [-f] [-p CPU] [-o out.md]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ours=${RSTREAM:-$top/build/rstream}
@@ -30,14 +33,20 @@ total=40000
 busy=0
 tmo=120          # seconds a client may take
 out=
+fork=
+pin=()
 while [ $# -gt 0 ]; do
 	case $1 in
+	-f) fork=1; shift ;;
+	-p) [[ $2 =~ ^[0-9]{1,4}$ ]] ||
+		{ echo "bench: -p $2: a CPU number" >&2; exit 1; }
+	    pin=(taskset -c "$2"); shift 2 ;;
 	-n) ns=$2; shift 2 ;;
 	-m) modes=$2; shift 2 ;;
 	-t) total=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	-b) busy=$2; shift 2 ;;
-	*) echo "usage: $0 [-n \"1 4 16 256\"] [-m \"n a\"] [-t total] [-b busy] [-o out.md]" >&2
+	*) echo "usage: $0 [-n \"1 4 16 256\"] [-m \"n a\"] [-t total] [-b busy] [-f] [-p cpu] [-o out.md]" >&2
 	   exit 1 ;;
 	esac
 done
@@ -53,7 +62,7 @@ base=$((20000 + $$ % 10000))
 ulimit -n 65536 2>/dev/null || true
 # the busy tasks: each ends with this script (the trap) or after an hour
 for _ in $(seq "$busy"); do
-	timeout 3600 sh -c 'while :; do :; done' &
+	"${pin[@]}" timeout 3600 sh -c 'while :; do :; done' &
 done
 
 # stats FILE: "rate fairness" from lines "iters seconds" (one a
@@ -70,10 +79,11 @@ evr() {
 	local n=$1 m=$2 it=$3 p=$base spid
 	local t=(-T s)
 	[ "$m" = n ] || t+=(-T "$m")
-	"$ours" "${t[@]}" -b 127.0.0.1 -p "$p" >/dev/null 2>&1 &
+	"${pin[@]}" "$ours" "${t[@]}" ${fork:+-T f} -b 127.0.0.1 -p "$p" \
+		>/dev/null 2>&1 &
 	spid=$!
 	wait_listen "$p"
-	timeout "$tmo" "$ours" "${t[@]}" -s 127.0.0.1 -p "$p" -S 64 -C 1 -I "$it" \
+	"${pin[@]}" timeout "$tmo" "$ours" "${t[@]}" -s 127.0.0.1 -p "$p" -S 64 -C 1 -I "$it" \
 		-c "$n" --per-conn --json >"$tmp/ev.json" 2>"$tmp/ev.err" ||
 		echo "bench: evrdma -T $m -c $n failed: $(tail -1 "$tmp/ev.err")" >&2
 	kill "$spid" 2>/dev/null || true
@@ -90,14 +100,14 @@ up() {
 	local t=(-T s)
 	[ "$m" = n ] || t+=(-T "$m")
 	for i in $(seq "$n"); do
-		"$upstream" "${t[@]}" -p $((base + i)) -S 64 -C 1 -I "$it" \
+		"${pin[@]}" "$upstream" "${t[@]}" -p $((base + i)) -S 64 -C 1 -I "$it" \
 			>/dev/null 2>&1 &
 		pids+=($!)
 	done
 	for i in $(seq "$n"); do wait_listen $((base + i)) 200; done
 	cpids=()
 	for i in $(seq "$n"); do
-		timeout "$tmo" "$upstream" "${t[@]}" -s 127.0.0.1 -p $((base + i)) \
+		"${pin[@]}" timeout "$tmo" "$upstream" "${t[@]}" -s 127.0.0.1 -p $((base + i)) \
 			-S 64 -C 1 -I "$it" >"$tmp/upc.$i" 2>&1 &
 		cpids+=($!)
 	done
@@ -130,4 +140,4 @@ up() {
 		done
 	done
 } | tee "${out:-/dev/null}"
-echo "bench: 64-byte ping-pong, $total round trips a case (at least 50 a connection), TCP loopback; throughput ratio = evrdma / upstream (above 1: evrdma more); $(nproc) CPUs, $busy busy task(s) beside, $(uname -r)" >&2
+echo "bench: 64-byte ping-pong, $total round trips a case (at least 50 a connection), TCP loopback; throughput ratio = evrdma / upstream (above 1: evrdma more); $(nproc) CPUs${pin:+, all on CPU ${pin[2]}}, $busy busy task(s) beside${fork:+, evrdma server -T f}, $(uname -r)" >&2

@@ -3,8 +3,8 @@
  * The scheduler (src/stream/session/sched.c) alone, with seats on a real
  * loop and no session: who is in play and when the state lives, the
  * slice, -T n's spin budget, the CPU offer (its throttle alone and
- * shared, and what it reports when another task took the CPU) and the
- * back-off every connection of a loop hears of.  The sessions' use of it
+ * shared, and what it reports when another task took the CPU), the
+ * back-off every connection of a loop hears of, and -T n's CPU watch.  The sessions' use of it
  * is check_sessdrive's (test_driver_shared_*).
  */
 #include "config.h"
@@ -244,6 +244,133 @@ START_TEST(test_lost_cpu)
 }
 END_TEST
 
+/* ---- -T n's CPU watch: the rule (pure), then the seats' use of it ---- */
+
+#define MS 1000000u
+
+/* A window's end at t (ms) in which the thread ran ran_ms, with invol
+ * involuntary and vol voluntary switches so far. */
+static int look(struct evr_cpuwatch *cw, unsigned t, unsigned ran_ms,
+		long vol, long invol)
+{
+	struct evr_cpusample cs = { (uint64_t)ran_ms * MS, vol, invol };
+
+	return evr__cpuwatch_sample(cw, (uint64_t)t * MS, &cs);
+}
+
+/* A thread that ran all the time, or that lost a quarter or more of it
+ * with no task switched in (a vCPU its host took, a softirq), never
+ * sleeps; nor does one window short of its length. */
+START_TEST(test_watch_quiet)
+{
+	struct evr_cpuwatch cw = { 0 };
+	unsigned t;
+
+	ck_assert(!look(&cw, 1, 0, 0, 0));     /* the first look opens */
+	ck_assert_uint_eq(cw.t0, 1 * MS);
+	ck_assert_uint_eq(cw.next, 2 * MS);
+	for (t = 2; t <= 60; t++)               /* ran it all, switched */
+		ck_assert(!look(&cw, t, t - 1, 0, (long)t));
+	ck_assert(!look(&cw, 66, 61, 0, 100));  /* 4/5 of it */
+	ck_assert(!look(&cw, 71, 62, 0, 100));  /* a fifth, no switch */
+	ck_assert(!look(&cw, 76, 63, 0, 100));
+	ck_assert(!look(&cw, 79, 63, 0, 101));  /* short of a window */
+	ck_assert_uint_eq(cw.t0, 76 * MS);
+	ck_assert_uint_eq(cw.contended, 0);
+	ck_assert_uint_eq(cw.sleep_until, 0);
+	ck_assert(!evr__cpuwatch_asleep(&cw, 80 * MS));
+}
+END_TEST
+
+/* Two contended windows in a row sleep for the base; the sleep ends at
+ * its time; each contended window after it sleeps at once, twice as
+ * long, up to the most; a quiet window goes back to the base, and to
+ * two windows in a row. */
+START_TEST(test_watch_contended)
+{
+	struct evr_cpuwatch cw = { 0 };
+	uint64_t want = EVR_SCHED_SLEEP_NS, until;
+	unsigned t = 1, ran = 0, n;	/* (a clock of 0: no window) */
+
+	look(&cw, t, ran, 0, 0);
+	ck_assert(!look(&cw, t += 5, ran += 2, 0, 1)); /* one: not yet */
+	ck_assert_uint_eq(cw.sleep_until, 0);
+	ck_assert(look(&cw, t += 5, ran += 2, 0, 2));  /* two in a row */
+	ck_assert_uint_eq(cw.sleep_until, t * (uint64_t)MS + want);
+	ck_assert_uint_eq(cw.contended, 1);
+	for (n = 2; n <= 12; n++) {
+		until = cw.sleep_until;
+		ck_assert(evr__cpuwatch_asleep(&cw, until - 1));
+		ck_assert(!evr__cpuwatch_asleep(&cw, until));
+		ck_assert_uint_eq(cw.t0, 0);    /* a window opens next */
+		t = (unsigned)(until / MS) + 1;
+		/* it slept: the voluntary count moved, the window opens */
+		ck_assert(!look(&cw, t, ran, (long)n, 10));
+		want = want * 2 > EVR_SCHED_SLEEP_MAX_NS ?
+			       EVR_SCHED_SLEEP_MAX_NS : want * 2;
+		ck_assert(look(&cw, t += 5, ran += 1, (long)n, 11));
+		ck_assert_uint_eq(cw.sleep_until, t * (uint64_t)MS + want);
+		ck_assert_uint_eq(cw.contended, n);
+	}
+	ck_assert_uint_eq(want, EVR_SCHED_SLEEP_MAX_NS);
+	/* quiet again: the base, and two in a row */
+	t = (unsigned)(cw.sleep_until / MS);
+	ck_assert(!evr__cpuwatch_asleep(&cw, (uint64_t)t * MS));
+	look(&cw, t, ran, 99, 20);
+	ck_assert(!look(&cw, t += 5, ran += 5, 99, 21));
+	ck_assert(!look(&cw, t += 5, ran += 1, 99, 22));
+	ck_assert(look(&cw, t += 5, ran += 1, 99, 23));
+	ck_assert_uint_eq(cw.sleep_until, t * (uint64_t)MS + EVR_SCHED_SLEEP_NS);
+}
+END_TEST
+
+/* A window in which the thread slept (a voluntary switch), or whose
+ * looks came far apart, decides nothing: a new one opens. */
+START_TEST(test_watch_slept)
+{
+	struct evr_cpuwatch cw = { 0 };
+
+	look(&cw, 1, 0, 0, 0);
+	ck_assert(!look(&cw, 6, 1, 0, 1));
+	ck_assert_uint_eq(cw.hit, 1);
+	ck_assert(!look(&cw, 10, 2, 1, 2));     /* slept: opens */
+	ck_assert_uint_eq(cw.t0, 10 * MS);
+	ck_assert(!look(&cw, 31, 3, 1, 3));     /* over 4 windows: opens */
+	ck_assert_uint_eq(cw.t0, 31 * MS);
+	ck_assert_uint_eq(cw.sleep_until, 0);
+	ck_assert(look(&cw, 36, 4, 1, 4));      /* the second in a row */
+}
+END_TEST
+
+/* A seat alone spins in place only while its loop's watch lets it;
+ * -T n's waits sleep until the watch's time, then spin again.  A seat
+ * not in play spins by the budget alone. */
+START_TEST(test_spin_watch)
+{
+	struct evr_sched_seat a = { 0 }, none = { 0 };
+	uint64_t t0 = 0;
+
+	ck_assert_int_eq(evr__sched_join(&a, loop), 0);
+	ck_assert(!evr__sched_spin_sleeps(&a));
+	ck_assert(evr__sched_spin_on(&a, 1, &t0));
+	loop->sched->cw.sleep_until = evr_now_ns() + 1000 * MS;
+	ck_assert(!evr__sched_spin_on(&a, 2, &t0));
+	ck_assert(evr__sched_spin_sleeps(&a));
+	loop->sched->cw.sleep_until = evr_now_ns() - 1;
+	ck_assert(!evr__sched_spin_sleeps(&a));
+	ck_assert_uint_eq(loop->sched->cw.sleep_until, 0);
+	ck_assert(evr__sched_spin_on(&a, 2, &t0));
+	/* the look it took: a window is open (a real getrusage) */
+	ck_assert_uint_ne(loop->sched->cw.t0, 0);
+	ck_assert(!evr__sched_spin_sleeps(&none));
+	t0 = 0;
+	ck_assert(evr__sched_spin_on(&none, 1, &t0));
+	ck_assert(evr__sched_spin_on(&none, 2, &t0));
+	evr__sched_spin_yield(&none);           /* not in play: nothing */
+	evr__sched_leave(&a, loop);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *su = suite_create("sched");
@@ -261,6 +388,14 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, test_offer_alone);
 	tcase_add_test(tc, test_offer_shared);
 	tcase_add_test(tc, test_lost_cpu);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("cpu watch");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_watch_quiet);
+	tcase_add_test(tc, test_watch_contended);
+	tcase_add_test(tc, test_watch_slept);
+	tcase_add_test(tc, test_spin_watch);
 	suite_add_tcase(su, tc);
 	return su;
 }

@@ -56,6 +56,11 @@ struct evr_conn {
 	 * channel transport then polls without arming the channel; the
 	 * owner clears it and calls once more before it sleeps. */
 	int polling;
+	/* Set by the owner of a -T n connection while its waits sleep
+	 * rather than spin (its host's CPUs are wanted: sched.h's CPU
+	 * watch): a completion channel transport arms then, as for -T a's
+	 * sleep. */
+	int sleeping;
 	/* Set by the transport: recv(c, NULL, n) consumes up to n bytes
 	 * without copying them (RDMA: the ring space goes back unread) */
 	int can_skip;

@@ -78,6 +78,60 @@ else
 	fi
 fi
 
+# pinned_iters FILE: each result record's iterations, those of the
+# connections (--per-conn) before the aggregate's, one a line
+pinned_iters() {
+	/usr/bin/python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["type"] == "result":
+        print(r["iters"])' "$1"
+}
+
+# ---- -T n (the default) with everything on one CPU: a spin holds the CPU
+# its peer's reply needs until its time slice ends, one round trip a
+# slice (upstream's rstream: 4 ms each here, 500 in 2 s).  The CPU watch
+# (src/stream/session/sched.h) finds the spin contended and its waits
+# sleep: about 100,000 in 2 s here.  A fork server's children beside a
+# -c 3 client likewise (before the watch: 125 each in 2 s).
+pinned_spin() { # CPU
+	local cpu=$1 P n min max
+	P=$(e2e_port)
+	if start_server npin "$P" taskset -c "$cpu" "$R" -T s -p "$P" --once; then
+		run_cmd npinc 30 taskset -c "$cpu" "$R" -T s --trace -s $H \
+			-p "$P" -S 64 -C 1 -D 2 --json
+		assert_exit "-T n, both sides on CPU $cpu: the client" 0 "$RC" \
+			"$T/npinc.err" "$T/npin.err"
+		n=$(pinned_iters "$T/npinc.out")
+		say "-T n, both on CPU $cpu: ${n:-no} round trips in 2 s"
+		assert_le "-T n, both sides on one CPU: 5,000 round trips or more in 2 s" \
+			5000 "${n:-0}"
+		assert_match "... the client's spin found the CPU wanted (--trace)" \
+			'conn 1: spin: the CPU is wanted \([0-9]+ contended windows\): its waits sleep for [0-9]+ ms' \
+			"$T/npinc.err"
+		bg_wait npin 10
+		assert_exit "-T n, both sides on CPU $cpu: the --once server" 0 "$RC" "$T/npin.err"
+	fi
+	P=$(e2e_port)
+	if start_server fpin "$P" taskset -c "$cpu" "$R" -T s -T f -p "$P"; then
+		run_cmd fpinc 30 taskset -c "$cpu" "$R" -T s -s $H -p "$P" -c 3 \
+			--per-conn -S 64 -C 1 -D 2 --json
+		assert_exit "-T f, a -c 3 client, all on CPU $cpu: the client" 0 "$RC" \
+			"$T/fpinc.err" "$T/fpin.err"
+		pinned_iters "$T/fpinc.out" | head -3 | sort -n >"$T/fpin.n"
+		min=$(head -1 "$T/fpin.n")
+		max=$(tail -1 "$T/fpin.n")
+		say "-T f, -c 3, all on CPU $cpu: $(tr '\n' ' ' <"$T/fpin.n")round trips in 2 s"
+		assert_eq "... three connections" 3 "$(wc -l <"$T/fpin.n")"
+		assert_le "... each child 1,000 round trips or more" 1000 "${min:-0}"
+		assert_le "... the least served at least a quarter of the most" \
+			"$(( ${max:-0} / 4 ))" "${min:-0}"
+		bg_stop fpin 5
+		assert_exit "-T f server, all on one CPU: SIGTERM exits 0" 0 "$RC" "$T/fpin.err"
+	fi
+}
+
 # ---- -T a with both sides on one CPU (taskset): a poll holds the CPU its
 # reply needs until the kernel preempts it, a few ms each round trip (a
 # default run's 100,000 then took over 4 minutes).  A poll that loses its
@@ -100,6 +154,7 @@ if command -v taskset >/dev/null 2>&1; then
 		bg_wait pin 10
 		assert_exit "-T a, both sides on CPU $cpu: the --once server" 0 "$RC" "$T/pin.err"
 	fi
+	pinned_spin "$cpu"
 else
 	not_ok "taskset is installed (util-linux)"
 fi

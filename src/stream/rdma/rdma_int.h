@@ -303,7 +303,7 @@ static inline int evr__rdma_io_mode(const struct rconn *rc)
 static inline int evr__rdma_waits_on_fd(const struct rconn *rc)
 {
 	return !evr__rdma_has(rc, EVR_RC_F_OWNED) ||
-	       evr__rdma_io_mode(rc) != EVR_IO_NONBLOCK;
+	       evr__rdma_io_mode(rc) != EVR_IO_NONBLOCK || rc->base.sleeping;
 }
 
 /* Connected, and neither side has ended it: errors count, credits flow. */

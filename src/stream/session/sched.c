@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "../../loop/loop.h"
 #include "sched.h"
@@ -46,7 +47,90 @@ void evr__sched_leave(struct evr_sched_seat *st, struct evr_loop *loop)
 	free(sc);
 }
 
-int evr__sched_spin_on(const struct evr_sched_seat *st, unsigned round,
+/* ---- -T n's CPU watch (sched.h says why) ---- */
+
+static void window_open(struct evr_cpuwatch *cw, uint64_t now,
+			const struct evr_cpusample *cs)
+{
+	cw->t0 = now;
+	cw->at0 = *cs;
+}
+
+int evr__cpuwatch_sample(struct evr_cpuwatch *cw, uint64_t now,
+			 const struct evr_cpusample *cs)
+{
+	uint64_t wall, ran;
+	int hit;
+
+	cw->next = now + EVR_SCHED_WATCH_NS;
+	if (!cw->t0 || cs->vol != cw->at0.vol ||
+	    now - cw->t0 > 4 * (uint64_t)EVR_SCHED_WINDOW_NS) {
+		/* the first look, or the thread slept: a window starts */
+		window_open(cw, now, cs);
+		return 0;
+	}
+	wall = now - cw->t0;
+	if (wall < EVR_SCHED_WINDOW_NS)
+		return 0;
+	ran = cs->cpu_ns - cw->at0.cpu_ns;
+	hit = cs->invol != cw->at0.invol && ran < wall / 4 * 3;
+	window_open(cw, now, cs);
+	if (!hit) {
+		cw->sleep_ns = 0;
+		cw->hit = 0;
+		return 0;
+	}
+	/* a first contended window after a quiet one: one more (a kworker,
+	 * a migration) */
+	if (!cw->sleep_ns && !cw->hit++)
+		return 0;
+	cw->hit = 0;
+	if (!cw->sleep_ns)
+		cw->sleep_ns = EVR_SCHED_SLEEP_NS;
+	cw->sleep_until = now + cw->sleep_ns;
+	if (cw->sleep_ns < EVR_SCHED_SLEEP_MAX_NS / 2)
+		cw->sleep_ns *= 2;
+	else
+		cw->sleep_ns = EVR_SCHED_SLEEP_MAX_NS;
+	cw->contended++;
+	return 1;
+}
+
+int evr__cpuwatch_asleep(struct evr_cpuwatch *cw, uint64_t now)
+{
+	if (!cw->sleep_until)
+		return 0;
+	if (now < cw->sleep_until)
+		return 1;
+	/* awake: the next window opens at the next sample (it slept) */
+	cw->sleep_until = 0;
+	cw->t0 = 0;
+	return 0;
+}
+
+/* A look at the thread for the watch, at most every EVR_SCHED_WATCH_NS. */
+static void watch(struct evr_sched *sc, uint64_t now)
+{
+	struct evr_cpusample cs;
+	struct timespec ts;
+	struct rusage ru;
+
+	if (now < sc->cw.next || sc->cw.sleep_until)
+		return;
+	/* the thread's CPU clock, not getrusage()'s times: those move by
+	 * the scheduler's ticks (4 ms at HZ=250) */
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ||
+	    getrusage(RUSAGE_THREAD, &ru)) {
+		sc->cw.next = now + EVR_SCHED_SLEEP_MAX_NS;
+		return;
+	}
+	cs.cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	cs.vol = ru.ru_nvcsw;
+	cs.invol = ru.ru_nivcsw;
+	evr__cpuwatch_sample(&sc->cw, now, &cs);
+}
+
+int evr__sched_spin_on(struct evr_sched_seat *st, unsigned round,
 		       uint64_t *t0)
 {
 	uint64_t now;
@@ -60,7 +144,22 @@ int evr__sched_spin_on(const struct evr_sched_seat *st, unsigned round,
 		*t0 = now;
 		return 1;
 	}
-	return now - *t0 < EVR_SCHED_SPIN_BUDGET_NS;
+	if (!st->sc)
+		return now - *t0 < EVR_SCHED_SPIN_BUDGET_NS;
+	watch(st->sc, now);
+	return now - *t0 < EVR_SCHED_SPIN_BUDGET_NS && !st->sc->cw.sleep_until;
+}
+
+void evr__sched_spin_yield(struct evr_sched_seat *st)
+{
+	if (st->sc)
+		watch(st->sc, evr_now_ns());
+}
+
+int evr__sched_spin_sleeps(struct evr_sched_seat *st)
+{
+	return st->sc && st->sc->cw.sleep_until &&
+	       evr__cpuwatch_asleep(&st->sc->cw, evr_now_ns());
 }
 
 /* How often the kernel has given this thread's CPU to another task

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 
 #include "poll.h"
@@ -215,7 +216,8 @@ static void wait_for(struct evr_sess *s, enum evr_sess_want w)
 		idle_off(s);
 		return;
 	}
-	if (w == EVR_WANT_YIELD || s->io != EVR_IO_ASYNC) {
+	if (w == EVR_WANT_YIELD ||
+	    (s->io != EVR_IO_ASYNC && !(s->conn && s->conn->sleeping))) {
 		ev_io_stop(s->loop->ev, &s->io_w);
 		idle_on(s);
 		return;
@@ -287,9 +289,27 @@ static void apply(struct evr_sess *s, enum evr_sess_want w)
  * (evr__sess_try_again()): a try that finds nothing skips the session's
  * step, the credit and cork checks, and costs a CQ poll.
  */
+/* -T n on a host whose CPUs others want (the CPU watch, sched.h): the
+ * session sleeps until its fd, or its transport, wakes it.  A completion
+ * channel is armed by a call made sleeping (evr_conn.sleeping): the
+ * first wait that sleeps calls once more. */
+static enum evr_sess_want spin_sleep(struct evr_sess *s, enum evr_sess_want w)
+{
+	if (s->conn->sleeping)
+		return w;
+	s->conn->sleeping = 1;
+	if (evr__tracing(s->loop))
+		evr__trace(s->loop, "conn %u: spin: the CPU is wanted (%lu "
+			   "contended windows): its waits sleep for %" PRIu64
+			   " ms", s->id, s->seat.sc->cw.contended,
+			   (s->seat.sc->cw.sleep_until - evr_now_ns()) / 1000000);
+	return s->conn->fd < 0 ? evr__sess_event(s, EVR_SE_READY, 0) : w;
+}
+
 /* -T n: retry at once.  Alone, in place, for up to
  * EVR_SCHED_SPIN_BUDGET_NS; shared, the call of its turn was the try:
- * the loop's turn next. */
+ * the loop's turn next.  Either way, while the CPU watch finds no
+ * contention; then it sleeps (spin_sleep()). */
 static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 {
 	uint64_t t0 = 0;
@@ -297,14 +317,21 @@ static enum evr_sess_want spin(struct evr_sess *s, enum evr_sess_want w)
 
 	if (s->io == EVR_IO_ASYNC)
 		return poll_async(s, w);
-	if (s->io != EVR_IO_NONBLOCK)
+	if (s->io != EVR_IO_NONBLOCK || !evr__sess_waiting(w))
 		return w;
+	if (evr__sched_spin_sleeps(&s->seat))
+		return spin_sleep(s, w);
+	s->conn->sleeping = 0;
 	for (round = 0; evr__sess_waiting(w) &&
 			evr__sched_spin_on(&s->seat, round, &t0); round++)
 		for (n = 0; n < EVR_SCHED_SPIN_TRIES && evr__sess_waiting(w);
 		     n++)
 			w = evr__sess_try_again(s, w);
-	return w;
+	if (!evr__sess_waiting(w))
+		return w;
+	if (evr__sched_shared(&s->seat))
+		evr__sched_spin_yield(&s->seat);
+	return evr__sched_spin_sleeps(&s->seat) ? spin_sleep(s, w) : w;
 }
 
 void evr__sess_drive(struct evr_sess *s, enum evr_sess_event ev, int arg)
