@@ -15,6 +15,13 @@
 
 #define EVR__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Off the hot path: a function only --trace or a failure calls, kept out
+ * of line so that its caller can be inlined into the data path. */
+#define EVR__COLD __attribute__((cold, noinline))
+/* On every transfer's path, called from several places: inlined in each
+ * (a call's prologue and epilogue cost more than its body). */
+#define EVR__HOT_INLINE inline __attribute__((always_inline))
+
 /* Every state machine lists its states once, as an X-macro of X(NAME):
  * the enum and the names traced come from that list.
  *   static const char *const names[] = EVR__STATE_NAMES(EVR_SESS_STATES);

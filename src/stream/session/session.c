@@ -35,28 +35,32 @@ static int terminal(const struct evr_sess *s)
 	return evr__sess_terminal(s);
 }
 
-static void set_state(struct evr_sess *s, enum evr_sess_state st)
+/* --trace: a transition (out of the data path's way: set_state() is on
+ * every transfer's, inlined). */
+static EVR__COLD void trace_state(const struct evr_sess *s,
+				  enum evr_sess_state st)
 {
-	if (s->state != st && s->loop && evr__tracing(s->loop)) {
-		evr__trace(s->loop, "conn %u: %s -> %s", s->id,
-			   evr__sess_state_name(s->state),
-			   evr__sess_state_name(st));
-		if (s->io == EVR_IO_ASYNC &&
-		    (st == EVR_SS_DONE || st == EVR_SS_FAILED))
-			evr__trace(s->loop, "conn %u: poll: %" PRIu64
-				   " found, %" PRIu64 " ran out, %" PRIu64
-				   " lost the CPU, %" PRIu64
-				   " slept at once, %" PRIu64 " yields, %"
-				   PRIu64 " usec at the end", s->id,
-				   s->pe.n_found, s->pe.n_ran_out,
-				   s->pe.n_preempted, s->pe.n_unpolled,
-				   s->pe.n_yields, s->pe.budget_ns / 1000);
-	}
+	evr__trace(s->loop, "conn %u: %s -> %s", s->id,
+		   evr__sess_state_name(s->state), evr__sess_state_name(st));
+	if (s->io == EVR_IO_ASYNC && (st == EVR_SS_DONE || st == EVR_SS_FAILED))
+		evr__trace(s->loop, "conn %u: poll: %" PRIu64 " found, %" PRIu64
+			   " ran out, %" PRIu64 " lost the CPU, %" PRIu64
+			   " slept at once, %" PRIu64 " yields, %" PRIu64
+			   " usec at the end", s->id, s->pe.n_found,
+			   s->pe.n_ran_out, s->pe.n_preempted,
+			   s->pe.n_unpolled, s->pe.n_yields,
+			   s->pe.budget_ns / 1000);
+}
+
+static inline void set_state(struct evr_sess *s, enum evr_sess_state st)
+{
+	if (s->state != st && s->loop && evr__tracing(s->loop))
+		trace_state(s, st);
 	s->state = st;
 }
 
-static void op(struct evr_sess *s, enum evr_sess_state st, int send,
-	       uint8_t *buf, size_t len)
+static EVR__HOT_INLINE void op(struct evr_sess *s, enum evr_sess_state st,
+				   int send, uint8_t *buf, size_t len)
 {
 	set_state(s, st);
 	s->op_kind = send ? EVR_OP_SEND : EVR_OP_RECV;
@@ -171,7 +175,7 @@ static void sync_recv(struct evr_sess *s)
  * copy out of an RDMA ring is saved (a server reads what it echoes and,
  * -D, the iteration mark) ... but the stamp of an echo's last transfer
  * is read. */
-static void echo_piece(struct evr_sess *s)
+static EVR__HOT_INLINE void echo_piece(struct evr_sess *s)
 {
 	if (s->hold != EVR_HOLD_OFF && !s->xoff &&
 	    s->xfer + 1 == cur(s)->count)
@@ -182,7 +186,8 @@ static void echo_piece(struct evr_sess *s)
 }
 
 /* The next piece of the current transfer, from xoff on. */
-static void data_piece(struct evr_sess *s, enum evr_sess_state st)
+static EVR__HOT_INLINE void data_piece(struct evr_sess *s,
+					   enum evr_sess_state st)
 {
 	size_t n = evr__sess_xfer_buf(s, cur(s)->size - s->xoff);
 
@@ -240,7 +245,7 @@ static void mark_iteration(struct evr_sess *s)
 		    s->mark == EVR_IT_LAST ? EVR_ITER_LAST : EVR_ITER_MORE;
 }
 
-static void data_send(struct evr_sess *s)
+static EVR__HOT_INLINE void data_send(struct evr_sess *s)
 {
 	s->xoff = 0;
 	data_piece(s, EVR_SS_DATA_SEND);
@@ -253,7 +258,7 @@ static void data_send(struct evr_sess *s)
 		mark_iteration(s);
 }
 
-static void data_recv(struct evr_sess *s)
+static EVR__HOT_INLINE void data_recv(struct evr_sess *s)
 {
 	s->xoff = 0;
 	data_piece(s, EVR_SS_DATA_RECV);
@@ -319,7 +324,8 @@ static enum evr_sess_want start_data(struct evr_sess *s)
 	return EVR_WANT_READ;
 }
 
-static int check_pattern(struct evr_sess *s, const uint8_t *b, size_t len)
+static EVR__HOT_INLINE int check_pattern(struct evr_sess *s,
+					 const uint8_t *b, size_t len)
 {
 	uint64_t bad = 0;
 
