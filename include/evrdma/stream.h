@@ -30,7 +30,8 @@ enum evr_stream_transport {
 
 /* How a connection waits for its socket (rstream -T n / a / b). */
 enum evr_io_mode {
-	EVR_IO_NONBLOCK = 0, /* retry at once from an idle watcher: spins */
+	EVR_IO_NONBLOCK = 0, /* retry at once from an idle watcher: spins
+			      * (sleeps while others want the CPU) */
 	EVR_IO_ASYNC,        /* sleep until the loop reports the fd ready */
 	EVR_IO_BLOCK,        /* blocking calls */
 };
