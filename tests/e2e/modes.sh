@@ -108,7 +108,7 @@ pinned_spin() { # CPU
 		assert_le "-T n, both sides on one CPU: 5,000 round trips or more in 2 s" \
 			5000 "${n:-0}"
 		assert_match "... the client's spin found the CPU wanted (--trace)" \
-			'conn 1: spin: the CPU is wanted \([0-9]+ contended windows\): its waits sleep for [0-9]+ ms' \
+			'conn 1: spin: the CPU is wanted \([0-9]+ contended windows\): -T n waits sleep for the next [0-9]+ ms' \
 			"$T/npinc.err"
 		bg_wait npin 10
 		assert_exit "-T n, both sides on CPU $cpu: the --once server" 0 "$RC" "$T/npin.err"

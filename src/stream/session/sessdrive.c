@@ -300,8 +300,8 @@ static enum evr_sess_want spin_sleep(struct evr_sess *s, enum evr_sess_want w)
 	s->conn->sleeping = 1;
 	if (evr__tracing(s->loop))
 		evr__trace(s->loop, "conn %u: spin: the CPU is wanted (%lu "
-			   "contended windows): its waits sleep for %" PRIu64
-			   " ms", s->id, s->seat.sc->cw.contended,
+			   "contended windows): -T n waits sleep for the next "
+			   "%" PRIu64 " ms", s->id, s->seat.sc->cw.contended,
 			   (s->seat.sc->cw.sleep_until - evr_now_ns()) / 1000000);
 	return s->conn->fd < 0 ? evr__sess_event(s, EVR_SE_READY, 0) : w;
 }

@@ -107,6 +107,7 @@ static enum evr_phase phase_of(enum evr_sess_state st)
 	case EVR_SS_SYNC_RECV:
 		return EVR_PH_SYNC;
 	case EVR_SS_DATA_SEND:
+	case EVR_SS_PACE:       /* --mps: the next request waits its time */
 		return EVR_PH_SEND;
 	case EVR_SS_DATA_RECV:
 		return EVR_PH_RECV;
@@ -126,7 +127,7 @@ static enum evr_sess_want fail(struct evr_sess *s, int err, int detail,
 	int in_test = s->state == EVR_SS_SYNC_SEND ||
 		      s->state == EVR_SS_SYNC_RECV ||
 		      s->state == EVR_SS_DATA_SEND ||
-		      s->state == EVR_SS_DATA_RECV;
+		      s->state == EVR_SS_DATA_RECV || s->state == EVR_SS_PACE;
 
 	memset(f, 0, sizeof(*f));
 	f->conn_id = s->id;
@@ -232,7 +233,11 @@ static void split_iteration(struct evr_sess *s)
  * -D 0.2 on Soft-RoCE, two 1m_bw iterations of 8.5 s each). */
 static void mark_iteration(struct evr_sess *s)
 {
-	int past = s->it_t0 - s->t0 >= s->dur_ns;
+	/* paced (--mps), it_t0 is the schedule's time: a run behind its
+	 * schedule ended by that would go on long past the duration (at
+	 * 10 a second, 10 iterations of a second each for -D 1) */
+	uint64_t at = s->mps ? evr_now_ns() : s->it_t0;
+	int past = at - s->t0 >= s->dur_ns;
 	int end_ok = evr__sess_has(s, EVR_SF_END);
 
 	if (end_ok && past && s->iter)
