@@ -133,13 +133,17 @@ else
 	P=$(e2e_port)
 	if start_server st "$P" "$R" -T s -b $H -p "$P"; then
 		SP=$(bg_child_pid st)
-		got=
+		got= qt=- st=- qp=- sp=- qm=- sm=- qn=- sn=-
 		for round in 1 2 3; do
 			echo "$SP" >"$CG_ROOT/cgroup.procs"
 			run_cmd q 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 2000 --split --percentiles --json
 			[ "$RC" = 0 ] || { not_ok "starved: the unstarved run" "exit $RC"; break; }
 			echo "$SP" >"$CG/cgroup.procs"
-			run_cmd s 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 2000 --split --percentiles --json
+			# By the clock: how slow a starved iteration is depends on
+			# the host's load (0.3 ms quiet, 1 ms in CI, 28 ms beside
+			# four busy loops), and 2,000 of them could outlast any
+			# timeout.
+			run_cmd s 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -D 2 --split --percentiles --json
 			echo "$SP" >"$CG_ROOT/cgroup.procs"
 			[ "$RC" = 0 ] || { not_ok "starved: the starved run" "exit $RC"; break; }
 			qn=$(res "$T/q.out" .split.net.p50_ns) sn=$(res "$T/s.out" .split.net.p50_ns)
@@ -154,13 +158,18 @@ else
 			# here in three rounds, more in CI).
 			# The hold carries that growth (80 % of it and more), the
 			# network's part does not (10 % and less), and the network's
-			# median stays within 25 %.  Growths, not ratios of means:
-			# the unstarved run shares the host with the rest of the
-			# suite, and its hold is then large too, and told as such.
+			# median stays within a factor of 2.  Growths, not ratios of
+			# means: the unstarved run shares the host with the rest of
+			# the suite, and its hold is then large too, and told as
+			# such.  The median's bound is wide on purpose: a throttled
+			# server wakes slower, and its wake-up is the network's part
+			# (before its receive): 3.4 -> 4.5 us, 1.3x, in all three
+			# rounds of one CI run, where a split that leaked the hold
+			# into the network's part would move it by 100 us and more.
 			dt=$((st - qt))
 			if [ "$dt" -ge 100000 ] && [ $(((sp - qp) * 10)) -ge $((dt * 8)) ] &&
-				[ $(((sm - qm) * 10)) -le "$dt" ] &&
-				[ $((sn * 4)) -le $((qn * 5)) ] && [ $((sn * 4)) -ge $((qn * 3)) ]; then
+				[ $(((sm - qm) * 10)) -le "$dt" ] && [ $(((sn - qn) * 10)) -le "$dt" ] &&
+				[ "$sn" -le $((qn * 2)) ] && [ $((sn * 2)) -ge "$qn" ]; then
 				got=1
 				break
 			fi
