@@ -1924,6 +1924,20 @@ START_TEST(test_fail_if)
 	thr_line(&set.t[3], line, sizeof(line));
 	ck_assert_str_eq(line, "--fail-if 'gbps<10': passed (worst: 64_lat "
 			 "gbps 12.00 Gb/s)");
+	/* how far past the limit, in plain digits at every size */
+	set.t[3].failed = 1;
+	set.t[3].worst = 0.00094;
+	thr_line(&set.t[3], line, sizeof(line));
+	ck_assert_str_eq(line, "--fail-if 'gbps<10': failed: 64_lat gbps "
+			 "0.00 Gb/s, under 0.01 x the limit");
+	set.t[3].worst = 0.1;
+	thr_line(&set.t[3], line, sizeof(line));
+	ck_assert_str_eq(line, "--fail-if 'gbps<10': failed: 64_lat gbps "
+			 "0.10 Gb/s, 0.01 x the limit");
+	set.t[0].worst = 123456e3;
+	thr_line(&set.t[0], line, sizeof(line));
+	ck_assert_str_eq(line, "--fail-if 'p99>50us': failed: 4k_lat p99 "
+			 "123.46 ms, 2469 x the limit");
 	/* a threshold no row had fails */
 	memset(&set, 0, sizeof(set));
 	thr_add(&set, "p50>1ms", THR_RSTREAM, err, sizeof(err));
