@@ -1891,6 +1891,12 @@ START_TEST(test_fail_if)
 				 sizeof(err)), -1);
 	ck_assert_int_eq(thr_add(&set, "", THR_RSTREAM, err,
 				 sizeof(err)), -1);
+	ck_assert_int_eq(thr_add(&set, "p99>=5us", THR_RSTREAM, err,
+				 sizeof(err)), -1);
+	ck_assert_str_eq(err, "p99 must be followed by one > or <, then the "
+			 "limit");
+	ck_assert_int_eq(thr_add(&set, "gbps<<1", THR_RSTREAM, err,
+				 sizeof(err)), -1);
 	ck_assert_int_eq(thr_add(&set, "loss>0.5%", THR_MCKEY, err,
 				 sizeof(err)), 0);
 	ck_assert_int_eq(thr_add(&set, "loss>101", THR_MCKEY, err,

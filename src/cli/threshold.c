@@ -135,6 +135,13 @@ int thr_add(struct thr_set *set, const char *expr, unsigned allowed,
 	}
 	t.below = *p == '<';
 	p = skip(p + 1);
+	if (*p == '<' || *p == '>' || *p == '=') {
+		/* ">=", ">>": the operator is one character, and what
+		 * follows it is the limit */
+		snprintf(err, len, "%s must be followed by one > or <, then "
+			 "the limit", names[m]);
+		return -1;
+	}
 	v = strtod(p, &end);
 	if (end == p || !isfinite(v) || v < 0 || *p == '+' || *p == '-') {
 		snprintf(err, len, "the limit must be a number of 0 or "
