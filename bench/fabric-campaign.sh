@@ -31,7 +31,7 @@ case $rounds in ''|*[!0-9]*|0) echo "fabric-campaign: -r takes a positive number
 n=$(set -- $kinds; echo $#)
 echo "fabric-campaign: $rounds rounds of $n kinds ($kinds): $((rounds * n)) injections, about $((rounds * n * 35 / 60 + 2)) min"
 # a bound for the guest: setup, then 60 s an injection at most
-EVR_RXE_KERNEL=backports EVR_RXE_ONLY=fleetprom FLEET_ROUNDS=$rounds FLEET_KINDS=$kinds \
+EVR_RXE_KERNEL=backports EVR_RXE_ONLY=fleetprom FLEET_ROUNDS=$rounds FLEET_KINDS=$kinds FLEET_BOUND=20 \
 	EVR_RXE_TIMEOUT=$((300 + rounds * n * 90)) "$here/../tests/rxe/check-rxe.sh" "$build" || true
 log=$build/tests/rxe-guest-backports.log
 echo "injections (kind target seconds right wrong alerts):"

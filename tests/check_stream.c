@@ -1395,8 +1395,10 @@ static void pingpong_run(const char *port, enum evr_io_mode io,
  * run and a -c 4 run each), one of which must hold both.  The four do
  * more than one on a quiet host (1.3-1.5 x, both builds), but not on a
  * loaded one: CI's ASan build, its tests beside it, had -c 4 at 0.91-0.97
- * x -c 1 in all five rounds, evenly shared; the bar of 0.8 x is below that
- * and well above the spinning's 0.5 x. */
+ * x -c 1 in all five rounds, evenly shared.  The bars are generous, and
+ * still fail what they guard against: -c 4 at least 0.7 x -c 1 (the
+ * spinning did 0.5 x), the slowest of the four at least 0.6 x the fastest
+ * (a starved connection does 0.01 x). */
 static void fair_share(enum evr_io_mode io)
 {
 	struct evr_stream_opts so;
@@ -1422,7 +1424,7 @@ static void fair_share(enum evr_io_mode io)
 			if (C.conn_iters[i] > hi)
 				hi = C.conn_iters[i];
 		}
-		ok = lo * 10ull >= hi * 8ull && four * 10 >= one * 8;
+		ok = lo * 10ull >= hi * 6ull && four * 10 >= one * 7;
 		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
 			 " -c 4: %u, %u, %u, %u (%" PRIu64 "), -c 1: %" PRIu64
 			 ";", C.conn_iters[0], C.conn_iters[1],
@@ -1432,8 +1434,8 @@ static void fair_share(enum evr_io_mode io)
 	 * the whole process group */
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(ok, "-T %c: no round fair (slowest >= 0.8 x fastest) "
-		      "with -c 4 at least 0.8 x -c 1's iterations:%s",
+	ck_assert_msg(ok, "-T %c: no round fair (slowest >= 0.6 x fastest) "
+		      "with -c 4 at least 0.7 x -c 1's iterations:%s",
 		      io == EVR_IO_ASYNC ? 'a' : 'n', msg);
 }
 

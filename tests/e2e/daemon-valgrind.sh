@@ -38,9 +38,12 @@ bg_start vg 120 valgrind --quiet --leak-check=full \
 	--show-leak-kinds=definite,indirect,possible \
 	--errors-for-leak-kinds=definite,indirect,possible \
 	--error-exitcode=99 "$PROBED" -c "$T/vg.json"
+scrape_vg() { scrape "$1" "$HP3"; }
 if wait_listen "$HP3" 30 vg; then
-	sleep 2
-	scrape v1 "$HP3"
+	# until the live probe has run twice (a run under memcheck on a
+	# loaded host takes what it takes; a fixed wait was 2 s)
+	until_scraped scrape_vg v1 30 'evrdma_probe_up{probe="vg"}' 1 \
+		'evrdma_probe_runs_total{probe="vg"}' 2
 	meta_ok "under valgrind: /metrics" v1
 	num_ge "under valgrind: the live probe succeeded" \
 		"$(val "$T/v1.txt" 'evrdma_probe_up{probe="vg"}')" 1

@@ -8,7 +8,7 @@
 # lockstep, every run measured the others (about 880 us a round trip
 # against 20 us alone); now the first runs are spread over the interval
 # and the agent runs one run on a path at a time, so lo's round trip
-# with the crowd stays within 20 % (or 5 us) of its round trip alone (the median
+# with the crowd stays within 2 x (or 10 us) of its round trip alone (the median
 # of its runs' medians, against the larger of the two alone phases; a
 # breach is measured once more, below), lo
 # still runs every interval, and the waits are counted.  Then the crowd
@@ -89,17 +89,19 @@ phase() {
 }
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 us() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1e6 }'; }
-# within CROWD ALONE_A ALONE_B: CROWD at most 1.2 x the larger alone, or
-# 5 us over it.  On loopback, both ends in one thread, this host's round
+# within CROWD ALONE_A ALONE_B: CROWD at most 2 x the larger alone, or
+# 10 us over it (x E2E_TIME_SCALE: the ASan build's round trips are
+# longer).  On loopback, both ends in one thread, this host's round
 # trip has two modes, about 6 and about 9 us, and which one a phase (a
 # new agent, a new process) lands in is the host's, not the crowd's: 9.1 and 8.9 us with the crowd against 5.9 and
 # 6.0 us alone in one make -j2 check; 9.4 against 6.2 and 6.0 at the
 # bench with nothing else of ours running; 8.7 alone and 9.6 shared
 # ("exclusive": false) with two busy loops beside it, the crowd then 5.9;
 # the same with "poll_us": 0 (not the poll's back-off).  The lockstep
-# this guards against is 880 us against 20.
+# this guards against is 880 us against 20: 44 x, where these bars are
+# wide on purpose (two modes of 6 and 9 us are already 1.5 x).
 within() {
-	awk -v c="$1" -v a="$2" -v b="$3" 'BEGIN { m = a > b ? a : b; exit !(c <= 1.2 * m || c <= m + 5e-6) }'
+	awk -v c="$1" -v a="$2" -v b="$3" -v k="$E2E_TIME_SCALE" 'BEGIN { m = a > b ? a : b; exit !(c <= 2 * m || c <= m + 10e-6 * k) }'
 }
 
 if [ "$E2E_VG" = 1 ]; then
@@ -125,7 +127,7 @@ say "crowd: $d runs deferred, $sk ticks skipped, lo ran $runs times, $fails fail
 assert_eq "crowd: no probe failed" 0 "$fails"
 assert_le "crowd: runs that fell in the bandwidth run waited for it (runs deferred)" 1 "${d:-0}"
 if [ -z "$a1" ] || [ -z "$c" ] || [ -z "$a2" ]; then
-	not_ok "crowd: lo's round trip within 20 % of alone" "no runs to compare"
+	not_ok "crowd: lo's round trip within 2 x of alone" "no runs to compare"
 else
 	assert_le "crowd: lo ran every interval ($runs runs in about $PHASE s at $IV s)" \
 		$((PHASE / IV - 1)) "${runs:-0}"
@@ -135,16 +137,16 @@ else
 	# again, the crowd then alone, and judged on that second pair.  The
 	# lockstep this guards against (880 us against 20) breaches both.
 	if within "$c" "$a1" "$a2"; then
-		ok "crowd: lo's round trip within 20 % (or 5 us) of alone ($(us "$c") us, alone $(us "$a1") and $(us "$a2") us)"
+		ok "crowd: lo's round trip within 2 x (or 10 us) of alone ($(us "$c") us, alone $(us "$a1") and $(us "$a2") us)"
 	else
-		say "crowd: $(us "$c") us against $(us "$a1") and $(us "$a2") us alone: over 20 % and 5 us; measured again"
+		say "crowd: $(us "$c") us against $(us "$a1") and $(us "$a2") us alone: over 2 x and 10 us; measured again"
 		phase crowd2 "$EXTRA"
 		phase alone3 0
 		c2=$(median "$T/crowd2.med") a3=$(median "$T/alone3.med")
 		if [ -n "$c2" ] && [ -n "$a3" ] && within "$c2" "$a2" "$a3"; then
-			ok "crowd: lo's round trip within 20 % of alone, measured again ($(us "$c2") us, alone $(us "$a2") and $(us "$a3") us)"
+			ok "crowd: lo's round trip within 2 x of alone, measured again ($(us "$c2") us, alone $(us "$a2") and $(us "$a3") us)"
 		else
-			not_ok "crowd: lo's round trip within 20 % of alone, twice" \
+			not_ok "crowd: lo's round trip within 2 x of alone, twice" \
 				"$(us "$c") us against $(us "$a1") and $(us "$a2") us; then $(us "${c2:-0}") us against $(us "$a2") and $(us "${a3:-0}") us"
 		fi
 	fi

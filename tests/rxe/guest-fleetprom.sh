@@ -22,9 +22,13 @@
 #          of 5 % of a CPU
 #   spine  a spine link down (lR-sS): the paths between the racks, no host
 # An injection is detected when a firing alert names its target (the
-# host; for a spine link, the pair of racks) within FLEET_BOUND seconds
-# (20); every alert firing meanwhile that names anything else is a false
-# one.  Then the fault is cleared and the fleet must come back: every
+# host; for a spine link, the pair of racks) within FLEET_BOUND seconds;
+# every alert firing meanwhile that names anything else is a false one.
+# The campaign's aim is 20 s (bench/fabric-campaign.sh sets it); the CI
+# run's default is 30 s, the aim with room for a slower CI host's
+# emulated CPUs (these kinds' slowest was 10.4 s, 20.1 s in an earlier
+# campaign): each time to the alert is printed, the bound judges only
+# whether the alerting works.  Then the fault is cleared and the fleet must come back: every
 # pair up, no alert firing.  The last lines: each injection, and per
 # kind the recall, the precision and the time to the alert (median,
 # max), as doc/fabric.md reports them (bench/fabric-campaign.sh runs the
@@ -35,7 +39,7 @@ PROM=${EVR_BIN:-/opt/evr}/prometheus
 RULES=${EVR_BIN:-/opt/evr}/evrdma-fabric-fast.rules.yml
 ROUNDS=${FLEET_ROUNDS:-2}
 KINDS=${FLEET_KINDS:-dead rnic spine}
-BOUND=${FLEET_BOUND:-20}
+BOUND=${FLEET_BOUND:-30}
 DELAY_MS=${FLEET_DELAY_MS:-1}
 T=$(mktemp -d)
 here=$(dirname "$0")

@@ -7,7 +7,8 @@
 # within the stall bound with one line naming the device and the port,
 # its documented exit status, and let go of the device at once: Soft-RoCE
 # cannot unregister a device while anyone holds it, so the deletion
-# itself returns within 2 s only if every user let go.  A TCP pair on
+# itself returns within 5 s only if every user let go (it takes 0.1-1.0 s
+# when they do; it waits for the holder's exit when one does not).  A TCP pair on
 # loopback runs through the server's case, unaffected.  Each device is
 # added back (or its link brought up) after its case, and a run over it
 # must pass again.  Prints PASS/FAIL lines and a summary.
@@ -25,9 +26,11 @@ has() { grep -q -- "$2" "$1"; }
 say() { echo "# $*"; }
 
 # The bounds: ending within the stall bound (10 s), the deletion within
-# 2 s (scaled for sanitizer builds, which run three times slower).
+# 5 s (scaled for sanitizer builds, which run three times slower): 5 x
+# the worst measured, and still under the stall bound, by which a
+# holder would have ended and let the deletion return.
 END_S=$(tsc 10)
-DEL_S=$(tsc 2)
+DEL_S=$(tsc 5)
 
 netdev_of() { case $1 in rxe0) echo veth0 ;; rxe1) echo veth1 ;; esac; }
 
@@ -241,9 +244,9 @@ readd rxe0 || ko "rxe0 comes back" "not active in 10 s"
 # 5. evrdma-probed runs throughout: an RDMA responder bound to A2 (rxe1)
 # and a probe from A1 (rxe0) to it, every 0.5 s.  NICFAIL_CYCLES (3 here;
 # bench/nicfail.sh runs 20) deletions and returns of the responder's
-# device, then of the prober's: each deletion returns within 2 s, the
-# daemon stays up, the probe succeeds again within 5 s of the device's
-# return, the prober's own device's failures have its own reasons, and
+# device, then of the prober's: each deletion returns within DEL_S, the
+# daemon stays up, the probe succeeds again within 10 s of the device's
+# return (2.3 s at worst measured; without recovery it never does), the prober's own device's failures have its own reasons, and
 # the daemon ends with the file descriptors and memory it started with.
 P=$B/evrdma-probed
 CYCLES=${NICFAIL_CYCLES:-3}
@@ -278,13 +281,13 @@ if probe_up rdma-lat 3; then
 			sleep 1
 			kill -0 "$pp" 2>/dev/null || { bad="$bad; died in $dev cycle $c"; break 2; }
 			readd "$dev" || bad="$bad; $dev cycle $c: not back"
-			resumed "$(tsc 5)" || bad="$bad; $dev cycle $c: no success in $res_s s"
+			resumed "$(tsc 10)" || bad="$bad; $dev cycle $c: no success in $res_s s"
 			lt "$worst_res" "$res_s" && worst_res=$res_s
 		done
 	done
 	say "daemon: $CYCLES cycles of each device: worst deletion $worst_del s, worst resumption $worst_res s"
 	if [ -z "$bad" ]; then
-		ok "daemon: $CYCLES deletions and returns of each device: every deletion within ${DEL_S} s (worst $worst_del s), the probe back within $(tsc 5) s each time (worst $worst_res s)"
+		ok "daemon: $CYCLES deletions and returns of each device: every deletion within ${DEL_S} s (worst $worst_del s), the probe back within $(tsc 10) s each time (worst $worst_res s)"
 	else
 		ko "daemon: deletions and returns of each device" "${bad#; }"
 	fi
