@@ -53,7 +53,8 @@ START_TEST(test_agg_empty)
 END_TEST
 
 /* --mps: the aggregate's rate asked is the connections', its late ones
- * their sum, its latest the largest (rstream(1), --mps) */
+ * their sum, its latest the largest (rstream(1), --mps); -T n's sleeps
+ * summed too */
 START_TEST(test_agg_pace)
 {
 	struct evr_agg a;
@@ -62,18 +63,21 @@ START_TEST(test_agg_pace)
 	evr__agg_init(&a);
 	r.late = 3;
 	r.late_max_ns = 7000;
+	r.spin_sleeps = 2;
 	ck_assert_int_eq(evr__agg_add(&a, &r, NULL), 0);
 	r.late = 4;
 	r.late_max_ns = 9000;
 	ck_assert_int_eq(evr__agg_add(&a, &r, NULL), 0);
 	r.late = 0;
 	r.late_max_ns = 0;
+	r.spin_sleeps = 5;
 	ck_assert_int_eq(evr__agg_add(&a, &r, NULL), 0);
 	memset(&r, 0, sizeof(r));
 	evr__agg_result(&a, &r);
 	ck_assert_uint_eq(r.mps, 500);
 	ck_assert_uint_eq(r.late, 7);
 	ck_assert_uint_eq(r.late_max_ns, 9000);
+	ck_assert_uint_eq(r.spin_sleeps, 9);
 	evr__agg_fini(&a);
 }
 END_TEST

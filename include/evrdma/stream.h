@@ -537,6 +537,12 @@ struct evr_result {
 	 * over conn_mean_ns. */
 	uint32_t mps;
 	uint64_t late, late_max_ns;
+	/* -T n (opts.io EVR_IO_NONBLOCK): how often this test's waits went
+	 * to sleep rather than spin, because the CPU watch found the thread's
+	 * CPU wanted by another task (evr_stream_new(3), "-T n on a busy
+	 * host"); an aggregate's summed.  0 when it never did, and for the
+	 * other modes. */
+	uint64_t spin_sleeps;
 };
 
 /* Walk every iteration's round trip behind r->lat (a result given to

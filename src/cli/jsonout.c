@@ -429,6 +429,8 @@ json_t *jo_result_since(const struct evr_result *r, uint64_t run_t0)
 		set_u64(pc, "late_max_ns", r->late_max_ns);
 		set(o, "pace", pc);
 	}
+	if (r->spin_sleeps)
+		set_u64(o, "spin_sleeps", r->spin_sleeps);
 	return o;
 }
 

@@ -36,6 +36,7 @@ int evr__agg_add(struct evr_agg *a, const struct evr_result *r,
 	a->sum_iters += r->iters;
 	a->mps = r->mps;
 	a->late += r->late;
+	a->spin_sleeps += r->spin_sleeps;
 	if (r->late_max_ns > a->late_max_ns)
 		a->late_max_ns = r->late_max_ns;
 	/* usec/xfer is each connection's own, then their mean: with -D the
@@ -71,6 +72,7 @@ void evr__agg_result(struct evr_agg *a, struct evr_result *r)
 	r->mps = a->mps;
 	r->late = a->late;
 	r->late_max_ns = a->late_max_ns;
+	r->spin_sleeps = a->spin_sleeps;
 	r->lat = NULL;
 	r->lat_samples = NULL;
 	if (a->lat_on) {

@@ -35,6 +35,7 @@ struct evr_agg {
 	/* --mps: the rate asked, late iterations summed, the latest */
 	uint32_t mps;
 	uint64_t late, late_max_ns;
+	uint64_t spin_sleeps;       /* -T n's sleeps (CPU watch), summed */
 };
 
 /* Empty, ready for evr__agg_add().  A zeroed struct may be fini'd. */

@@ -110,6 +110,9 @@ pinned_spin() { # CPU
 		assert_match "... the client's spin found the CPU wanted (--trace)" \
 			'conn 1: spin: the CPU is wanted \([0-9]+ contended windows\): -T n waits sleep for the next [0-9]+ ms' \
 			"$T/npinc.err"
+		# and the result says how often, without --trace
+		assert_le "... the result counts its sleeps (JSON spin_sleeps)" 1 \
+			"$(grep '"type":"result"' "$T/npinc.out" | jq -r '.spin_sleeps // 0' | head -1)"
 		bg_wait npin 10
 		assert_exit "-T n, both sides on CPU $cpu: the --once server" 0 "$RC" "$T/npin.err"
 	fi

@@ -298,6 +298,7 @@ static enum evr_sess_want spin_sleep(struct evr_sess *s, enum evr_sess_want w)
 	if (s->conn->sleeping)
 		return w;
 	s->conn->sleeping = 1;
+	s->spin_sleeps++;
 	if (evr__tracing(s->loop))
 		evr__trace(s->loop, "conn %u: spin: the CPU is wanted (%lu "
 			   "contended windows): -T n waits sleep for the next "

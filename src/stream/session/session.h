@@ -214,6 +214,9 @@ struct evr_sess {
 	 * the furthest behind one went */
 	uint32_t mps;               /* 0: not paced */
 	uint64_t late, late_max_ns;
+	/* -T n: how often, this test, its waits went to sleep because the
+	 * CPU watch found the CPU wanted (sched.h) */
+	uint64_t spin_sleeps;
 	/* --percentiles (client) */
 	struct evr_latstats lat;
 	struct evr_lat_stats lat_res; /* of the test just finished */
