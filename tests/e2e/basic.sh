@@ -123,7 +123,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 
 	# SIGINT stops a running client: exit 130, at once.
 	bg_start intr 60 "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 100000000
-	if wait_established "$P" 1 5; then
+	if wait_established "$P" 1 5 && wait_traffic "$P" 16384; then
 		sleep 0.3
 		bg_stop intr 5 INT
 		assert_exit "SIGINT on a running client" 130 "$RC" "$T/intr.err"
@@ -135,7 +135,7 @@ if start_server plain "$P" "$R" -T s -p "$P"; then
 		bg_kill intr
 	fi
 	bg_start term 60 "$R" -T s -s $H -p "$P" -S 64 -C 1 -I 100000000
-	if wait_established "$P" 1 5; then
+	if wait_established "$P" 1 5 && wait_traffic "$P" 16384; then
 		sleep 0.3
 		bg_stop term 5 TERM
 		assert_exit "SIGTERM on a running client" 130 "$RC" "$T/term.err"

@@ -131,6 +131,7 @@ assert_eq "server: no fd leaked by 21 finished connections (open fds)" "$nfd0" "
 # exits 0 within 2 s; the running client fails (exit 4), at once
 bg_start running 60 "$R" -T s -T a -s $H -p "$P" -S 64 -C 1 -I 100000000
 wait_established "$P" 2 5
+wait_traffic "$P" 16384
 sleep 0.3
 bg_stop srv 5
 assert_exit "server: SIGTERM exits 0 with clients connected" 0 "$RC" "$T/srv.err"

@@ -193,6 +193,7 @@ fi
 # ---- SIGTERM while 20 connections run: exit 130, nothing on stderr
 bg_start term 60 "$R" $C -p "$P" -T a -S 64 -C 1 -I 100000000 -c 20
 wait_established "$P" 20 10
+wait_traffic "$P" 16384
 sleep 0.3
 bg_stop term 5
 assert_exit "-c 20, SIGTERM: exit 130" 130 "$RC" "$T/term.err"

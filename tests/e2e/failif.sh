@@ -87,6 +87,7 @@ P=$(e2e_port)
 if start_server st "$P" "$R" -T s -b $H -p "$P" --once; then
 	bg_start stc 30 "$R" -T s -s $H -p "$P" -S 64 -C 1 -D 1.5 --fail-if 'max>100ms'
 	wait_established "$P" 1 5
+	wait_traffic "$P" 16384
 	sleep 0.4
 	spid=$(bg_child_pid st)
 	kill -STOP "$spid"

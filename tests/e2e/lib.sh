@@ -9,6 +9,8 @@
 #                            stdout/stderr in $E2E_TMP/NAME.out / NAME.err
 #   start_server NAME PORT CMD..   bg_start + wait_listen
 #   wait_listen PORT [SECS] [NAME] wait until something listens on PORT
+#   wait_traffic PORT BYTES [SECS] wait until a connection to PORT has
+#                            carried BYTES each way (into the data)
 #   bg_wait NAME [SECS]      wait for NAME to exit (kill it after SECS); RC,
 #                            BG_RUN_MS (its run time since bg_start)
 #   bg_stop NAME [SECS]      SIGTERM, wait, then SIGKILL; RC, ELAPSED_MS
@@ -691,6 +693,22 @@ wait_established() { # PORT N [SECS]
 	while [ "$(now_ms)" -lt "$end" ]; do
 		n=$(ss -Htn state established "( dport = :$1 )" 2>/dev/null | wc -l)
 		[ "$n" -ge "$2" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# Wait (at most SECS, scaled; default 5) until a connection to local PORT
+# (any one of them) has carried BYTES or more each way (ss: the client's bytes_acked and
+# bytes_received): past the negotiation (under 1 KiB) and into the data,
+# where a fixed sleep after wait_established could, under memcheck,
+# still land in the negotiation.
+wait_traffic() { # PORT BYTES [SECS]
+	local end=$(( $(now_ms) + $(tscale "${3:-5}") * 1000 ))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		ss -Htni state established "( dport = :$1 )" 2>/dev/null |
+			awk -v n="$2" '{ a = r = 0; for (i = 1; i <= NF; i++) { split($i, kv, ":"); if (kv[1] == "bytes_acked") a = kv[2]; if (kv[1] == "bytes_received") r = kv[2] }
+				if (a >= n && r >= n) f = 1 } END { exit !f }' && return 0
 		sleep 0.02
 	done
 	return 1

@@ -37,6 +37,7 @@ stalled() {
 	start_server "$name.srv" "$p" "$R" -T s -b $H -p "$p" --once || return 1
 	bg_start "$name" 60 "$R" -T s -s $H -p "$p" "$@"
 	wait_established "$p" 1 5
+	wait_traffic "$p" 16384
 	sleep 0.5
 	spid=$(bg_child_pid "$name.srv")
 	kill -STOP "$spid"

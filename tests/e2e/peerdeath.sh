@@ -19,7 +19,7 @@ for sm in n f; do
 	# shellcheck disable=SC2086
 	start_server "kc_$sm" "$P" "$R" -T s $sf -p "$P" || continue
 	bg_start "victim_$sm" 60 "$R" -T s -s $H -p "$P"
-	if wait_established "$P" 1 5; then
+	if wait_established "$P" 1 5 && wait_traffic "$P" 16384; then
 		sleep 0.4
 		bg_kill "victim_$sm"
 		ok "server${sf:+ $sf}: client connected, then killed with SIGKILL mid-64_lat"
@@ -50,7 +50,7 @@ done
 P=$(e2e_port)
 if start_server once "$P" "$R" -T s -p "$P" --once; then
 	bg_start ovictim 60 "$R" -T s -T a -s $H -p "$P"
-	if wait_established "$P" 1 5; then
+	if wait_established "$P" 1 5 && wait_traffic "$P" 16384; then
 		sleep 0.4
 		bg_kill ovictim
 		bg_wait once 5
@@ -98,7 +98,7 @@ for cm in n a b; do
 	start_server "ks_$cm" "$P" "$R" -T s -p "$P" || continue
 	# shellcheck disable=SC2086
 	bg_start "cl_$cm" 60 "$R" -T s $cf -s $H -p "$P"
-	if wait_established "$P" 1 5; then
+	if wait_established "$P" 1 5 && wait_traffic "$P" 16384; then
 		sleep 0.4
 		bg_kill "ks_$cm"
 		t0=$(now_ms)
