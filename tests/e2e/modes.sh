@@ -113,6 +113,12 @@ pinned_spin() { # CPU
 		# and the result says how often, without --trace
 		assert_le "... the result counts its sleeps (JSON spin_sleeps)" 1 \
 			"$(grep '"type":"result"' "$T/npinc.out" | jq -r '.spin_sleeps // 0' | head -1)"
+		if /usr/bin/python3 "$E2E_SRCDIR/tests/jsonschema-check.py" \
+			"$EVR_BUILDDIR/doc/rstream.schema.json" "$T/npinc.out" >"$T/npinc.check" 2>&1; then
+			ok "... its records, spin_sleeps included, match the schema"
+		else
+			not_ok "... its records match the schema" "$(grep -v '^types:' "$T/npinc.check" | head -3)"
+		fi
 		bg_wait npin 10
 		assert_exit "-T n, both sides on CPU $cpu: the --once server" 0 "$RC" "$T/npin.err"
 	fi
