@@ -96,7 +96,7 @@ void evr__stream_result_init(struct evr_result *r, const struct evr_sess *s,
 		.mps = s->mps,
 		.late = s->late,
 		.late_max_ns = s->late_max_ns,
-		.spin_sleeps = s->spin_sleeps,
+		.spin_sleeps = s->spin_sleeps - s->spin_sleeps0,
 	};
 }
 

@@ -311,7 +311,7 @@ static enum evr_sess_want start_data(struct evr_sess *s)
 	s->it_t0 = s->t0;
 	s->late = 0;
 	s->late_max_ns = 0;
-	s->spin_sleeps = 0;
+	s->spin_sleeps0 = s->spin_sleeps;
 	s->tphase = EVR_TP_DATA;
 	s->test_bytes0 = s->prog_bytes = s->bytes;
 	s->prog_ns = s->t0;

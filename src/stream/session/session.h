@@ -214,9 +214,9 @@ struct evr_sess {
 	 * the furthest behind one went */
 	uint32_t mps;               /* 0: not paced */
 	uint64_t late, late_max_ns;
-	/* -T n: how often, this test, its waits went to sleep because the
-	 * CPU watch found the CPU wanted (sched.h) */
-	uint64_t spin_sleeps;
+	/* the driver's spin_sleeps when this test started: the test's are
+	 * those since */
+	uint64_t spin_sleeps0;
 	/* --percentiles (client) */
 	struct evr_latstats lat;
 	struct evr_lat_stats lat_res; /* of the test just finished */
@@ -249,6 +249,9 @@ struct evr_sess {
 	int held;               /* GATED: its owner holds it back (it
 				 * waits for others): no stall */
 	int wd_state;           /* its watchers are set up (apply()) */
+	/* -T n: how often its waits went to sleep because the CPU watch
+	 * found the CPU wanted (sched.h); the connection's whole life */
+	uint64_t spin_sleeps;
 	struct evr_sched_seat seat; /* in play on its loop's scheduler
 				     * (sched.h), from its driver's first
 				     * step to its end */
