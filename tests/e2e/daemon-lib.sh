@@ -5,7 +5,7 @@
 # after lib.sh: PROBED and curl checked (and promtool, which lints every
 # scrape), T (the scratch directory), R (our rstream), H (127.0.0.1); the
 # checks of a scrape (family_ok, check_format, promtool_ok, meta_ok,
-# num_gt), until_scraped, and the configurations more than one of them
+# num_gt), and the configurations more than one of them
 # writes (probe_json, conf_c1) and the silent peer (start_silent).
 
 # Variables set here (T, R, H) are read by the scripts.
@@ -31,34 +31,6 @@ family_ok() {
 	else
 		not_ok "$1"
 	fi
-}
-
-# until_scraped SCRAPER NAME SECS SERIES MIN [SERIES MIN]...: scrape (with
-# "SCRAPER NAME") until every SERIES is at least its MIN, at most SECS
-# (scaled) seconds: counts that need probe runs wait for them rather
-# than a fixed window, which a slow host (valgrind) overruns.  The checks
-# that follow judge the last scrape either way.
-until_scraped() {
-	local fn=$1 name=$2 end ok v i args
-	end=$(( $(date +%s%N) / 1000000 + $(tscale "$3") * 1000 ))
-	shift 3
-	args=("$@")
-	while :; do
-		"$fn" "$name"
-		ok=1
-		i=1
-		while [ "$i" -lt "${#args[@]}" ]; do
-			v=$(val "$T/$name.txt" "${args[$((i - 1))]}")
-			if [ -z "$v" ] || ! awk -v a="$v" -v b="${args[$i]}" 'BEGIN { exit !(a >= b) }'; then
-				ok=0
-				break
-			fi
-			i=$((i + 2))
-		done
-		[ "$ok" = 1 ] && return 0
-		[ "$(( $(date +%s%N) / 1000000 ))" -ge "$end" ] && return 1
-		sleep 0.2
-	done
 }
 
 num_gt() { # DESC A B

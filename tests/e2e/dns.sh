@@ -161,13 +161,7 @@ assert_le "a lookup without an answer by dns_timeout_s is a timeout" 1 \
 assert_le "... and a failure" 1 "$(val "$T/s2.txt" evrdma_probed_dns_failures_total)"
 # its second failure is due about 3 s in (its first run's phase, then
 # its interval): waited for, up to 10 s more, not assumed within 3.5 s
-n=0
-while [ "$(val "$T/s2.txt" 'evrdma_probe_failures_total{probe="dead",reason="resolve"}')" -lt 2 ] 2>/dev/null &&
-	[ "$n" -lt "$(tscale 50)" ]; do
-	sleep 0.2
-	scrape s2
-	n=$((n + 1))
-done
+until_scraped scrape s2 10 'evrdma_probe_failures_total{probe="dead",reason="resolve"}' 2
 assert_le "the dead name's probe (timeout_s 3) fails with reason resolve" 2 \
 	"$(val "$T/s2.txt" 'evrdma_probe_failures_total{probe="dead",reason="resolve"}')"
 assert_eq "... and no other reason" 0 "$(others "$T/s2.txt" dead)"
